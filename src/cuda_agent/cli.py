@@ -1,0 +1,45 @@
+"""The `cuda-agent` command: one entry point, one module per subcommand under `cuda_agent.commands`.
+
+Each command module exposes `add_parser(subparsers)` and `run(args) -> int`; `main(argv)` is callable
+from tests and returns the exit code instead of exiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Subcommand name -> module under cuda_agent.commands. Modules import lazily so that
+# `cuda-agent --help` stays fast and a command's heavy dependencies load only when it runs.
+COMMANDS: dict[str, str] = {
+    "judge": "judge",
+    "workspace": "workspace",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cuda-agent",
+        description="Build, judge and train agents that write CUDA kernels faster than torch.compile.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f"cuda_agent.commands.{module_name}")
+        module.add_parser(subparsers, name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

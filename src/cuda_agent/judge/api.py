@@ -1,0 +1,400 @@
+"""`judge()`: build, verify, time and reward one submission. The one function everything else calls.
+
+Stages, each its own function, each ending the judgment with a verdict when it fails:
+build (CPU) -> start workers -> reference (inputs, outputs, degeneracy audit) -> load candidate ->
+verify (input sets + a repeat, op gate, comparison by the reference worker) -> memory check -> timing
+(interleaved rounds, host-clock cross-check) -> reward.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
+from cuda_agent.judge.build import MODULE_NAME, build_extension
+from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+from cuda_agent.judge.procs import scrubbed_env
+from cuda_agent.judge.reward import milestone_reward
+from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
+from cuda_agent.judge.verdict import Environment, Status, Timing, Verdict, failure
+from cuda_agent.task import Task, TaskError, load_task
+
+REFERENCE_WORKER = "cuda_agent.judge.reference_worker"
+CANDIDATE_WORKER = "cuda_agent.judge.candidate_worker"
+
+
+class Stop(Exception):
+    """Ends a judgment early with its verdict."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+
+def judge(submission: Path, task: Task | None = None, config: JudgeConfig | None = None) -> Verdict:
+    """Judge the submission folder (`model_new.py` + `kernels/`) against `task` (default: its model.py)."""
+    config = config or JudgeConfig()
+    require_gpu()
+    submission = Path(submission)
+    if task is None:
+        try:
+            task = load_task(submission / "model.py")
+        except TaskError as exc:
+            return failure(Status.TASK_ERROR, str(exc))
+    judgment = Judgment(submission, task, config)
+    try:
+        return judgment.run()
+    finally:
+        judgment.cleanup()
+
+
+def require_gpu() -> None:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover
+        raise JudgeUnavailable(f"torch is not importable: {exc}") from exc
+    if not torch.cuda.is_available():
+        raise JudgeUnavailable("no CUDA GPU is visible: the judge needs one to verify and time kernels")
+
+
+def scratch_root(config: JudgeConfig) -> Path:
+    if config.scratch_dir:
+        return config.scratch_dir
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+@dataclass
+class Judgment:
+    submission: Path
+    task: Task
+    config: JudgeConfig
+    stages: dict[str, float] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+    compile_log: str = ""
+    environment: Environment | None = None
+
+    def __post_init__(self) -> None:
+        root = scratch_root(self.config)
+        root.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=root))
+        self.exits = ExitStack()
+
+    # ---- the story -------------------------------------------------------------------------------
+    def run(self) -> Verdict:
+        try:
+            module_path = self.build()
+            ref, cand = self.start_workers()
+            prepared = self.prepare_reference(ref)
+            self.load_candidate(cand, ref)
+            self.verify(ref, cand, prepared)
+            timing = self.time(ref, cand) if self.config.time_candidate else None
+            del module_path
+            return self.verdict_ok(timing)
+        except Stop as stop:
+            return self.finish(stop.verdict)
+        finally:
+            self.exits.close()
+
+    def finish(self, verdict: Verdict) -> Verdict:
+        """Attach what every verdict carries: stage times, checks, environment, tolerance, log."""
+        return Verdict(
+            reward=verdict.reward,
+            status=verdict.status,
+            reason=verdict.reason,
+            compile_log=verdict.compile_log or self.compile_log,
+            timing=verdict.timing,
+            environment=self.environment,
+            tolerance={"atol": self.config.atol, "rtol": self.config.rtol},
+            checks=dict(self.checks),
+            stage_seconds={k: round(v, 3) for k, v in self.stages.items()},
+            task=self.task.name,
+        )
+
+    def fail(self, status: Status, reason: str, **extra: Any) -> Stop:
+        return Stop(failure(status, reason, **extra))
+
+    # ---- stages ------------------------------------------------------------------------------------
+    def build(self) -> Path:
+        start = time.monotonic()
+        model_new = self.submission / "model_new.py"
+        if not model_new.is_file():
+            raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
+        result = build_extension(self.submission / "kernels", self.scratch / "build", self.config.build)
+        self.stages["build"] = time.monotonic() - start
+        self.checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached)}
+        if not result.ok:
+            self.compile_log = result.log
+            status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR
+            first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
+            raise self.fail(status, f"build failed: {first.strip()}", compile_log=result.log)
+        self.candidate_dir = self.scratch / "candidate"
+        self.candidate_dir.mkdir()
+        # Only these two files of the submission reach the candidate process.
+        shutil.copyfile(model_new, self.candidate_dir / "model_new.py")
+        shutil.copyfile(result.module_path, self.candidate_dir / f"{MODULE_NAME}.so")
+        self.io_dir = self.scratch / "io"
+        self.io_dir.mkdir()
+        return self.candidate_dir / f"{MODULE_NAME}.so"
+
+    def start_workers(self) -> tuple[WorkerHandle, WorkerHandle]:
+        env = scrubbed_env()
+        task_file = self.scratch / "reference" / "model.py"
+        task_file.parent.mkdir()
+        task_file.write_text(self.task.source)
+        self.task_file = task_file
+        ref = WorkerHandle(
+            REFERENCE_WORKER, log_path=self.scratch / "reference.log", env=env, cwd=task_file.parent
+        )
+        self.exits.callback(ref.close)
+        cand = WorkerHandle(
+            CANDIDATE_WORKER, log_path=self.scratch / "candidate.log", env=env, cwd=self.candidate_dir
+        )
+        self.exits.callback(cand.close)
+        return ref, cand
+
+    def prepare_reference(self, ref: WorkerHandle) -> dict[str, Any]:
+        start = time.monotonic()
+        seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
+        reply = self._reference_call(
+            ref, "prepare", self.config.prepare_timeout_s,
+            task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
+            input_seeds=seeds, timing_seed=secrets.randbits(62), atol=self.config.atol, rtol=self.config.rtol,
+        )  # fmt: skip
+        env = self._reference_call(ref, "environment", 60)
+        env.pop("ok", None)
+        self.environment = Environment(**env)
+        self.stages["reference"] = time.monotonic() - start
+        if reply["degenerate"]:
+            raise self.fail(
+                Status.TASK_ERROR,
+                f"degenerate task: {', '.join(reply['degenerate'])} passes as the output on every input set "
+                f"at atol={self.config.atol:g}, rtol={self.config.rtol:g}; the task cannot tell a right answer "
+                "from a trivial one",
+            )
+        self.checks["degeneracy_audit"] = "passed"
+        return reply
+
+    def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
+        start = time.monotonic()
+        self.free_before = self._reference_call(ref, "free_memory", 60)["free"]
+        self._candidate_call(
+            cand, "load", self.config.startup_timeout_s, "loading the candidate",
+            module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
+        )  # fmt: skip
+        self.stages["load"] = time.monotonic() - start
+
+    def verify(self, ref: WorkerHandle, cand: WorkerHandle, prepared: dict[str, Any]) -> None:
+        start = time.monotonic()
+        n = self.config.input_sets
+        # The five sets, then the first again from a fresh copy: the same input must give the same output.
+        order = [*range(n), 0]
+        for run_index, set_index in enumerate(order):
+            label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
+            inputs_path = self.io_dir / f"inputs_{set_index}.pt"
+            output_path = self.io_dir / f"outputs_{run_index}.pt"
+            reply = self._candidate_call(
+                cand, "run", self.config.forward_timeout_s, f"forward on {label}",
+                inputs_path=str(inputs_path), output_path=str(output_path), poison=True,
+            )  # fmt: skip
+            if reply["forbidden"]:
+                ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
+                raise self.fail(
+                    Status.REJECTED,
+                    f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
+                    "cuda_extension calls are allowed: implement these in your kernels",
+                )
+            verdict = self._reference_call(
+                ref, "compare", self.config.prepare_timeout_s, ref_index=set_index, path=str(output_path),
+                atol=self.config.atol, rtol=self.config.rtol,
+            )  # fmt: skip
+            if not verdict["match"]:
+                raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
+        self.checks["verified_input_sets"] = n
+        self.checks["repeat_determinism"] = "passed"
+        self.checks["op_gate"] = "passed"
+        free_after = self._reference_call(ref, "free_memory", 60)["free"]
+        held = self.free_before - free_after
+        self.checks["candidate_gpu_memory_bytes"] = held
+        if held > self.config.candidate_gpu_memory_bytes:
+            raise self.fail(
+                Status.RUNTIME_ERROR,
+                f"the candidate holds {held / 2**30:.1f} GiB of GPU memory after its forward calls (limit "
+                f"{self.config.candidate_gpu_memory_bytes / 2**30:.0f} GiB): free what you allocate",
+            )
+        self.stages["verify"] = time.monotonic() - start
+
+    def time(self, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
+        start = time.monotonic()
+        tc = self.config.timing
+        assert self.environment is not None
+        cache = BaselineCache(self.config.cache_dir)
+        key = cache_key(self.task.digest, self.environment.key())
+        cached = cache.get(key)
+        self._candidate_call(
+            cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing",
+            timing_path=str(self.io_dir / "timing_inputs.pt"),
+        )  # fmt: skip
+        if cached is None:
+            self._reference_call(
+                ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"]
+            )
+        rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
+        overhead: dict[str, list[float]] = {"candidate": [], "eager": []}
+        contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
+        for _ in range(tc.max_rounds):
+            for who in contenders:
+                if who == "candidate":
+                    reply = self._candidate_call(
+                        cand,
+                        "time_round",
+                        self.config.timing_timeout_s,
+                        "timing",
+                        samples=tc.samples_per_round,
+                    )
+                else:
+                    reply = self._reference_call(
+                        ref,
+                        "time_round",
+                        self.config.timing_timeout_s,
+                        mode=who,
+                        samples=tc.samples_per_round,
+                    )
+                rounds[who].append(reply["samples"])
+                if who in overhead:
+                    overhead[who].append((reply["wall_ms"] - sum(reply["samples"])) / len(reply["samples"]))
+            if self._timing_done(rounds, contenders):
+                break
+        if cached is None:
+            cached = BaselineRecord(
+                eager_samples=[s for r in rounds["eager"] for s in r],
+                compile_samples=[s for r in rounds["compile"] for s in r],
+                eager_rounds=[statistics.median(r) for r in rounds["eager"]],
+                compile_rounds=[statistics.median(r) for r in rounds["compile"]],
+                overhead_ms=statistics.median(overhead["eager"]),
+            )
+            cache.put(key, cached)
+            paired, source = True, "measured"
+        else:
+            paired, source = False, "cached"
+        cand_rounds = [statistics.median(r) for r in rounds["candidate"]]
+        cand_samples = [s for r in rounds["candidate"] for s in r]
+        cand_overhead = statistics.median(overhead["candidate"])
+        escaped = cand_overhead > cached.overhead_ms * tc.escape_ratio + tc.escape_slack_ms
+        self.checks["host_clock"] = {
+            "candidate_overhead_ms": round(cand_overhead, 4),
+            "reference_overhead_ms": round(cached.overhead_ms, 4),
+            "escaped_work_detected": escaped,
+        }
+        if escaped:
+            # Work escaped the events (side stream, deferred work): charge the host-clock cost instead.
+            extra = cand_overhead - cached.overhead_ms
+            cand_rounds = [r + extra for r in cand_rounds]
+            cand_samples = [s + extra for s in cand_samples]
+        eager_rounds = cached.eager_rounds if not paired else [statistics.median(r) for r in rounds["eager"]]
+        compile_rounds = (
+            cached.compile_rounds if not paired else [statistics.median(r) for r in rounds["compile"]]
+        )
+        n = min(len(cand_rounds), len(eager_rounds)) if paired else None
+        s_eager, s_eager_low = ratio_with_bound(eager_rounds[:n], cand_rounds[:n], paired=paired)
+        s_comp, s_comp_low = ratio_with_bound(compile_rounds[:n], cand_rounds[:n], paired=paired)
+        cand_stat = stat_of(cand_samples)
+        eager_stat = stat_of(cached.eager_samples)
+        compile_stat = stat_of(cached.compile_samples)
+        self.stages["timing"] = time.monotonic() - start
+        return Timing(
+            candidate_ms=cand_stat.median, eager_ms=eager_stat.median, compile_ms=compile_stat.median,
+            speedup_vs_eager=s_eager, speedup_vs_compile=s_comp,
+            speedup_vs_eager_low=s_eager_low, speedup_vs_compile_low=s_comp_low,
+            candidate=cand_stat, eager=eager_stat, compile=compile_stat,
+            rounds=len(cand_rounds), baseline_source=source, protocol=PROTOCOL_VERSION,
+        )  # fmt: skip
+
+    def _timing_done(self, rounds: dict[str, list[list[float]]], contenders: list[str]) -> bool:
+        tc = self.config.timing
+        done = True
+        for who in contenders:
+            samples = [s for r in rounds[who] for s in r]
+            total = sum(samples)
+            if total >= tc.max_gpu_ms:
+                return True
+            medians = [statistics.median(r) for r in rounds[who]]
+            if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(medians) > tc.target_rse:
+                done = False
+        return done
+
+    def verdict_ok(self, timing: Timing | None) -> Verdict:
+        reward = milestone_reward(
+            True,
+            timing.speedup_vs_eager_low if timing else None,
+            timing.speedup_vs_compile_low if timing else None,
+        )
+        if timing:
+            reason = (
+                f"correct on {self.config.input_sets} input sets; {timing.candidate_ms:.4g} ms vs eager "
+                f"{timing.eager_ms:.4g} ms ({timing.speedup_vs_eager:.2f}x) and torch.compile "
+                f"{timing.compile_ms:.4g} ms ({timing.speedup_vs_compile:.2f}x)"
+            )
+        else:
+            reason = f"correct on {self.config.input_sets} input sets (not timed)"
+        return self.finish(Verdict(reward=reward, status=Status.OK, reason=reason, timing=timing))
+
+    # ---- calls that turn worker trouble into verdicts ---------------------------------------------
+    def _candidate_call(self, cand: WorkerHandle, command: str, timeout: float, what: str, **kw: Any) -> dict:
+        try:
+            reply = cand.call(command, timeout, **kw)
+        except WorkerFailure as exc:
+            if exc.kind == "timeout":
+                raise self.fail(
+                    Status.TIMEOUT,
+                    f"{what} did not finish within {timeout:.0f} s (an endless loop in a kernel or a deadlock?)",
+                ) from None
+            detail = _last_error_line(exc.log_tail)
+            raise self.fail(
+                Status.RUNTIME_ERROR,
+                f"the candidate process {exc} ({what})" + (f": {detail}" if detail else ""),
+            ) from None
+        if not reply.get("ok"):
+            message = reply.get("message", "")
+            if reply.get("error") == "OutOfMemoryError" or "out of memory" in message.lower():
+                message = "CUDA out of memory: " + message.splitlines()[0][:300]
+            raise self.fail(Status.RUNTIME_ERROR, f"{what} failed: {reply.get('error')}: {message[:1500]}")
+        return reply
+
+    def _reference_call(self, ref: WorkerHandle, command: str, timeout: float, **kw: Any) -> dict:
+        try:
+            reply = ref.call(command, timeout, **kw)
+        except WorkerFailure as exc:
+            raise self.fail(
+                Status.TASK_ERROR,
+                f"the reference worker {exc} during {command}: {_last_error_line(exc.log_tail)}",
+            ) from None
+        if not reply.get("ok"):
+            raise self.fail(
+                Status.TASK_ERROR,
+                f"the reference failed during {command}: {reply.get('error')}: {reply.get('message', '')[:1500]}",
+            )
+        return reply
+
+    def cleanup(self) -> None:
+        self.exits.close()
+        if not self.config.keep_scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _last_error_line(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if any(w in line for w in ("Error", "error", "Abort", "abort", "Segmentation", "terminate")):
+            return line[:500]
+    return lines[-1][:500] if lines else ""

@@ -1,0 +1,111 @@
+"""The untrusted worker: imports the candidate's `cuda_extension` and `ModelNew`, runs and times them.
+
+It holds the inputs but never the reference model, the reference outputs, the tolerances or the verdict:
+outputs go back as tensor files for the reference worker to compare. One process per candidate, killed
+afterwards, so a CUDA context a candidate broke is never reused.
+Started as `python -I -m cuda_agent.judge.candidate_worker FD` with the candidate folder as cwd.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.channel import serve
+from cuda_agent.judge.opgate import OpGate
+from cuda_agent.judge.timing import Sampler
+from cuda_agent.task import flatten_tensors
+
+
+class CandidateError(RuntimeError):
+    """The candidate misbehaved in a way the judge names (bad constructor, bad outputs)."""
+
+
+class CandidateWorker:
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.sampler: Sampler | None = None
+        self.threads_at_start = 0
+
+    def load(self, module_dir: str, state_path: str) -> dict[str, Any]:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.cuda.init()
+        self.threads_at_start = threading.active_count()
+        sys.path.insert(0, module_dir)
+        state = torch.load(state_path, map_location="cuda", weights_only=True)
+        try:
+            importlib.import_module("cuda_extension")
+        except Exception as exc:
+            raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            model_new = importlib.import_module("model_new")
+        except Exception as exc:
+            raise CandidateError(f"import model_new failed: {type(exc).__name__}: {exc}") from exc
+        if not hasattr(model_new, "ModelNew"):
+            raise CandidateError("model_new.py defines no class ModelNew")
+        try:
+            model = model_new.ModelNew(*state["init_inputs"])
+        except Exception as exc:
+            raise CandidateError(
+                f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}; "
+                "ModelNew must take the same constructor arguments as Model"
+            ) from exc
+        if not isinstance(model, torch.nn.Module):
+            raise CandidateError("ModelNew must be a torch.nn.Module")
+        model = model.cuda()
+        try:
+            model.load_state_dict(state["state_dict"], strict=True)
+        except Exception as exc:
+            raise CandidateError(
+                f"ModelNew cannot load the reference's state_dict: {exc}; keep Model's parameters and "
+                "buffers (same names and shapes) so the judge can copy the reference weights"
+            ) from exc
+        self.model = model.eval()
+        return {"threads": self.threads_at_start}
+
+    def run(self, inputs_path: str, output_path: str, poison: bool) -> dict[str, Any]:
+        inputs = torch.load(inputs_path, map_location="cuda", weights_only=True)
+        gate = OpGate(poison=poison)
+        with torch.no_grad(), gate:
+            result = self.model(*inputs)
+        torch.cuda.synchronize()  # surfaces asynchronous kernel faults here, not later
+        outputs = flatten_tensors(result)
+        for k, t in enumerate(outputs):
+            if type(t) is not torch.Tensor:
+                raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        torch.save([t.detach() for t in outputs], output_path)
+        return {"forbidden": dict(gate.forbidden), "threads": threading.active_count()}
+
+    def time_setup(self, timing_path: str) -> dict[str, Any]:
+        sets = torch.load(timing_path, map_location="cuda", weights_only=True)
+        self.sampler = Sampler(self.model, sets)
+        return {"warmup_ms": self.sampler.warmup()}
+
+    def time_round(self, samples: int) -> dict[str, Any]:
+        assert self.sampler is not None, "time_setup first"
+        result = self.sampler.round(samples)
+        return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
+
+    def exit(self) -> dict[str, Any]:
+        return {}
+
+
+def main() -> None:
+    worker = CandidateWorker()
+    serve(
+        {
+            "load": worker.load,
+            "run": worker.run,
+            "time_setup": worker.time_setup,
+            "time_round": worker.time_round,
+            "exit": worker.exit,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Comparing a candidate's outputs with the reference's: the checks and a report an agent can use.
+
+Exact shape, dtype and device; values within atol + rtol * |ref|; NaN or Inf where the reference is
+finite fails, and NaN where the reference has NaN is accepted. The report gives the mismatch count, the
+first mismatching indices and the largest errors, as GPU MODE's reference evaluator does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float = 1e-2
+    rtol: float = 1e-2
+
+
+def describe(t: torch.Tensor) -> dict[str, Any]:
+    return {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type}
+
+
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: str) -> str | None:
+    """None if `out` matches `ref`, else a sentence saying where and by how much it does not."""
+    if type(out) is not torch.Tensor:
+        return f"{label} is a {type(out).__name__}, not a plain torch.Tensor"
+    if tuple(out.shape) != tuple(ref.shape):
+        return f"{label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+    if out.dtype != ref.dtype:
+        return f"{label} has dtype {out.dtype}, expected {ref.dtype}"
+    if out.device.type != ref.device.type:
+        return f"{label} is on {out.device.type}, expected {ref.device.type}"
+    if ref.numel() == 0:
+        return None
+    ref_c = ref.to(torch.float64)
+    out_c = out.to(ref_c.device, torch.float64)
+    ref_nan = torch.isnan(ref_c)
+    out_nan = torch.isnan(out_c)
+    ref_finite = torch.isfinite(ref_c)
+    out_finite = torch.isfinite(out_c)
+    bad_nonfinite = ref_finite & ~out_finite
+    if bool(bad_nonfinite.any()):
+        count = int(bad_nonfinite.sum())
+        first = _indices(bad_nonfinite, ref.shape)
+        nan_count = int((bad_nonfinite & out_nan).sum())
+        return (
+            f"{label} has {count} NaN/Inf values where the reference is finite ({nan_count} NaN; "
+            f"first at {first}): unwritten output (memory is poisoned with NaN) or an overflow"
+        )
+    mismatch = ~torch.isclose(out_c, ref_c, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+    mismatch &= ~(ref_nan & out_nan)
+    if not bool(mismatch.any()):
+        return None
+    count = int(mismatch.sum())
+    error = (out_c - ref_c).abs().masked_fill(~mismatch, 0)
+    worst = int(error.argmax())
+    worst_index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), ref.shape))
+    return (
+        f"{label}: {count} of {ref.numel()} elements ({100 * count / ref.numel():.2f}%) differ beyond "
+        f"atol={tol.atol:g}, rtol={tol.rtol:g}; first at {_indices(mismatch, ref.shape)}; largest error "
+        f"{float(error.flatten()[worst]):.4g} at {worst_index} (got {float(out_c.flatten()[worst]):.6g}, "
+        f"expected {float(ref_c.flatten()[worst]):.6g})"
+    )
+
+
+def _indices(mask: torch.Tensor, shape: torch.Size, limit: int = 3) -> str:
+    flat = mask.flatten().nonzero().flatten()[:limit].tolist()
+    return ", ".join(str(tuple(int(i) for i in torch.unravel_index(torch.tensor(f), shape))) for f in flat)
+
+
+def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
+    """Would `fake` (zeros, a constant) pass as the output? Used to find degenerate tasks."""
+    if not ref.is_floating_point():
+        return bool(torch.equal(ref, fake.to(ref.dtype)))
+    finite = torch.isfinite(ref)
+    return bool(torch.isclose(fake.to(ref.dtype)[finite], ref[finite], rtol=tol.rtol, atol=tol.atol).all())
+
+
+def degenerate_baselines(ref: torch.Tensor, tol: Tolerance) -> list[str]:
+    """Which trivial answers pass for this reference output: zeros, its mean, or a constant of its median."""
+    if ref.numel() == 0:
+        return ["empty output"]
+    passing = []
+    if passes_with(ref, torch.zeros_like(ref), tol):
+        passing.append("all zeros")
+    if ref.is_floating_point():
+        finite = ref[torch.isfinite(ref)]
+        if finite.numel():
+            mean = float(finite.double().mean())
+            median = float(finite.double().median())
+            if passes_with(ref, torch.full_like(ref, mean), tol):
+                passing.append(f"the constant mean {mean:.4g}")
+            elif passes_with(ref, torch.full_like(ref, median), tol):
+                passing.append(f"the constant {median:.4g}")
+    return passing

@@ -1,0 +1,47 @@
+"""Judge settings, with the defaults of CUDA Agent (atol = rtol = 1e-2, five input sets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cuda_agent.judge.build import BuildConfig
+from cuda_agent.judge.procs import GIB
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge cannot run here (no CUDA GPU, no compiler): not a verdict on the submission."""
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    samples_per_round: int = 10
+    min_samples: int = 30
+    min_gpu_ms: float = 100.0
+    max_gpu_ms: float = 2000.0  # per contender
+    max_rounds: int = 60
+    target_rse: float = 0.005
+    # The candidate's host-clock overhead per sample may exceed the reference's by this much before the
+    # judge concludes that work escaped the timer (side streams, deferred work).
+    escape_slack_ms: float = 0.05
+    escape_ratio: float = 1.5
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    input_sets: int = 5
+    build: BuildConfig = field(default_factory=BuildConfig)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    time_candidate: bool = True
+    startup_timeout_s: float = 120.0
+    prepare_timeout_s: float = 300.0
+    forward_timeout_s: float = 60.0
+    timing_timeout_s: float = 300.0
+    compile_baseline_timeout_s: float = 600.0
+    # GPU memory the candidate may still hold after its forward calls (beyond the reference's).
+    candidate_gpu_memory_bytes: int = 40 * GIB
+    cache_dir: Path | None = None  # baseline cache; None uses ~/.cache/cuda-agent/baselines
+    scratch_dir: Path | None = None  # None uses /dev/shm when present, else the system temp folder
+    keep_scratch: bool = False

@@ -1,0 +1,171 @@
+"""The trusted worker: runs the reference, makes inputs, compares outputs, times the baselines.
+
+It never imports candidate code; candidate outputs reach it only as tensor files loaded with
+`weights_only=True`. Started by the judge as `python -I -m cuda_agent.judge.reference_worker FD`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.channel import serve
+from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
+from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
+from cuda_agent.task import Task, flatten_tensors, import_task_module, instantiate
+
+TIMING_SET_BYTES = 1 << 30  # rotate through up to this many bytes of distinct timing inputs
+MAX_TIMING_SETS = 8
+
+
+def _to_cuda(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.cuda()
+    if isinstance(value, list | tuple):
+        return type(value)(_to_cuda(v) for v in value)
+    return value
+
+
+def _tensor_bytes(values: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in flatten_tensors(values))
+
+
+class ReferenceWorker:
+    def __init__(self) -> None:
+        self.module: Any = None
+        self.model: Any = None
+        self.outputs: list[list[torch.Tensor]] = []
+        self.timing_sets: list[list[Any]] = []
+        self.samplers: dict[str, Sampler] = {}
+
+    def prepare(
+        self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
+        atol: float, rtol: float,
+    ) -> dict[str, Any]:  # fmt: skip
+        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
+        source = Path(task_path).read_text()
+        task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
+        self.module = import_task_module(task)
+        out = Path(workdir)
+        torch.manual_seed(init_seed)
+        model, init_inputs, _ = instantiate(self.module, task.name)
+        self.model = model.cuda().eval()
+        torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
+
+        tol = Tolerance(atol, rtol)
+        degenerate: list[list[str]] = []
+        specs: list[dict[str, Any]] = []
+        for index, seed in enumerate(input_seeds):
+            inputs = self._inputs(seed)
+            with torch.no_grad():
+                result = self.model(*inputs)
+            torch.cuda.synchronize()
+            outputs = [t.detach().clone() for t in flatten_tensors(result)]
+            if not outputs:
+                raise ValueError("Model.forward returned no tensors")
+            self.outputs.append(outputs)
+            specs = [describe(t) for t in outputs]
+            degenerate.append(sorted({d for t in outputs for d in degenerate_baselines(t, tol)}))
+            torch.save(inputs, out / f"inputs_{index}.pt")
+        input_bytes = _tensor_bytes(self._inputs(timing_seed))
+        n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
+        self.timing_sets = [self._inputs(timing_seed + k) for k in range(n_sets)]
+        torch.save(self.timing_sets, out / "timing_inputs.pt")
+        # A trivial answer that passes on every input set means the task cannot tell right from wrong.
+        always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
+        return {"outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes}
+
+    def _inputs(self, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return [_to_cuda(x) for x in self.module.get_inputs()]
+
+    def compare(self, ref_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
+        try:
+            produced = torch.load(path, map_location="cuda", weights_only=True)
+        except Exception as exc:
+            return {"match": False, "reason": f"outputs could not be read as plain tensors ({exc})"[:600]}
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+        expected = self.outputs[ref_index]
+        if not isinstance(produced, list) or len(produced) != len(expected):
+            count = len(produced) if isinstance(produced, list) else "?"
+            return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
+        for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
+            label = "output" if len(expected) == 1 else f"output {k}"
+            problem = compare_tensor(ref, got, Tolerance(atol, rtol), label)
+            if problem:
+                return {"match": False, "reason": problem}
+        return {"match": True}
+
+    def free_memory(self) -> dict[str, Any]:
+        free, total = torch.cuda.mem_get_info()
+        return {"free": free, "total": total}
+
+    def time_setup(self, modes: list[str]) -> dict[str, Any]:
+        warm: dict[str, float] = {}
+        for mode in modes:
+            fn = self.model
+            if mode == "compile":
+                fn = torch.compile(self.model, mode="default")
+                with torch.no_grad():
+                    for _ in range(COMPILE_WARMUP_CALLS):
+                        fn(*self.timing_sets[0])
+            sampler = Sampler(fn, self.timing_sets)
+            warm[mode] = sampler.warmup()
+            self.samplers[mode] = sampler
+        return {"warmup_ms": warm}
+
+    def time_round(self, mode: str, samples: int) -> dict[str, Any]:
+        result = self.samplers[mode].round(samples)
+        return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
+
+    def environment(self) -> dict[str, Any]:
+        props = torch.cuda.get_device_properties(0)
+        return {
+            "gpu": props.name,
+            "compute_capability": f"{props.major}.{props.minor}",
+            "driver": _driver_version(),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda or "",
+        }
+
+    def exit(self) -> dict[str, Any]:
+        return {}
+
+
+def _driver_version() -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:
+        pass
+    try:
+        return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
+    except Exception:
+        return "unknown"
+
+
+def main() -> None:
+    worker = ReferenceWorker()
+    serve(
+        {
+            "prepare": worker.prepare,
+            "compare": worker.compare,
+            "free_memory": worker.free_memory,
+            "time_setup": worker.time_setup,
+            "time_round": worker.time_round,
+            "environment": worker.environment,
+            "exit": worker.exit,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

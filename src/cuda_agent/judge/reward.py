@@ -1,0 +1,27 @@
+"""The milestone reward of CUDA Agent.
+
+-1 if anything failed; 3 if more than 5% faster than both eager and torch.compile; 2 if more than 5%
+faster than eager only; else 1. "More than 5% faster" means speedup = baseline_ms / candidate_ms > 1.05,
+and the judge passes the lower confidence bound of the speedup, so a lucky sample earns nothing.
+"""
+
+from __future__ import annotations
+
+SPEEDUP_THRESHOLD = 1.05
+
+
+def milestone_reward(
+    passed: bool,
+    speedup_vs_eager: float | None,
+    speedup_vs_compile: float | None,
+    threshold: float = SPEEDUP_THRESHOLD,
+) -> int:
+    if not passed:
+        return -1
+    faster_than_eager = speedup_vs_eager is not None and speedup_vs_eager > threshold
+    faster_than_compile = speedup_vs_compile is not None and speedup_vs_compile > threshold
+    if faster_than_eager and faster_than_compile:
+        return 3
+    if faster_than_eager:
+        return 2
+    return 1

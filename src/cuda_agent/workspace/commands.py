@@ -1,0 +1,81 @@
+"""What the workspace's `utils/` commands run: the judge's own build, verification and timing.
+
+`bash utils/compile.sh`, `python3 -m utils.verification` and `python3 -m utils.profiling` call these, so
+what the agent sees while it works is what the final reward says.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from cuda_agent.judge.build import MODULE_NAME, BuildConfig, build_extension
+from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+from cuda_agent.judge.toolchain import default_arch
+from cuda_agent.task import TaskError, load_task
+
+
+def compile_main(root: Path = Path(".")) -> int:
+    result = build_extension(root / "kernels", root / "build", BuildConfig(arch=default_arch()))
+    if not result.ok:
+        print("Compilation failed:", file=sys.stderr)
+        print(result.log, file=sys.stderr)
+        return 1
+    assert result.module_path is not None
+    shutil.copyfile(result.module_path, root / f"{MODULE_NAME}.so")
+    print(
+        f"Compile success: {MODULE_NAME}.so in {result.seconds:.1f} s "
+        f"({len(result.compiled)} compiled, {len(result.cached)} reused)"
+    )
+    return 0
+
+
+def _judge(root: Path, timed: bool) -> int:
+    from cuda_agent.judge.api import judge
+
+    try:
+        task = load_task(root / "model.py")
+    except TaskError as exc:
+        print(f"model.py is not a valid task: {exc}", file=sys.stderr)
+        return 2
+    try:
+        verdict = judge(root, task=task, config=JudgeConfig(build=BuildConfig(arch=default_arch()),
+                                                            time_candidate=timed))  # fmt: skip
+    except JudgeUnavailable as exc:
+        print(f"cannot run here: {exc}", file=sys.stderr)
+        return 3
+    status = "PASS" if verdict.passed else "FAIL"
+    print(f"{status} [{verdict.status.value}] reward {verdict.reward:+d}: {verdict.reason}")
+    if verdict.compile_log:
+        print(verdict.compile_log)
+    t = verdict.timing
+    if t:
+        print(f"  candidate      {t.candidate_ms:9.4f} ms  (IQR {t.candidate.p25:.4f}-{t.candidate.p75:.4f})")
+        print(
+            f"  eager          {t.eager_ms:9.4f} ms  speedup {t.speedup_vs_eager:.3f}x (95% low {t.speedup_vs_eager_low:.3f})"
+        )
+        print(f"  torch.compile  {t.compile_ms:9.4f} ms  speedup {t.speedup_vs_compile:.3f}x "
+              f"(95% low {t.speedup_vs_compile_low:.3f})")  # fmt: skip
+    return 0 if verdict.passed else 1
+
+
+def verification_main(root: Path = Path(".")) -> int:
+    return _judge(root, timed=False)
+
+
+def profiling_main(root: Path = Path(".")) -> int:
+    return _judge(root, timed=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    commands = {"compile": compile_main, "verification": verification_main, "profiling": profiling_main}
+    if not argv or argv[0] not in commands:
+        print(f"usage: python -m cuda_agent.workspace.commands {{{','.join(commands)}}}", file=sys.stderr)
+        return 2
+    return commands[argv[0]]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Workspace commands (fixed infrastructure, do not edit): thin entry points into the cuda-agent judge."""

@@ -1,0 +1,9 @@
+"""Time ModelNew against eager PyTorch and torch.compile, as the final judgment will. Fixed infrastructure.
+
+Run from the workspace root: python3 -m utils.profiling
+"""
+
+from cuda_agent.workspace.commands import profiling_main
+
+if __name__ == "__main__":
+    raise SystemExit(profiling_main())
