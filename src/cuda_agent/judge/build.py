@@ -217,7 +217,9 @@ def _compile_and_link(
             log = f"compilation of {names} did not finish within {config.compile_timeout_s:.0f} s and was stopped"
         else:
             log = "\n".join(
-                trim_compiler_output(_rewrite_paths(r.stdout + r.stderr, stage)) for _, r in failures
+                line
+                for _, r in failures
+                for line in trim_compiler_output(_rewrite_paths(r.stdout + r.stderr, stage))
             )
         return BuildResult(False, None, log, full_log, time.monotonic() - start, compiled, tuple(cached),
                            timed_out, commands)  # fmt: skip

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The project's test command: set up, lint, then every test (GPU tests are skipped without a GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check src tests benchmarks
+exec .venv/bin/python -m pytest "$@"

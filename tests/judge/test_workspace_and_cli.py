@@ -1,0 +1,75 @@
+"""The workspace layout and the CLI's front door (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.cli import main
+from cuda_agent.task import load_task
+from cuda_agent.workspace import PROTECTED_PATHS, materialize
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def test_workspace_has_the_cuda_agent_layout(tmp_path: Path) -> None:
+    task = load_task(EXAMPLES / "elementwise_chain" / "model.py")
+    ws = materialize(task, tmp_path / "ws")
+    for name in ("SKILL.md", "model.py", "model_new.py", "binding.cpp", "binding_registry.h",
+                 "utils/compile.sh", "utils/verification.py", "utils/profiling.py", "utils/__init__.py"):  # fmt: skip
+        assert (ws / name).is_file(), name
+    assert (ws / "kernels").is_dir()
+    assert (ws / "model.py").read_text() == task.source
+    assert "REGISTER_BINDING" in (ws / "binding_registry.h").read_text()
+    assert "PYBIND11_MODULE(cuda_extension" in (ws / "binding.cpp").read_text()
+    assert not (ws / "model.py").stat().st_mode & stat.S_IWUSR
+    assert set(PROTECTED_PATHS) >= {"model.py", "binding.cpp", "binding_registry.h", "utils"}
+    with pytest.raises(FileExistsError):
+        materialize(task, ws)
+    materialize(task, ws, overwrite=True)
+
+
+def test_skill_md_states_the_rules_the_judge_enforces(tmp_path: Path) -> None:
+    ws = materialize(load_task(EXAMPLES / "elementwise_chain" / "model.py"), tmp_path / "ws")
+    skill = (ws / "SKILL.md").read_text()
+    for rule in ("atol", "1e-2", "torch.compile", "5%", "kernels/", "utils/compile.sh", "cuBLAS", "cuDNN"):
+        assert rule in skill, rule
+
+
+def test_cli_workspace_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["workspace", str(EXAMPLES / "elementwise_chain" / "model.py"), str(tmp_path / "w")])
+    assert code == 0 and (tmp_path / "w" / "SKILL.md").exists()
+    assert main(["workspace", str(tmp_path / "missing.py"), str(tmp_path / "w2")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_cli_judge_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge", str(tmp_path / "nowhere")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    bad_task = tmp_path / "bad.py"
+    bad_task.write_text("def get_inputs(): pass\n")
+    assert main(["judge", str(tmp_path), "--task", str(bad_task)]) == 2
+    assert "missing Model" in capsys.readouterr().err
+
+
+def test_cli_judge_without_gpu_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    assert main(["judge", str(EXAMPLES / "elementwise_chain")]) == 3
+    assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_cli_build_only_reports_compile_errors_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernels = tmp_path / "sub" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "bad.cu").write_text("this is not C++\n")
+    assert main(["judge", str(tmp_path / "sub"), "--build-only", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["ok"] is False and "kernels/bad.cu" in record["compile_log"]
