@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.judge.build import BuildConfig
 from cuda_agent.judge.config import JudgeConfig
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -26,7 +27,7 @@ def test_every_example_gets_its_expected_verdict() -> None:
 
     examples = _examples()
     assert examples, "no examples/*/expected.json"
-    config = JudgeConfig(forward_timeout_s=30.0)
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
     results = []
     for example in examples:
         expected = json.loads((example / "expected.json").read_text())

@@ -103,6 +103,8 @@ class Judgment:
             return self.verdict_ok(timing)
         except Stop as stop:
             return self.finish(stop.verdict)
+        except Exception as exc:  # fail closed: a judge bug is never a reward
+            return self.finish(failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})"))
         finally:
             self.exits.close()
 
@@ -214,6 +216,7 @@ class Judgment:
                     f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
                     "cuda_extension calls are allowed: implement these in your kernels",
                 )
+            self.check_memory(ref)  # before comparing: a memory hog must not starve the reference worker
             verdict = self._reference_call(
                 ref, "compare", self.config.prepare_timeout_s, ref_index=set_index, path=str(output_path),
                 atol=self.config.atol, rtol=self.config.rtol,
@@ -223,16 +226,19 @@ class Judgment:
         self.checks["verified_input_sets"] = n
         self.checks["repeat_determinism"] = "passed"
         self.checks["op_gate"] = "passed"
-        free_after = self._reference_call(ref, "free_memory", 60)["free"]
-        held = self.free_before - free_after
-        self.checks["candidate_gpu_memory_bytes"] = held
+        self.stages["verify"] = time.monotonic() - start
+
+    def check_memory(self, ref: WorkerHandle) -> None:
+        held = self.free_before - self._reference_call(ref, "free_memory", 60)["free"]
+        self.checks["candidate_gpu_memory_bytes"] = max(
+            held, self.checks.get("candidate_gpu_memory_bytes", 0)
+        )
         if held > self.config.candidate_gpu_memory_bytes:
             raise self.fail(
                 Status.RUNTIME_ERROR,
-                f"the candidate holds {held / 2**30:.1f} GiB of GPU memory after its forward calls (limit "
+                f"the candidate holds {held / 2**30:.1f} GiB of GPU memory after its forward call (limit "
                 f"{self.config.candidate_gpu_memory_bytes / 2**30:.0f} GiB): free what you allocate",
             )
-        self.stages["verify"] = time.monotonic() - start
 
     def time(self, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
         start = time.monotonic()
@@ -362,7 +368,7 @@ class Judgment:
             detail = _last_error_line(exc.log_tail)
             raise self.fail(
                 Status.RUNTIME_ERROR,
-                f"the candidate process {exc} ({what})" + (f": {detail}" if detail else ""),
+                f"the candidate {exc} ({what})" + (f": {detail}" if detail else ""),
             ) from None
         if not reply.get("ok"):
             message = reply.get("message", "")

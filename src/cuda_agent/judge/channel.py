@@ -124,6 +124,7 @@ class WorkerHandle:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
         code = self.process.returncode
+        tail = self.log_tail()
         self.close()
         signal_name = None
         if code is not None and code < 0:
@@ -137,12 +138,13 @@ class WorkerHandle:
         else:
             what = f"exited with code {code}"
         return WorkerFailure(
-            "died", f"process {what} {when}", signal_name=signal_name, log_tail=self.log_tail()
+            "died", f"process {what} {when}", signal_name=signal_name, log_tail=tail
         )
 
     def log_tail(self, chars: int = 3000) -> str:
-        try:
+        with contextlib.suppress(ValueError, OSError):
             self._log.flush()
+        try:
             data = self.log_path.read_bytes()[-chars:]
         except OSError:
             return ""
