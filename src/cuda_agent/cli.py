@@ -16,7 +16,6 @@ from collections.abc import Sequence
 COMMANDS: dict[str, str] = {
     "judge": "judge",
     "workspace": "workspace",
-    "solve": "solve",
 }
 
 
