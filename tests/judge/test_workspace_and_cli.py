@@ -73,3 +73,19 @@ def test_cli_build_only_reports_compile_errors_as_json(
     assert main(["judge", str(tmp_path / "sub"), "--build-only", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["ok"] is False and "kernels/bad.cu" in record["compile_log"]
+
+
+def test_compile_sh_entry_point_builds_with_relative_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bash utils/compile.sh` runs from the workspace root with a relative root; compilers run elsewhere."""
+    from cuda_agent.workspace.commands import compile_main
+
+    ws = materialize(load_task(EXAMPLES / "elementwise_chain" / "model.py"), tmp_path / "ws")
+    kernels = ws / "kernels"
+    (kernels / "bad.cu").write_text("__global__ void k(float* x) { x[0] = missing_name; }\n")
+    monkeypatch.chdir(ws)
+    assert compile_main(Path(".")) == 1
+    err = capsys.readouterr().err
+    assert "kernels/bad.cu(1)" in err and "missing_name" in err
+    assert "No such file" not in err and "Could not open" not in err

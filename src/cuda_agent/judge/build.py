@@ -153,6 +153,8 @@ def build_extension(kernels_dir: Path, out_dir: Path, config: BuildConfig | None
     """Build `kernels_dir` into `out_dir/cuda_extension.so`. Never raises for a bad submission."""
     config = config or BuildConfig()
     start = time.monotonic()
+    # Compilers run with the stage as their working folder: every path they get must be absolute.
+    kernels_dir, out_dir = Path(kernels_dir).resolve(), Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=out_dir))
     try:
