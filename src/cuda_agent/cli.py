@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, str] = {
     "judge": "judge",
     "workspace": "workspace",
+    "solve": "solve",
 }
 
 

@@ -1,0 +1,63 @@
+"""The episode's reward: the judge's verdict on the final workspace.
+
+`Judge` is the seam (RL code may judge on a remote pool instead); `LocalJudge` calls the judge in this
+process. A judge that cannot run here (no CUDA GPU) is not a failed episode: the outcome is recorded as
+`unavailable` with the judge's reason and no reward, and the trajectory keeps the last build result
+from the agent's own compiles.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from cuda_agent.task import Task
+
+UNAVAILABLE = "unavailable"
+JUDGE_ERROR = "judge_error"
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """`status` is the verdict's status, or `unavailable` / `judge_error` when there is no verdict."""
+
+    status: str
+    reward: int | None
+    reason: str
+    verdict: dict[str, Any] | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reward": self.reward, "reason": self.reason, "verdict": self.verdict}
+
+
+class Judge(Protocol):
+    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome: ...
+
+
+class LocalJudge:
+    """Judges in this process. `lock` serialises judgments of concurrent episodes: timings taken while
+    another episode's kernels share the GPU would be noise."""
+
+    def __init__(self, config: Any = None, lock: threading.Lock | None = None) -> None:
+        self.config = config
+        self.lock = lock or threading.Lock()
+
+    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
+        from cuda_agent.judge.api import judge
+        from cuda_agent.judge.config import JudgeUnavailable
+
+        try:
+            with self.lock:
+                verdict = judge(workspace, task=task, config=self.config)
+        except JudgeUnavailable as e:
+            return JudgeOutcome(UNAVAILABLE, None, str(e))
+        except Exception as e:  # the judge failing is recorded, never a lost episode
+            return JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
+        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict())
+
+
+def no_judge(workspace: Path, task: Task) -> JudgeOutcome:
+    """For runs that only collect trajectories: no verdict, no reward."""
+    return JudgeOutcome("skipped", None, "judging was turned off for this run")

@@ -1,0 +1,333 @@
+"""`cuda-agent solve TASK...`: let a model write CUDA kernels for tasks, with live progress and a summary.
+
+TASK is a KernelBench-style `.py` file, a folder holding `model.py`, a folder of such tasks, or a
+`.parquet` file of tasks. Each episode gets `RUNS/<task>/workspace/` and `RUNS/<task>/trajectory.jsonl`
+(rewritten after every message); several run at once with `--concurrency`. Progress goes to stderr, one
+line per turn and per tool call; the summary table follows at the end. `--json` prints one summary per
+episode as JSON lines on stdout; `--out FILE` appends the full trajectory records (the RL format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, TextIO
+
+FAILED_EXITS = ("model_error", "crashed")
+
+
+def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
+    parser = subparsers.add_parser(
+        name,
+        help="run the agent on one or more tasks",
+        description="Run the CUDA agent with an OpenAI-compatible model on tasks, then judge the results.",
+    )
+    parser.add_argument("tasks", nargs="+", help="task .py file, task folder, folder of tasks, or .parquet file")
+    model = parser.add_argument_group("model (also from CUDA_AGENT_* variables or --config)")
+    model.add_argument("--model", help="model name as the server knows it")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    model.add_argument("--api-key", help="API key (prefer CUDA_AGENT_API_KEY or OPENAI_API_KEY)")
+    model.add_argument("--temperature", type=float)
+    model.add_argument("--max-tokens", type=int, help="tokens per response")
+    model.add_argument("--config", type=Path, help="TOML or JSON file with [model], [agent], [sandbox] sections")
+    budget = parser.add_argument_group("budgets")
+    budget.add_argument("--max-turns", type=int)
+    budget.add_argument("--context-tokens", type=int, help="context budget (default 131072)")
+    budget.add_argument("--max-total-tokens", type=int, help="prompt+completion tokens over the episode")
+    budget.add_argument("--time-limit", type=float, dest="time_limit_s", help="seconds per episode")
+    runs = parser.add_argument_group("run")
+    runs.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where workspaces and trajectories go")
+    runs.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once (default 1)")
+    runs.add_argument("--force", action="store_true", help="replace existing workspaces")
+    runs.add_argument("--resume", action="store_true", help="skip tasks whose trajectory is already finished")
+    runs.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder copied into each episode's cache")
+    runs.add_argument("--no-judge", action="store_true", help="skip the final judgment (no reward)")
+    runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
+    runs.add_argument("--allow-network", action="store_true", default=None, help="let Bash reach the network")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON summary per episode on stdout")
+    out.add_argument("--out", type=Path, help="append each episode's full trajectory record to this JSONL file")
+    out.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cuda_agent.agent.config import ConfigError, load_config
+    from cuda_agent.task import TaskError
+
+    try:
+        config = load_config(args.config, _overrides(args))
+        if not config.model.name:
+            raise ConfigError("no model name: pass --model, set CUDA_AGENT_MODEL or [model] name in --config")
+        tasks = collect_tasks(args.tasks)
+    except (ConfigError, TaskError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("error: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    return Runner(args, config, tasks).run()
+
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    return {
+        "model": {
+            "name": args.model,
+            "base_url": args.base_url,
+            "api_key": args.api_key,
+            "temperature": args.temperature,
+            "max_tokens": args.max_tokens,
+        },
+        "agent": {
+            "max_turns": args.max_turns,
+            "context_tokens": args.context_tokens,
+            "max_total_tokens": args.max_total_tokens,
+            "time_limit_s": args.time_limit_s,
+            "cache_seed_dir": args.cache_seed_dir,
+        },
+        "sandbox": {"isolation": args.isolation, "allow_network": args.allow_network},
+    }
+
+
+# -- tasks ------------------------------------------------------------------------------------------
+
+
+def collect_tasks(specs: list[str]) -> list[Any]:
+    """Tasks from files, folders and parquet files, with unique names (a repeated name gets -2, -3...)."""
+    from cuda_agent.task import TaskError, load_task
+
+    tasks = []
+    for spec in specs:
+        path = Path(spec)
+        if path.suffix == ".parquet":
+            tasks.extend(read_parquet_tasks(path))
+        elif path.is_dir() and not (path / "model.py").is_file():
+            found = [c for c in sorted(path.iterdir()) if (c.suffix == ".py" and c.is_file())
+                     or (c.is_dir() and (c / "model.py").is_file())]  # fmt: skip
+            if not found:
+                raise TaskError(f"{path} holds no tasks (.py files or folders with model.py)")
+            tasks.extend(load_task(c) for c in found)
+        else:
+            tasks.append(load_task(path))
+    return _unique_names(tasks)
+
+
+_NAME_COLUMNS = ("name", "task_name", "task_id", "op_name", "id")
+_SOURCE_COLUMNS = ("source", "model_py", "code", "pytorch_code", "model_code", "reference")
+
+
+def read_parquet_tasks(path: Path) -> list[Any]:
+    from cuda_agent.task import TaskError, load_task
+
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise TaskError(f"reading {path} needs pyarrow: pip install 'cuda-agent[synth]'") from e
+    table = pq.read_table(path)
+    columns = table.column_names
+    source_col = next((c for c in _SOURCE_COLUMNS if c in columns), None)
+    if source_col is None:
+        raise TaskError(f"{path}: no task source column (one of {', '.join(_SOURCE_COLUMNS)}); found {columns}")
+    name_col = next((c for c in _NAME_COLUMNS if c in columns), None)
+    rows = table.to_pylist()
+    tasks = []
+    for index, row in enumerate(rows):
+        name = str(row[name_col]) if name_col and row.get(name_col) is not None else f"{path.stem}_{index}"
+        tasks.append(load_task(str(row[source_col]), name=_safe_name(name)))
+    return tasks
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "task"
+
+
+def _unique_names(tasks: list[Any]) -> list[Any]:
+    import dataclasses
+
+    seen: dict[str, int] = {}
+    out = []
+    for task in tasks:
+        count = seen.get(task.name, 0) + 1
+        seen[task.name] = count
+        out.append(task if count == 1 else dataclasses.replace(task, name=f"{task.name}-{count}"))
+    return out
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+
+class Runner:
+    """Runs the episodes (concurrently), prints progress, the summary, and the machine-readable output."""
+
+    def __init__(self, args: argparse.Namespace, config: Any, tasks: list[Any]) -> None:
+        from cuda_agent.agent.judging import LocalJudge, no_judge
+
+        self.args = args
+        self.config = config
+        self.tasks = tasks
+        self.cancel = threading.Event()
+        self.print_lock = threading.Lock()
+        self.out_lock = threading.Lock()
+        self.judge = no_judge if args.no_judge else LocalJudge()
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._sandbox_shown = threading.Event()
+
+    def show_sandbox(self, protections: dict[str, str]) -> None:
+        """Say once per run what the Bash sandbox enforces here, and what it does not."""
+        if self._sandbox_shown.is_set():
+            return
+        self._sandbox_shown.set()
+        self.say("Bash sandbox: " + "; ".join(f"{k}: {v}" for k, v in protections.items()))
+
+    def run(self) -> int:
+        self.say(f"{len(self.tasks)} task(s), model {self.config.model.name}"
+                 f"{' at ' + self.config.model.base_url if self.config.model.base_url else ''}, "
+                 f"{min(self.args.concurrency, len(self.tasks))} at a time, runs in {self.args.runs_dir}")  # fmt: skip
+        pool = ThreadPoolExecutor(max_workers=self.args.concurrency)
+        futures: dict[Future, str] = {pool.submit(self.episode, task): task.name for task in self.tasks}
+        pending = set(futures)
+        try:
+            while pending:
+                _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            self.say("interrupted: stopping the episodes (their trajectories are saved); Ctrl-C again to abort")
+            self.cancel.set()
+            try:
+                wait(pending)
+            except KeyboardInterrupt:
+                # Worker threads cannot be interrupted; trajectories are on disk up to the last message, and
+                # bubblewrap sandboxes die with this process.
+                self.say("aborted")
+                os._exit(130)
+        finally:
+            pool.shutdown(wait=True)
+        for future, name in futures.items():
+            if future.exception() is not None:
+                error = future.exception()
+                self.say(f"[{name}] crashed: {type(error).__name__}: {error}")
+                self.rows[name] = {"task": name, "exit": "crashed", "exit_message": f"{type(error).__name__}: {error}",
+                                   "turns": 0, "usage": {}, "best": "-", "judge": {}, "reward": None}  # fmt: skip
+        rows = [self.rows[t.name] for t in self.tasks if t.name in self.rows]
+        print_table(rows, sys.stderr)
+        failed = [r for r in rows if r["exit"] in FAILED_EXITS]
+        return 1 if failed or self.cancel.is_set() else 0
+
+    def episode(self, task: Any) -> None:
+        from cuda_agent.agent.episode import run_episode
+        from cuda_agent.agent.trajectory import load_trajectory
+
+        folder = self.args.runs_dir / task.name
+        trajectory = folder / "trajectory.jsonl"
+        if self.args.resume and trajectory.is_file():
+            record = load_trajectory(trajectory)
+            if record.get("state") == "finished":
+                self.say(f"[{task.name}] already finished; skipped (--resume)")
+                self.finish(task.name, summary_from_record(task.name, record, folder), record)
+                return
+        result = run_episode(
+            task,
+            folder / "workspace",
+            self.config,
+            judge=self.judge,
+            trajectory_path=trajectory,
+            observer=None if self.args.quiet else ProgressPrinter(task.name, self.say, self.show_sandbox),
+            cancel=self.cancel,
+            overwrite=self.args.force or self.args.resume,
+        )
+        self.finish(task.name, result.summary(), load_trajectory(trajectory))
+
+    def finish(self, name: str, summary: dict[str, Any], record: dict[str, Any]) -> None:
+        from cuda_agent.agent.trajectory import dumps
+
+        self.rows[name] = summary
+        if self.args.json:
+            with self.print_lock:
+                print(dumps(summary), flush=True)
+        if self.args.out:
+            with self.out_lock:
+                self.args.out.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.args.out, "a", encoding="utf-8") as f:
+                    f.write(dumps(record) + "\n")
+
+    def say(self, line: str) -> None:
+        with self.print_lock:
+            print(line, file=sys.stderr, flush=True)
+
+
+def summary_from_record(name: str, record: dict[str, Any], folder: Path) -> dict[str, Any]:
+    judge = record.get("judge") or {}
+    return {
+        "task": name,
+        "exit": (record.get("exit") or {}).get("status", "?"),
+        "exit_message": (record.get("exit") or {}).get("message", ""),
+        "turns": len(record.get("turns") or []),
+        "usage": record.get("usage") or {},
+        "best": (record.get("progress") or {}).get("label", "-"),
+        "judge": judge,
+        "reward": record.get("reward"),
+        "workspace": str(folder / "workspace"),
+        "trajectory": str(folder / "trajectory.jsonl"),
+        "wall_s": (record.get("timings") or {}).get("wall_s"),
+    }
+
+
+class ProgressPrinter:
+    """Turns loop events into stderr lines: one per turn, one per tool call, the exit and the verdict."""
+
+    def __init__(self, task: str, say: Callable[[str], None], show_sandbox: Callable[[dict], None]) -> None:
+        self.task = task
+        self.say = say
+        self.show_sandbox = show_sandbox
+
+    def __call__(self, event: str, **data: Any) -> None:
+        tag = f"[{self.task}]"
+        if event == "sandbox":
+            self.show_sandbox(data["protections"])
+        elif event == "turn":
+            self.say(f"{tag} turn {data['turn']}/{data['max_turns']}  context {data['context_tokens'] / 1000:.1f}k "
+                     f"tokens  best so far: {data['best']}")  # fmt: skip
+        elif event == "tool_start":
+            summary = f" {data['summary']}" if data.get("summary") else ""
+            self.say(f"{tag}   -> {data['name']}{summary}")
+        elif event == "tool_end" and data["status"] != "ok":
+            self.say(f"{tag}      {data['name']} {data['status']}")
+        elif event == "exit":
+            self.say(f"{tag} stopped after {data['turns']} turn(s): {data['status']} ({data['message']})")
+        elif event == "judge_start":
+            self.say(f"{tag} judging the final workspace ...")
+        elif event == "judged":
+            outcome = data["outcome"]
+            reward = "-" if outcome.reward is None else f"{outcome.reward:+d}"
+            self.say(f"{tag} verdict: {outcome.status}, reward {reward}: {outcome.reason}")
+
+
+def print_table(rows: list[dict[str, Any]], stream: TextIO) -> None:
+    headers = ("task", "exit", "turns", "tokens", "best (own checks)", "judge", "reward", "time")
+    table = [headers]
+    for row in rows:
+        usage = row.get("usage") or {}
+        reward = row.get("reward")
+        wall = row.get("wall_s")
+        table.append((
+            str(row["task"]),
+            str(row["exit"]),
+            str(row.get("turns", 0)),
+            f"{usage.get('total_tokens', 0):,}",
+            str(row.get("best", "-")),
+            str((row.get("judge") or {}).get("status", "-")),
+            "-" if reward is None else f"{reward:+d}",
+            "-" if wall is None else f"{wall:.0f}s",
+        ))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    rewards = [r["reward"] for r in rows if r.get("reward") is not None]
+    if rewards:
+        lines.append(f"mean reward {sum(rewards) / len(rewards):+.2f} over {len(rewards)} judged episode(s)")
+    print("\n".join(lines), file=stream, flush=True)
