@@ -1,55 +1,80 @@
-"""GPU tests: every bundled example judged as its expected.json says, all in one judge process, and the
-timer validated against the H200's copy bandwidth. Set CUDA_AGENT_RESULTS=path to save the verdicts."""
+"""GPU tests: every bundled example and every adversarial case judged as its expected.json says, all in
+one judge process, and the timer validated against the H200's copy bandwidth.
+Set CUDA_AGENT_RESULTS=folder to save the verdicts as JSON."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cuda_agent.judge.build import BuildConfig
 from cuda_agent.judge.config import JudgeConfig
 
-EXAMPLES = Path(__file__).parents[2] / "examples"
+ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.gpu
 
 
-def _examples() -> list[Path]:
-    found = sorted(p.parent for p in EXAMPLES.glob("*/expected.json"))
-    # Broken ones first: the honest ones after them prove the judge recovers from crashes and hangs.
-    return sorted(found, key=lambda p: json.loads((p / "expected.json").read_text()).get("kind") != "broken")
+def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
+    """Both expectation styles: examples (`status`, `reward`, `min_reward`, `reason_contains`) and the
+    adversarial suite (`expect`: reject / accept / honest_timing, with `min_reward` / `max_reward`)."""
+    reward = verdict["reward"]
+    ok = True
+    if "status" in expected:
+        ok &= verdict["status"] == expected["status"]
+    if "reward" in expected:
+        ok &= reward == expected["reward"]
+    if expected.get("expect") == "reject":
+        ok &= reward == -1
+    if expected.get("expect") == "accept":
+        ok &= verdict["status"] == "ok"
+    if "min_reward" in expected:
+        ok &= reward >= expected["min_reward"]
+    if "max_reward" in expected:
+        ok &= reward <= expected["max_reward"]
+    text = (verdict["reason"] + verdict["compile_log"]).lower()
+    ok &= all(fragment.lower() in text for fragment in expected.get("reason_contains", []))
+    return bool(ok)
+
+
+def judge_all(folder: Path, name: str) -> list[str]:
+    from cuda_agent.judge.api import judge
+
+    cases = sorted(p.parent for p in folder.glob("*/expected.json"))
+    assert cases, f"no {folder}/*/expected.json"
+    # Broken and cheating cases first: honest ones after them prove the judge recovers.
+    cases.sort(key=lambda p: json.loads((p / "expected.json").read_text()).get("kind") in ("honest",))
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
+    results, wrong = [], []
+    out = os.environ.get("CUDA_AGENT_RESULTS")
+    for case in cases:
+        expected = json.loads((case / "expected.json").read_text())
+        verdict = judge(case, config=config).to_dict()
+        good = meets(expected, verdict)
+        results.append({"case": case.name, "expected": expected, "verdict": verdict, "as_expected": good})
+        print(f"{'ok ' if good else 'BAD'} {case.name:34s} {verdict['status']:14s} {verdict['reward']:+d}  "
+              f"{verdict['reason'][:160]}", flush=True)  # fmt: skip
+        if not good:
+            wrong.append(f"{case.name}: expected {expected}, got {verdict['status']} {verdict['reward']}: "
+                         f"{verdict['reason']}")  # fmt: skip
+        if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / f"{name}.json").write_text(json.dumps(results, indent=1))
+    return wrong
 
 
 def test_every_example_gets_its_expected_verdict() -> None:
-    from cuda_agent.judge.api import judge
+    wrong = judge_all(ROOT / "examples", "examples")
+    assert not wrong, "\n".join(wrong)
 
-    examples = _examples()
-    assert examples, "no examples/*/expected.json"
-    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
-    results = []
-    for example in examples:
-        expected = json.loads((example / "expected.json").read_text())
-        verdict = judge(example, config=config)
-        results.append({"example": example.name, "expected": expected, "verdict": verdict.to_dict()})
-        print(f"{example.name:28s} {verdict.status.value:14s} {verdict.reward:+d}  {verdict.reason[:150]}")
-    if os.environ.get("CUDA_AGENT_RESULTS"):
-        Path(os.environ["CUDA_AGENT_RESULTS"]).write_text(json.dumps(results, indent=1))
-    wrong = []
-    for r in results:
-        exp, got = r["expected"], r["verdict"]
-        ok = got["status"] == exp["status"]
-        if "reward" in exp:
-            ok &= got["reward"] == exp["reward"]
-        if "min_reward" in exp:
-            ok &= got["reward"] >= exp["min_reward"]
-        for fragment in exp.get("reason_contains", []):
-            ok &= fragment.lower() in (got["reason"] + got["compile_log"]).lower()
-        if not ok:
-            wrong.append(
-                f"{r['example']}: expected {exp}, got {got['status']} {got['reward']}: {got['reason']}"
-            )
+
+def test_adversarial_suite_cheats_rejected_honest_accepted() -> None:
+    if not (ROOT / "tests" / "adversarial").is_dir():
+        pytest.skip("no adversarial suite")
+    wrong = judge_all(ROOT / "tests" / "adversarial", "adversarial")
     assert not wrong, "\n".join(wrong)
 
 

@@ -1,6 +1,6 @@
 // row_softmax_binding.cpp -- CRASHES ON PURPOSE (SIGSEGV) on the first call.
-// It reads an optional debugging knob with std::atoi(std::getenv(...)) without checking for nullptr:
-// the variable is not set, getenv returns nullptr and atoi dereferences it. The kernel is the honest one.
+// It reads a debugging flag through a pointer that was never set (nullptr) and dereferences it.
+// The kernel is the honest one.
 #include <torch/types.h>
 #include <torch/csrc/utils/pybind.h>
 #include <cuda_runtime.h>
@@ -15,8 +15,9 @@
 extern "C" void launch_row_softmax(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
 
 torch::Tensor row_softmax_forward(torch::Tensor x) {
-    // BUG: getenv returns nullptr when the variable is unset, and atoi(nullptr) dereferences it.
-    static const int debug_sync = std::atoi(std::getenv("ROW_SOFTMAX_DEBUG_SYNC"));
+    // BUG: the flag pointer is never initialised; reading through it dereferences nullptr.
+    static volatile int* debug_flag = nullptr;
+    const int debug_sync = *debug_flag;
 
     TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
     TORCH_CHECK(x.scalar_type() == torch::kFloat32, "x must be float32");

@@ -28,6 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
     parser.add_argument("--build-only", action="store_true", help="only compile kernels/ (no GPU needed)")
+    parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call (60)")
+    parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file (180)")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
     parser.set_defaults(handler=run)
 
@@ -49,12 +51,15 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    build = BuildConfig(arch=args.arch or default_arch())
+    build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout)
     if args.build_only:
         return _build_only(args.submissions, build, args.json)
     from cuda_agent.judge.api import judge
 
-    config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing)
+    config = JudgeConfig(
+        atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
+        forward_timeout_s=args.forward_timeout,
+    )  # fmt: skip
     verdicts = []
     for index, submission in enumerate(args.submissions, 1):
         if len(args.submissions) > 1:

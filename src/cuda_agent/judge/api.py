@@ -8,12 +8,15 @@ verify (input sets + a repeat, op gate, comparison by the reference worker) -> m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
+import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +26,12 @@ from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
 from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+from cuda_agent.judge.coverage import coverage_report, kernel_names
 from cuda_agent.judge.procs import scrubbed_env
 from cuda_agent.judge.reward import milestone_reward
+from cuda_agent.judge.sandbox import candidate_sandbox
+from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
+from cuda_agent.judge.static_checks import describe as describe_findings
 from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
 from cuda_agent.judge.verdict import Environment, Status, Timing, Verdict, failure
 from cuda_agent.task import Task, TaskError, load_task
@@ -132,6 +139,12 @@ class Judgment:
         model_new = self.submission / "model_new.py"
         if not model_new.is_file():
             raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
+        findings = check_model_new(model_new.read_text(errors="replace"))
+        if (self.submission / "kernels").is_dir():
+            findings += check_kernel_sources(self.submission / "kernels")
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        self.checks["static"] = "passed"
         result = build_extension(self.submission / "kernels", self.scratch / "build", self.config.build)
         self.stages["build"] = time.monotonic() - start
         self.checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached)}
@@ -145,8 +158,11 @@ class Judgment:
         # Only these two files of the submission reach the candidate process.
         shutil.copyfile(model_new, self.candidate_dir / "model_new.py")
         shutil.copyfile(result.module_path, self.candidate_dir / f"{MODULE_NAME}.so")
-        self.io_dir = self.scratch / "io"
+        self.kernel_names = kernel_names(self.submission / "kernels")
+        self.io_dir = self.scratch / "io"  # written by the reference worker, read by the candidate
         self.io_dir.mkdir()
+        self.out_dir = self.candidate_dir / "out"  # the only place the candidate writes
+        self.out_dir.mkdir()
         return self.candidate_dir / f"{MODULE_NAME}.so"
 
     def start_workers(self) -> tuple[WorkerHandle, WorkerHandle]:
@@ -159,9 +175,16 @@ class Judgment:
             REFERENCE_WORKER, log_path=self.scratch / "reference.log", env=env, cwd=task_file.parent
         )
         self.exits.callback(ref.close)
+        sandbox = candidate_sandbox()
+        self.checks["sandbox"] = sandbox.protections
+        for path in (self.scratch, self.io_dir):
+            path.chmod(0o755)  # readable by the sandbox user; writable only by the judge
+        sandbox.give(self.candidate_dir)
+        cand_env = scrubbed_env({"HOME": str(self.candidate_dir), "TMPDIR": str(self.candidate_dir)})
         cand = WorkerHandle(
-            CANDIDATE_WORKER, log_path=self.scratch / "candidate.log", env=env, cwd=self.candidate_dir
-        )
+            CANDIDATE_WORKER, log_path=self.scratch / "candidate.log", env=cand_env, cwd=self.candidate_dir,
+            preexec=sandbox.preexec(),
+        )  # fmt: skip
         self.exits.callback(cand.close)
         return ref, cand
 
@@ -185,6 +208,10 @@ class Judgment:
                 "from a trivial one",
             )
         self.checks["degeneracy_audit"] = "passed"
+        self.reference_ops = set(reply["ops"])
+        findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         return reply
 
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
@@ -194,6 +221,8 @@ class Judgment:
             cand, "load", self.config.startup_timeout_s, "loading the candidate",
             module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
         )  # fmt: skip
+        self.threads_after_load = _thread_count(cand.pid)
+        self.checks["candidate_threads_after_load"] = self.threads_after_load
         self.stages["load"] = time.monotonic() - start
 
     def verify(self, ref: WorkerHandle, cand: WorkerHandle, prepared: dict[str, Any]) -> None:
@@ -204,7 +233,7 @@ class Judgment:
         for run_index, set_index in enumerate(order):
             label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
             inputs_path = self.io_dir / f"inputs_{set_index}.pt"
-            output_path = self.io_dir / f"outputs_{run_index}.pt"
+            output_path = self.out_dir / f"outputs_{run_index}.pt"
             reply = self._candidate_call(
                 cand, "run", self.config.forward_timeout_s, f"forward on {label}",
                 inputs_path=str(inputs_path), output_path=str(output_path), poison=True,
@@ -226,6 +255,8 @@ class Judgment:
         self.checks["verified_input_sets"] = n
         self.checks["repeat_determinism"] = "passed"
         self.checks["op_gate"] = "passed"
+        self.check_leftovers(cand, "its forward calls")
+        self.check_coverage(cand)
         self.stages["verify"] = time.monotonic() - start
 
     def check_memory(self, ref: WorkerHandle) -> None:
@@ -252,14 +283,20 @@ class Judgment:
             timing_path=str(self.io_dir / "timing_inputs.pt"),
         )  # fmt: skip
         if cached is None:
-            self._reference_call(
-                ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"]
-            )
+            with self.candidate_stopped(cand):
+                self._reference_call(
+                    ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"]
+                )
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
+        # Host-clock cost per sample beyond the events, measured by this process around each round:
+        # the candidate cannot touch this clock, so forged or escaped times show up here.
         overhead: dict[str, list[float]] = {"candidate": [], "eager": []}
         contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
+        # Timed outputs are checked after the first round, one secret random round, and the last one.
+        spot_rounds = {1, 2 + secrets.randbelow(max(1, tc.max_rounds // 3))}
         for _ in range(tc.max_rounds):
             for who in contenders:
+                began = time.perf_counter()
                 if who == "candidate":
                     reply = self._candidate_call(
                         cand,
@@ -269,18 +306,29 @@ class Judgment:
                         samples=tc.samples_per_round,
                     )
                 else:
-                    reply = self._reference_call(
-                        ref,
-                        "time_round",
-                        self.config.timing_timeout_s,
-                        mode=who,
-                        samples=tc.samples_per_round,
+                    with self.candidate_stopped(cand):  # nothing of the candidate's runs while baselines do
+                        reply = self._reference_call(
+                            ref,
+                            "time_round",
+                            self.config.timing_timeout_s,
+                            mode=who,
+                            samples=tc.samples_per_round,
+                        )
+                wall_ms = (time.perf_counter() - began) * 1000
+                samples = [float(x) for x in reply["samples"]]
+                if len(samples) != tc.samples_per_round or min(samples) <= 0 or sum(samples) > wall_ms:
+                    raise self.fail(
+                        Status.REJECTED, f"{who} timing samples are impossible for the host clock"
                     )
-                rounds[who].append(reply["samples"])
+                rounds[who].append(samples)
                 if who in overhead:
-                    overhead[who].append((reply["wall_ms"] - sum(reply["samples"])) / len(reply["samples"]))
+                    overhead[who].append((wall_ms - sum(samples)) / len(samples))
+            if len(rounds["candidate"]) in spot_rounds:
+                self.spot_check(ref, cand)
             if self._timing_done(rounds, contenders):
                 break
+        self.spot_check(ref, cand)
+        self.check_leftovers(cand, "timing")
         if cached is None:
             cached = BaselineRecord(
                 eager_samples=[s for r in rounds["eager"] for s in r],
@@ -303,17 +351,16 @@ class Judgment:
             "escaped_work_detected": escaped,
         }
         if escaped:
-            # Work escaped the events (side stream, deferred work): charge the host-clock cost instead.
+            # Work escaped the events (side stream, deferred work, forged samples): charge the host clock.
             extra = cand_overhead - cached.overhead_ms
             cand_rounds = [r + extra for r in cand_rounds]
             cand_samples = [s + extra for s in cand_samples]
-        eager_rounds = cached.eager_rounds if not paired else [statistics.median(r) for r in rounds["eager"]]
+        eager_rounds = [statistics.median(r) for r in rounds["eager"]] if paired else cached.eager_rounds
         compile_rounds = (
-            cached.compile_rounds if not paired else [statistics.median(r) for r in rounds["compile"]]
+            [statistics.median(r) for r in rounds["compile"]] if paired else cached.compile_rounds
         )
-        n = min(len(cand_rounds), len(eager_rounds)) if paired else None
-        s_eager, s_eager_low = ratio_with_bound(eager_rounds[:n], cand_rounds[:n], paired=paired)
-        s_comp, s_comp_low = ratio_with_bound(compile_rounds[:n], cand_rounds[:n], paired=paired)
+        s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
+        s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
         cand_stat = stat_of(cand_samples)
         eager_stat = stat_of(cached.eager_samples)
         compile_stat = stat_of(cached.compile_samples)
@@ -325,6 +372,66 @@ class Judgment:
             candidate=cand_stat, eager=eager_stat, compile=compile_stat,
             rounds=len(cand_rounds), baseline_source=source, protocol=PROTOCOL_VERSION,
         )  # fmt: skip
+
+    @contextlib.contextmanager
+    def candidate_stopped(self, cand: WorkerHandle) -> Iterator[None]:
+        """Freeze the candidate's whole process group (SIGSTOP) while the reference works on the GPU.
+
+        The candidate synchronised the device before its last reply, so nothing of it is queued; stopped,
+        it cannot launch more: baselines are never slowed by a candidate's background work."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(cand.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(cand.pid, signal.SIGCONT)
+
+    def spot_check(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """Compare the output of the last timed call with the reference on that call's inputs."""
+        path = self.out_dir / "timed_output.pt"
+        reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s, "saving a timed output",
+                                     output_path=str(path))  # fmt: skip
+        verdict = self._reference_call(
+            ref, "compare_timing", self.config.prepare_timeout_s, set_index=int(reply["set_index"]),
+            path=str(path), atol=self.config.atol, rtol=self.config.rtol,
+        )  # fmt: skip
+        if not verdict["match"]:
+            raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")
+        self.checks["timed_spot_checks"] = self.checks.get("timed_spot_checks", 0) + 1
+
+    def check_leftovers(self, cand: WorkerHandle, when: str) -> None:
+        """No threads or processes may outlive a call: count them from /proc, outside the candidate."""
+        threads = _thread_count(cand.pid)
+        children = _group_members(cand.pid) - {cand.pid}
+        baseline = self.threads_after_load
+        self.checks[f"candidate_threads_after_{when.split()[-1]}"] = threads
+        if children:
+            raise self.fail(
+                Status.REJECTED, f"the candidate left {len(children)} process(es) running after {when}"
+            )
+        if threads > baseline + self.config.thread_slack:
+            raise self.fail(
+                Status.REJECTED,
+                f"the candidate started {threads - baseline} thread(s) that outlived {when}: all work must "
+                "finish inside forward, on the current stream",
+            )
+
+    def check_coverage(self, cand: WorkerHandle) -> None:
+        """Most forward GPU time must be in the submitted kernels (cuBLAS/cuDNN where the task has them)."""
+        reply = self._candidate_call(cand, "profile", self.config.forward_timeout_s, "profiling the forward",
+                                     inputs_path=str(self.io_dir / "inputs_0.pt"))  # fmt: skip
+        report = coverage_report(reply["kernels"], self.kernel_names, self.reference_ops)
+        self.checks["coverage"] = report.summary()
+        if not report.observed:
+            raise self.fail(Status.RUNTIME_ERROR, "the coverage gate saw no GPU kernels in forward (profiler "
+                            "unavailable, or forward launches nothing)")  # fmt: skip
+        if report.share < self.config.min_coverage:
+            raise self.fail(
+                Status.REJECTED,
+                f"only {100 * report.share:.0f}% of forward GPU time is in your kernels; the rest is in "
+                f"{report.describe_foreign()}: implement the work in kernels/",
+            )
 
     def _timing_done(self, rounds: dict[str, list[list[float]]], contenders: list[str]) -> bool:
         tc = self.config.timing
@@ -404,3 +511,23 @@ def _last_error_line(log: str) -> str:
         if any(w in line for w in ("Error", "error", "Abort", "abort", "Segmentation", "terminate")):
             return line[:500]
     return lines[-1][:500] if lines else ""
+
+
+def _thread_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _group_members(pgid: int) -> set[int]:
+    members = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.add(int(entry))
+    return members

@@ -80,6 +80,32 @@ class CandidateWorker:
         torch.save([t.detach() for t in outputs], output_path)
         return {"forbidden": dict(gate.forbidden), "threads": threading.active_count()}
 
+    def profile(self, inputs_path: str) -> dict[str, Any]:
+        """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        inputs = torch.load(inputs_path, map_location="cuda", weights_only=True)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+            self.model(*inputs)
+            torch.cuda.synchronize()
+        kernels: dict[str, float] = {}
+        for event in prof.events():
+            device_type = getattr(event, "device_type", None)
+            if device_type is not None and "CUDA" in str(device_type):
+                kernels[event.name] = kernels.get(event.name, 0.0) + float(event.device_time_total)
+        return {"kernels": kernels}
+
+    def dump_last(self, output_path: str) -> dict[str, Any]:
+        """Save the output of the last timed call (spot check of what was timed)."""
+        assert self.sampler is not None
+        index, result = self.sampler.last
+        outputs = flatten_tensors(result)
+        if any(type(t) is not torch.Tensor for t in outputs):
+            raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
+        torch.save([t.detach() for t in outputs], output_path)
+        return {"set_index": index}
+
     def time_setup(self, timing_path: str) -> dict[str, Any]:
         sets = torch.load(timing_path, map_location="cuda", weights_only=True)
         self.sampler = Sampler(self.model, sets)
@@ -100,6 +126,8 @@ def main() -> None:
         {
             "load": worker.load,
             "run": worker.run,
+            "profile": worker.profile,
+            "dump_last": worker.dump_last,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
             "exit": worker.exit,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import subprocess
 import sys
@@ -51,6 +52,7 @@ class WorkerHandle:
         env: Mapping[str, str],
         cwd: Path,
         limits: Limits | None = None,
+        preexec: Callable[[], None] | None = None,
         python: str = sys.executable,
         extra_args: Sequence[str] = (),
     ) -> None:
@@ -67,7 +69,7 @@ class WorkerHandle:
                 env=dict(env),
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                preexec_fn=(limits or Limits()).preexec(),
+                preexec_fn=preexec or (limits or Limits()).preexec(),
             )
         finally:
             os.close(write_fd)
@@ -79,8 +81,14 @@ class WorkerHandle:
         return self.process.pid
 
     def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
-        """Send a command and wait for its reply. Raises WorkerFailure; returns the reply's fields."""
-        message = json.dumps({"cmd": command, **payload}) + "\n"
+        """Send a command and wait for its reply. Raises WorkerFailure; returns the reply's fields.
+
+        Each request carries a random id the reply must echo, and nothing may arrive on the reply pipe
+        unasked: a candidate that writes forged replies into the pipe breaks the protocol and is caught.
+        """
+        self._refuse_unasked_data(command)
+        request_id = secrets.token_hex(8)
+        message = json.dumps({"cmd": command, "id": request_id, **payload}) + "\n"
         try:
             assert self.process.stdin is not None
             self.process.stdin.write(message.encode())
@@ -93,9 +101,23 @@ class WorkerHandle:
         except json.JSONDecodeError:
             self.close()
             raise WorkerFailure("protocol", f"worker sent an unreadable reply to {command}") from None
-        if not isinstance(reply, dict):
-            raise WorkerFailure("protocol", f"worker sent a non-object reply to {command}")
+        if not isinstance(reply, dict) or reply.pop("id", None) != request_id or self._buffer:
+            self.close()
+            raise WorkerFailure(
+                "protocol", f"unexpected data on the judge's reply channel during {command} (forged replies?)"
+            )
         return reply
+
+    def _refuse_unasked_data(self, command: str) -> None:
+        ready, _, _ = select.select([self._replies], [], [], 0)
+        if ready and not self._buffer:
+            chunk = self._replies.read(1 << 16)
+            if not chunk:
+                raise self._died(f"before {command}")
+            self._buffer = chunk
+        if self._buffer:
+            self.close()
+            raise WorkerFailure("protocol", f"unasked data on the judge's reply channel before {command}")
 
     def _read_line(self, timeout: float, command: str) -> bytes:
         deadline = time.monotonic() + timeout
@@ -137,9 +159,7 @@ class WorkerHandle:
             what = f"was killed by {signal_name}"
         else:
             what = f"exited with code {code}"
-        return WorkerFailure(
-            "died", f"process {what} {when}", signal_name=signal_name, log_tail=tail
-        )
+        return WorkerFailure("died", f"process {what} {when}", signal_name=signal_name, log_tail=tail)
 
     def log_tail(self, chars: int = 3000) -> str:
         with contextlib.suppress(ValueError, OSError):
@@ -187,6 +207,7 @@ def serve(handlers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
     for raw in sys.stdin.buffer:
         request = json.loads(raw)
         command = request.pop("cmd")
+        request_id = request.pop("id", None)
         try:
             reply = {"ok": True, **handlers[command](**request)}
         except Exception as exc:
@@ -196,6 +217,7 @@ def serve(handlers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
                 "message": str(exc)[:4000],
                 "traceback": traceback.format_exc()[-4000:],
             }
+        reply["id"] = request_id
         replies.write((json.dumps(reply) + "\n").encode())
         if command == "exit":
             break

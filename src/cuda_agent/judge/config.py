@@ -42,6 +42,10 @@ class JudgeConfig:
     compile_baseline_timeout_s: float = 600.0
     # GPU memory the candidate may still hold after its forward calls (beyond the reference's).
     candidate_gpu_memory_bytes: int = 40 * GIB
+    # Coverage gate: share of forward GPU time that must be in submitted kernels (or allowed libraries).
+    min_coverage: float = 0.5
+    # Threads the CUDA runtime may start lazily after the first call (e.g. on first timing) without blame.
+    thread_slack: int = 4
     cache_dir: Path | None = None  # baseline cache; None uses ~/.cache/cuda-agent/baselines
     scratch_dir: Path | None = None  # None uses /dev/shm when present, else the system temp folder
     keep_scratch: bool = False

@@ -6,6 +6,7 @@ It never imports candidate code; candidate outputs reach it only as tensor files
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import torch
 
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
+from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.task import Task, flatten_tensors, import_task_module, instantiate
 
@@ -58,9 +60,10 @@ class ReferenceWorker:
         tol = Tolerance(atol, rtol)
         degenerate: list[list[str]] = []
         specs: list[dict[str, Any]] = []
+        recorder = OpGate(poison=False)
         for index, seed in enumerate(input_seeds):
             inputs = self._inputs(seed)
-            with torch.no_grad():
+            with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
             outputs = [t.detach().clone() for t in flatten_tensors(result)]
@@ -76,13 +79,29 @@ class ReferenceWorker:
         torch.save(self.timing_sets, out / "timing_inputs.pt")
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
-        return {"outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes}
+        return {
+            "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
+            "ops": sorted(recorder.seen),
+        }  # fmt: skip
 
     def _inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
         return [_to_cuda(x) for x in self.module.get_inputs()]
 
+    def compare_timing(self, set_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
+        """Spot check of a timed call: compare its output with the reference on that timing input set."""
+        if not 0 <= set_index < len(self.timing_sets):
+            return {"match": False, "reason": f"the timed call reported an unknown input set {set_index}"}
+        with torch.no_grad():
+            expected = [t.detach() for t in flatten_tensors(self.model(*self.timing_sets[set_index]))]
+        return self._compare_file(expected, path, atol, rtol)
+
     def compare(self, ref_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
+        return self._compare_file(self.outputs[ref_index], path, atol, rtol)
+
+    def _compare_file(
+        self, expected: list[torch.Tensor], path: str, atol: float, rtol: float
+    ) -> dict[str, Any]:
         try:
             produced = torch.load(path, map_location="cuda", weights_only=True)
         except Exception as exc:
@@ -90,7 +109,6 @@ class ReferenceWorker:
         finally:
             if os.path.exists(path):
                 os.unlink(path)
-        expected = self.outputs[ref_index]
         if not isinstance(produced, list) or len(produced) != len(expected):
             count = len(produced) if isinstance(produced, list) else "?"
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
@@ -158,6 +176,7 @@ def main() -> None:
         {
             "prepare": worker.prepare,
             "compare": worker.compare,
+            "compare_timing": worker.compare_timing,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,

@@ -10,6 +10,7 @@ computes medians, spreads and the speedups as medians of per-round ratios with b
 
 from __future__ import annotations
 
+import ctypes
 import random
 import statistics
 import time
@@ -43,15 +44,23 @@ class Sampler:
         self.arg_sets = [list(a) for a in arg_sets]
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
         self._next = 0
+        self._index = 0
+        self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the last timed call
+        self._cudart = _cudart()
+        if self._cudart is not None:
+            self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
 
     def _args(self) -> list[Any]:
-        args = self.arg_sets[self._next % len(self.arg_sets)]
+        self._index = self._next % len(self.arg_sets)
         self._next += 1
-        return args
+        return self.arg_sets[self._index]
 
     def _reset_l2(self) -> None:
-        # Writing 256 MB evicts the 60 MB L2 of an H200 (and any persisting lines), and the queued
-        # kernel hides the host launch latency of the call that follows.
+        # Writing 256 MB evicts the 60 MB L2 of an H200, and the queued kernel hides the host launch
+        # latency of the call that follows. Persisting lines survive ordinary evictions, so they are
+        # reset explicitly.
+        if self._cudart is not None:
+            self._cudart.cudaCtxResetPersistingL2Cache()
         self.flush_buffer.zero_()
 
     def warmup(self, min_calls: int = WARMUP_MIN_CALLS, min_ms: float = WARMUP_MIN_MS) -> float:
@@ -75,21 +84,37 @@ class Sampler:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         torch.cuda.synchronize()
+        result = None
         host_start = time.perf_counter()
         with torch.no_grad():
             for i in range(samples):
                 args = self._args()
                 self._reset_l2()
                 starts[i].record()
-                self.fn(*args)
+                result = self.fn(*args)
                 ends[i].record()
                 torch.cuda.synchronize()
+        self.last = (self._index, result)
         wall_ms = (time.perf_counter() - host_start) * 1000
         return RoundResult([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], wall_ms)
 
-    def flush_only_round(self, samples: int) -> RoundResult:
-        """The same loop around an empty call: what the protocol itself costs on the host clock."""
-        return Sampler(lambda *a: None, [[]]).round(samples) if samples else RoundResult([], 0.0)
+
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+def _cudart() -> ctypes.CDLL | None:
+    """The CUDA runtime torch loaded into this process, for the calls torch does not expose."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
 
 
 def stat_of(samples: Sequence[float]) -> Stat:

@@ -1,0 +1,85 @@
+"""Judge every example and adversarial case, spread over all visible GPUs, and check expectations.
+
+One `cuda-agent judge --json` process per GPU (CUDA_VISIBLE_DEVICES), cases dealt round-robin, verdicts
+streamed to OUT/verdicts.jsonl as they come, then a table with each case's expectation met or not.
+Exit code 0 only when every case met its expectation.
+
+    python scripts/gpu_suite.py [--out DIR] [folders...]   (default: examples tests/adversarial)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+from test_judge_gpu import meets  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "folders", nargs="*", type=Path, default=[ROOT / "examples", ROOT / "tests" / "adversarial"]
+    )
+    parser.add_argument("--out", type=Path, default=Path("gpu-suite"))
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all visible)")
+    args = parser.parse_args()
+    import torch
+
+    gpus = args.gpus or torch.cuda.device_count()
+    cases = sorted(p.parent for folder in args.folders for p in folder.glob("*/expected.json"))
+    shares = [cases[i::gpus] for i in range(gpus)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    sink = open(args.out / "verdicts.jsonl", "w")  # noqa: SIM115
+    lock = threading.Lock()
+    results: list[tuple[Path, dict, bool]] = []
+
+    def serve(gpu: int, share: list[Path]) -> None:
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu), "PYTHONPATH": str(ROOT / "src")}
+        command = [sys.executable, "-m", "cuda_agent.cli", "judge", "--json", "--forward-timeout", "30",
+                   "--build-timeout", "60", *map(str, share)]  # fmt: skip
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout is not None
+        for case, line in zip(share, proc.stdout, strict=False):
+            verdict = json.loads(line)
+            good = meets(json.loads((case / "expected.json").read_text()), verdict)
+            with lock:
+                results.append((case, verdict, good))
+                sink.write(
+                    json.dumps({"case": str(case.relative_to(ROOT)), "as_expected": good, **verdict}) + "\n"
+                )
+                sink.flush()
+                print(f"[gpu{gpu}] {'ok ' if good else 'BAD'} {case.parent.name}/{case.name:32s} "
+                      f"{verdict['status']:13s} {verdict['reward']:+d} {verdict['reason'][:110]}", flush=True)  # fmt: skip
+        proc.wait()
+
+    start = time.time()
+    threads = [threading.Thread(target=serve, args=(g, s)) for g, s in enumerate(shares) if s]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    missing = [c for c in cases if c not in {r[0] for r in results}]
+    bad = [r for r in results if not r[2]]
+    print(f"\n{len(results)}/{len(cases)} judged on {gpus} GPU(s) in {time.time() - start:.0f} s; "
+          f"{len(results) - len(bad)} as expected, {len(bad)} not, {len(missing)} missing")  # fmt: skip
+    for case, verdict, _ in bad:
+        print(
+            f"  NOT AS EXPECTED: {case.name}: {verdict['status']} {verdict['reward']:+d} {verdict['reason'][:300]}"
+        )
+    for case in missing:
+        print(f"  MISSING: {case.name}")
+    return 0 if not bad and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
