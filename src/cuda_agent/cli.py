@@ -15,6 +15,7 @@ from collections.abc import Sequence
 # `cuda-agent --help` stays fast and a command's heavy dependencies load only when it runs.
 COMMANDS: dict[str, str] = {
     "judge": "judge",
+    "synth": "synth",
     "workspace": "workspace",
     "solve": "solve",
 }

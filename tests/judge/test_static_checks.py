@@ -38,16 +38,21 @@ def test_honest_model_new_passes() -> None:
         ("import os", "import of os"),
         ("from model import Model", "import from model"),
         ("import inspect", "import of inspect"),
-        ("import torch\nfrom torch.utils._python_dispatch import _disable_current_modes", "import from torch.utils"),
+        (
+            "import torch\nfrom torch.utils._python_dispatch import _disable_current_modes",
+            "import from torch.utils",
+        ),
         ("import torch\ntry:\n    import cuda_extension\nexcept ImportError:\n    pass", "try/except"),
         ("import torch\ntorch.cuda.synchronize = lambda: None", "patches a module"),
         ("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True", "matmul precision"),
         ("import torch\nx = torch._C._get_dispatch_mode", "_get_dispatch_mode"),
         ("import torch\nf = torch.ops.aten.relu", "torch.ops"),
         ("import torch\ntorch.manual_seed(0)", "seeds the random generator"),
-        ("import torch\ns = torch.cuda.Stream()", "streams"),
         ("def f():\n    return eval('1')", "evaluates code"),
-        ("import torch\nclass L(torch.Tensor):\n    def __torch_function__(self):\n        pass", "lazy outputs"),
+        (
+            "import torch\nclass L(torch.Tensor):\n    def __torch_function__(self):\n        pass",
+            "lazy outputs",
+        ),
         ("n = 0\ndef f():\n    global n\n    n += 1", "global/nonlocal"),
     ],
 )
@@ -59,17 +64,16 @@ def test_cheating_python_is_rejected_with_a_reason(snippet: str, expected: str) 
 
 CPP_CHEATS = {
     "std::thread t([]{}); t.detach();": "starts a thread",
-    "cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);": "its own CUDA stream",
     "attr.accessPolicyWindow.num_bytes = 1 << 20;": "L2 cache persistence",
-    "PyRun_SimpleString(\"import torch\");": "Python interpreter",
-    "auto m = py::module_::import(\"torch\");": "Python interpreter",
+    'PyRun_SimpleString("import torch");': "Python interpreter",
+    'auto m = py::module_::import("torch");': "Python interpreter",
     "__attribute__((constructor)) static void init() {}": "at load time",
     "auto y = at::native::relu(x);": "operator implementations",
     "cublasSaxpy(h, n, &a, x, 1, y, 1);": "other than a GEMM",
     "cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);": "lowers the precision",
-    "system(\"ls\");": "starts a process",
-    "FILE* f = fopen(\"x\", \"w\");": "files",
-    "const char* v = getenv(\"X\");": "environment",
+    'system("ls");': "starts a process",
+    'FILE* f = fopen("x", "w");': "files",
+    'const char* v = getenv("X");': "environment",
 }
 
 
@@ -81,7 +85,9 @@ def test_cheating_cpp_is_rejected_with_file_and_line(tmp_path: Path, line: str, 
 
 
 def test_comments_do_not_trigger_and_libraries_need_the_right_task(tmp_path: Path) -> None:
-    (tmp_path / "gemm.cpp").write_text("// std::thread is not used\n/* system(x) */\nvoid g() { cublasSgemm(h); }\n")
+    (tmp_path / "gemm.cpp").write_text(
+        "// std::thread is not used\n/* system(x) */\nvoid g() { cublasSgemm(h); }\n"
+    )
     assert check_kernel_sources(tmp_path) == []
     assert check_kernel_sources(tmp_path, {"addmm", "relu"}) == []
     assert "no matrix product" in str(check_kernel_sources(tmp_path, {"relu"}))
@@ -113,3 +119,34 @@ def test_kernel_names_and_coverage_share(tmp_path: Path) -> None:
     without_gemm = coverage_report(kernels, names, {"relu"})
     assert without_gemm.share == pytest.approx(80 / 180)
     assert "sm90_xmma_gemm" in without_gemm.describe_foreign()
+
+
+STATEFUL = [
+    "class M:\n    def forward(self, x):\n        self.last = x\n        return x",
+    "class M:\n    def forward(self, x):\n        self.cache[x.data_ptr()] = x\n        return x",
+    "class M:\n    def forward(self, x):\n        self.calls += 1\n        return x",
+    "SEEN = []\nclass M:\n    def forward(self, x):\n        SEEN.append(x)\n        return x",
+]
+
+
+@pytest.mark.parametrize("source", STATEFUL)
+def test_forward_must_not_keep_state(source: str) -> None:
+    assert any("keep state" in str(f) for f in check_model_new(source)), source
+
+
+def test_local_containers_in_forward_are_fine() -> None:
+    source = "class M:\n    def forward(self, x):\n        outs = []\n        outs.append(x)\n        return outs[0]"
+    assert check_model_new(source) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "static torch::Tensor cached;",
+        "static std::unordered_map<long, at::Tensor> memo;",
+        "cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);",
+    ],
+)
+def test_cpp_state_and_host_reads_are_refused(tmp_path: Path, line: str) -> None:
+    (tmp_path / "b_binding.cpp").write_text(f"void f() {{\n    {line}\n}}\n")
+    assert check_kernel_sources(tmp_path), line

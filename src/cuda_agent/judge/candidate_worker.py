@@ -111,9 +111,9 @@ class CandidateWorker:
         self.sampler = Sampler(self.model, sets)
         return {"warmup_ms": self.sampler.warmup()}
 
-    def time_round(self, samples: int) -> dict[str, Any]:
+    def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
         assert self.sampler is not None, "time_setup first"
-        result = self.sampler.round(samples)
+        result = self.sampler.round(samples, keep)
         return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
 
     def exit(self) -> dict[str, Any]:

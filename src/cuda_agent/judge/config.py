@@ -25,6 +25,9 @@ class TimingConfig:
     # judge concludes that work escaped the timer (side streams, deferred work).
     escape_slack_ms: float = 0.05
     escape_ratio: float = 1.5
+    # A speedup over torch.compile above this (lower bound) is re-measured strictly before it counts.
+    plausible_speedup: float = 8.0
+    recheck_rounds: int = 5
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ VIEW_OPS = frozenset(
         "diagonal", "unfold", "view_as_real", "view_as_complex", "lift_fresh", "movedim",
     }
 )  # fmt: skip
-METADATA_OPS = frozenset({"_local_scalar_dense", "record_stream", "is_same_size", "is_nonzero", "sym_size"})
+METADATA_OPS = frozenset({"record_stream", "is_same_size", "sym_size"})
 ALLOWED_OPS = ALLOCATION_OPS | ZERO_FILL_OPS | VIEW_OPS | METADATA_OPS
 POISON_INT = 0x5A5A5A5A
 

@@ -63,10 +63,6 @@ FORBIDDEN_NAMES = {
     "_ops": "uses PyTorch internals",
     "_VariableFunctions": "calls PyTorch ops through internals",
     "ops": "calls ATen ops directly (torch.ops)",
-    "Stream": "creates CUDA streams (launch on the current stream)",
-    "stream": "switches CUDA streams (launch on the current stream)",
-    "Event": "uses CUDA events",
-    "synchronize": "synchronises the device (the judge does)",
     "register_forward_hook": "installs hooks",
     "register_forward_pre_hook": "installs hooks",
 }
@@ -137,7 +133,54 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
                 root = _root_name(target)
                 if isinstance(target, ast.Attribute) and root in modules:
                     add(node, f"assigning to {ast.unparse(target)} patches a module; not allowed")
+    findings.extend(_stateful_forward(tree, path))
     return findings
+
+
+MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "update", "setdefault", "add", "pop", "popitem", "clear", "remove",
+     "discard", "__setitem__", "copy_", "fill_", "zero_"}
+)  # fmt: skip
+
+
+def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
+    """forward() must be a pure function of its inputs and parameters: state kept between calls is how
+    outputs get cached and replayed, or honest behaviour limited to the calls being checked."""
+    findings = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for fn in cls.body:
+            if not (isinstance(fn, ast.FunctionDef) and fn.name == "forward"):
+                continue
+            local = _locals(fn)
+            for node in ast.walk(fn):
+                targets: list[ast.expr] = []
+                if isinstance(node, ast.Assign):
+                    targets = list(node.targets)
+                elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                    targets = [node.target]
+                for target in targets:
+                    for t in target.elts if isinstance(target, ast.Tuple | ast.List) else [target]:
+                        if isinstance(t, ast.Attribute | ast.Subscript) and _root_name(t) not in local:
+                            findings.append(Finding(path, node.lineno, f"forward assigns to {ast.unparse(t)}: "
+                                                    "forward must not keep state between calls"))  # fmt: skip
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in MUTATING_METHODS
+                    and _root_name(node.func.value) not in local
+                ):
+                    findings.append(Finding(path, node.lineno, f"forward mutates {ast.unparse(node.func.value)} "
+                                            f"with .{node.func.attr}(): forward must not keep state between calls"))  # fmt: skip
+    return findings
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    """Names bound inside forward (excluding `self`): containers made there may be mutated freely."""
+    names = {a.arg for a in fn.args.args if a.arg != "self"}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
 
 
 BUILTIN_NAMES = frozenset(
@@ -180,14 +223,20 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(r"__attribute__\s*\(\s*\(\s*constructor"), "runs code at load time"),
     (
-        re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcudaStreamPerThread\b|\bcudaStreamLegacy\b"),
-        "uses its own CUDA stream; launch on c10::cuda::getCurrentCUDAStream()",
-    ),
-    (
         re.compile(
             r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
         ),
         "changes L2 cache persistence or device limits",
+    ),
+    (
+        re.compile(
+            r"\bstatic\s+(?:const\s+)?(?:(?:torch|at)::Tensor\b|std::\w+\s*<[^;]*(?:torch|at)::Tensor)"
+        ),
+        "keeps tensors or containers across calls (cached outputs); forward must not keep state",
+    ),
+    (
+        re.compile(r"cudaMemcpy\w*\s*\([^;]*DeviceToHost|cudaMemcpyDefault"),
+        "copies device data to the host during forward",
     ),
     (
         re.compile(r"\bcudaDeviceReset\b|\bcudaSetDevice\b|\bcudaDeviceSetCacheConfig\b"),
