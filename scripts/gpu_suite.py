@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "gpu")]
 from test_judge_gpu import meets  # noqa: E402
 
 
@@ -36,7 +36,11 @@ def main() -> int:
     import torch
 
     gpus = args.gpus or torch.cuda.device_count()
-    cases = sorted(p.parent for folder in args.folders for p in folder.glob("*/expected.json"))
+    # Each argument is a suite folder (cases below it) or one case folder (holding expected.json).
+    cases = sorted(
+        {folder.resolve() for folder in args.folders if (folder / "expected.json").exists()}
+        | {p.parent.resolve() for folder in args.folders for p in folder.glob("*/expected.json")}
+    )
     shares = [cases[i::gpus] for i in range(gpus)]
     args.out.mkdir(parents=True, exist_ok=True)
     sink = open(args.out / "verdicts.jsonl", "w")  # noqa: SIM115

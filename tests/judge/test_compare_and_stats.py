@@ -76,3 +76,22 @@ def test_speedup_bound_is_below_the_point_estimate() -> None:
     assert 1.8 < point < 2.2 and low <= point
     point_u, low_u = ratio_with_bound(baseline, candidate, paired=False)
     assert abs(point_u - 2.0) < 0.1 and low_u <= point_u
+
+
+def test_output_that_barely_varies_along_a_dimension_is_degenerate() -> None:
+    rows = torch.randn(1, 256).expand(64, 256) + 1e-4 * torch.randn(64, 256)
+    assert any("first slice along dim 0" in d for d in degenerate_baselines(rows, TOL))
+    assert degenerate_baselines(torch.randn(64, 256), TOL) == []
+
+
+def test_constant_parameters_and_buffers_are_varied() -> None:
+    from cuda_agent.judge.reference_worker import vary_constant_state
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+    weight_before = model[0].weight.clone()
+    varied = vary_constant_state(model)
+    bn = model[1]
+    assert {"1.weight", "1.bias", "1.running_mean", "1.running_var"} <= set(varied)
+    assert bool((bn.running_var > 0).all()) and bool((bn.weight > 0).all())
+    assert not bool((bn.weight == 1).all()) and not bool((bn.running_mean == 0).all())
+    assert torch.equal(model[0].weight, weight_before)  # random weights are left as they are

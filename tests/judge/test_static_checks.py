@@ -150,3 +150,8 @@ def test_local_containers_in_forward_are_fine() -> None:
 def test_cpp_state_and_host_reads_are_refused(tmp_path: Path, line: str) -> None:
     (tmp_path / "b_binding.cpp").write_text(f"void f() {{\n    {line}\n}}\n")
     assert check_kernel_sources(tmp_path), line
+
+
+def test_global_math_settings_from_cpp_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "mode.cpp").write_text("struct S { S() { at::globalContext().setAllowTF32CuBLAS(true); } } s;\n")
+    assert "global math settings" in str(check_kernel_sources(tmp_path))

@@ -508,6 +508,8 @@ class Judgment:
                 Status.RUNTIME_ERROR,
                 f"the candidate {exc} ({what})" + (f": {detail}" if detail else ""),
             ) from None
+        if not reply.get("ok") and reply.get("error") == "RuleViolation":
+            raise self.fail(Status.REJECTED, str(reply.get("message", ""))[:1500])
         if not reply.get("ok"):
             message = reply.get("message", "")
             if reply.get("error") == "OutOfMemoryError" or "out of memory" in message.lower():

@@ -25,6 +25,22 @@ class CandidateError(RuntimeError):
     """The candidate misbehaved in a way the judge names (bad constructor, bad outputs)."""
 
 
+class RuleViolation(RuntimeError):
+    """The candidate broke a rule (changed global math settings): the judge rejects it."""
+
+
+def math_settings() -> dict[str, Any]:
+    """PyTorch's global precision settings: the reference runs with the defaults, so must the candidate."""
+    return {
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "matmul.fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+    }
+
+
 class CandidateWorker:
     def __init__(self) -> None:
         self.model: Any = None
@@ -34,6 +50,7 @@ class CandidateWorker:
     def load(self, module_dir: str, state_path: str) -> dict[str, Any]:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.cuda.init()
+        self.settings = math_settings()
         self.threads_at_start = threading.active_count()
         sys.path.insert(0, module_dir)
         state = torch.load(state_path, map_location="cuda", weights_only=True)
@@ -65,7 +82,15 @@ class CandidateWorker:
                 "buffers (same names and shapes) so the judge can copy the reference weights"
             ) from exc
         self.model = model.eval()
+        self.check_settings("loading model_new and cuda_extension")
         return {"threads": self.threads_at_start}
+
+    def check_settings(self, when: str) -> None:
+        now = math_settings()
+        changed = {k: (v, now[k]) for k, v in self.settings.items() if now[k] != v}
+        if changed:
+            listed = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in changed.items())
+            raise RuleViolation(f"{when} changed PyTorch's math settings ({listed}); keep the defaults")
 
     def run(self, inputs_path: str, output_path: str, poison: bool) -> dict[str, Any]:
         inputs = torch.load(inputs_path, map_location="cuda", weights_only=True)
@@ -73,6 +98,7 @@ class CandidateWorker:
         with torch.no_grad(), gate:
             result = self.model(*inputs)
         torch.cuda.synchronize()  # surfaces asynchronous kernel faults here, not later
+        self.check_settings("forward")
         outputs = flatten_tensors(result)
         for k, t in enumerate(outputs):
             if type(t) is not torch.Tensor:
@@ -114,6 +140,7 @@ class CandidateWorker:
     def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
         assert self.sampler is not None, "time_setup first"
         result = self.sampler.round(samples, keep)
+        self.check_settings("a timed forward")
         return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
 
     def exit(self) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class ReferenceWorker:
         out = Path(workdir)
         torch.manual_seed(init_seed)
         model, init_inputs, _ = instantiate(self.module, task.name)
+        vary_constant_state(model)
         self.model = model.cuda().eval()
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
 
@@ -153,6 +154,27 @@ class ReferenceWorker:
 
     def exit(self) -> dict[str, Any]:
         return {}
+
+
+def vary_constant_state(model: torch.nn.Module) -> list[str]:
+    """Replace every constant floating parameter or buffer (default-initialised ones, zeros, norms'
+    weight 1 / bias 0 / running stats) with random values of the same sign, drawn from the secret seed.
+
+    Reference and candidate load the same state, so the comparison stays exact; what changes is that a
+    submission can no longer assume the default values (e.g. skip an identity BatchNorm)."""
+    varied = []
+    with torch.no_grad():
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if not tensor.is_floating_point() or tensor.numel() < 2:
+                continue
+            first = tensor.flatten()[0]
+            if not bool((tensor == first).all()):
+                continue
+            value = float(first)
+            noise = torch.empty_like(tensor).uniform_(0.5, 1.5)
+            tensor.copy_(noise * value if value != 0.0 else noise - 1.0)
+            varied.append(name)
+    return varied
 
 
 def _driver_version() -> str:

@@ -167,7 +167,7 @@ def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
                     and node.func.attr in MUTATING_METHODS
-                    and _root_name(node.func.value) not in local
+                    and _root_name(node.func.value) not in (None, *local)
                 ):
                     findings.append(Finding(path, node.lineno, f"forward mutates {ast.unparse(node.func.value)} "
                                             f"with .{node.func.attr}(): forward must not keep state between calls"))  # fmt: skip
@@ -237,6 +237,10 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(r"cudaMemcpy\w*\s*\([^;]*DeviceToHost|cudaMemcpyDefault"),
         "copies device data to the host during forward",
+    ),
+    (
+        re.compile(r"globalContext\s*\(\s*\)\s*\.\s*set\w*|\bsetAllowTF32\w*|\bsetFloat32MatmulPrecision\b"),
+        "changes PyTorch's global math settings (TF32, precision); the reference runs with the defaults",
     ),
     (
         re.compile(r"\bcudaDeviceReset\b|\bcudaSetDevice\b|\bcudaDeviceSetCacheConfig\b"),
