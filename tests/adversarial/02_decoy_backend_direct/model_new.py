@@ -1,0 +1,19 @@
+"""CHEAT (family 2, decoy kernel + dispatcher-free PyTorch): model_new.py is clean; the binding computes
+everything with at::cuda::addmm_out / at::cuda::relu_ (the CUDA backend functions, called directly,
+Python dispatch keys excluded) and launches the custom kernel on one element as a decoy. See
+kernels/gemm_bias_relu_binding.cpp.
+"""
+
+import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return cuda_extension.gemm_bias_relu_forward(x, self.linear.weight, self.linear.bias)
