@@ -282,6 +282,8 @@ class Judgment:
             cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing",
             timing_path=str(self.io_dir / "timing_inputs.pt"),
         )  # fmt: skip
+        # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
+        self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
         if cached is None:
             with self.candidate_stopped(cand):
                 self._reference_call(

@@ -48,12 +48,14 @@ class _Normaliser(ast.NodeTransformer):
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.attrs: dict[str, str] = {}
+        self.count = 0
 
     def _name(self, name: str) -> str:
         if name in _KEEP_NAMES:
             return name
         if name not in self.names:
-            self.names[name] = f"v{len(self.names)}"
+            self.names[name] = f"v{self.count}"
+            self.count += 1
         return self.names[name]
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -119,8 +121,16 @@ def normalise(source: str) -> ast.Module:
     """
     tree = ast.parse(source)
     _strip_docstring(tree)
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in tree.body
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    }
     tree.body = [n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom)]
-    tree = _Normaliser().visit(tree)
+    normaliser = _Normaliser()
+    normaliser.names.update({name: name for name in imported})  # library names (LlamaMLP) are semantics
+    tree = normaliser.visit(tree)
     ast.fix_missing_locations(tree)
     return tree
 

@@ -61,6 +61,7 @@ class PipelineConfig:
     llm: LLMConfig | None = None
     progress: bool = True
     cache_dir: Path | None = None
+    max_stale: int = 300
 
     def exec_config(self) -> ExecConfig:
         if self.cpu_only:
@@ -101,6 +102,7 @@ class Summary:
     ended: float | None = None
     resumed: int = 0
     restarts: int = 0
+    exhausted: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_accepted(self) -> int:
@@ -129,6 +131,7 @@ class Summary:
             "accepted_per_hour": round(self.total_accepted * 3600 / max(1e-9, self.filter_elapsed()), 1),
             "resumed_accepted": self.resumed,
             "worker_restarts": self.restarts,
+            "exhausted_buckets": self.exhausted,
         }
 
     def format(self) -> str:
@@ -150,6 +153,8 @@ class Summary:
                 f"  {b:<14} {100 * d['requested_mix'][b]:6.2f}%  -> {100 * d['accepted_mix'][b]:6.2f}%"
                 f"  ({self.accepted.get(b, 0)}/{self.requested.get(b, 0)})"
             )
+        for b, why in self.exhausted.items():
+            lines.append(f"bucket {b} exhausted: {why}")
         if self.decontaminated:
             lines.append(f"decontamination dropped {len(self.decontaminated)}:")
             lines += [f"  {n}: {why}" for n, why in self.decontaminated[:50]]
@@ -200,11 +205,13 @@ class Pipeline:
         self._counter = 0
         self._inflight: dict[str, dict[str, Any]] = {}
         self._inflight_by_bucket: Counter = Counter()
+        self._stale: Counter = Counter()
         self._resume()
 
     # ------------------------------------------------------------------ journal
 
     def _resume(self) -> None:
+        _repair_journal(self._journal_path)
         records = read_journal(self._journal_path)
         for rec in records:
             self._counter = max(self._counter, int(rec.get("index", -1)) + 1)
@@ -243,6 +250,8 @@ class Pipeline:
         """The bucket furthest below its share of accepted tasks, counting expected in-flight acceptances."""
         best, best_key = None, None
         for b, q in self.requested.items():
+            if b in self.summary.exhausted:
+                continue
             expected = self.summary.accepted[b] + self._inflight_by_bucket[b] * self._rate(b)
             if expected >= q or self.config.mix.get(b, 0) <= 0:
                 continue
@@ -252,7 +261,18 @@ class Pipeline:
         return best
 
     def _done(self) -> bool:
-        return all(self.summary.accepted[b] >= q for b, q in self.requested.items())
+        return all(
+            self.summary.accepted[b] >= q or b in self.summary.exhausted for b, q in self.requested.items()
+        )
+
+    def _note_static(self, bucket: str, passed: bool) -> None:
+        """Count consecutive compose/duplicate failures; a bucket that only repeats itself is exhausted."""
+        self._stale[bucket] = 0 if passed else self._stale[bucket] + 1
+        if self._stale[bucket] >= self.config.max_stale:
+            self.summary.exhausted[bucket] = (
+                f"{self._stale[bucket]} compositions in a row failed or were duplicates: the catalog holds "
+                "no more distinct tasks of this kind"
+            )
 
     # ------------------------------------------------------------------ stages
 
@@ -350,7 +370,9 @@ class Pipeline:
             if bucket is None:
                 break
             rec, task = self._compose_one(bucket)
-            if task is not None and self._static_stages(rec):
+            ok = task is not None and self._static_stages(rec)
+            self._note_static(bucket, ok)
+            if ok:
                 rec.update(status="accepted", stage="accepted", timing="not run (static stages only)")
             self._write(rec)
             _tick(bar, self.summary)
@@ -377,7 +399,9 @@ class Pipeline:
                         if bucket is None:
                             break
                         rec, task = self._compose_one(bucket)
-                        if task is None or not self._static_stages(rec):
+                        ok = task is not None and self._static_stages(rec)
+                        self._note_static(bucket, ok)
+                        if not ok:
                             self._write(rec)
                             continue
                         job = str(rec["index"])
@@ -406,6 +430,16 @@ class Pipeline:
         path = write_parquet(accepted_records(records), self.out / PARQUET)
         (self.out / SUMMARY).write_text(json.dumps(self.summary.to_json(), indent=2))
         return path
+
+
+def _repair_journal(path: Path) -> None:
+    """Cut a torn last line (a write interrupted mid-record) so that new records start on a fresh line."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
 
 
 def _progress(enabled: bool, total: int, initial: int) -> Any:
