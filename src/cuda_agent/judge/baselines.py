@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_agent.judge.build import cache_root
 from cuda_agent.judge.timing import PROTOCOL_VERSION
 
 
@@ -25,8 +26,7 @@ class BaselineRecord:
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("CUDA_AGENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cuda-agent")
-    return Path(root) / "baselines"
+    return cache_root() / "baselines"
 
 
 def cache_key(task_digest: str, environment_key: str) -> str:

@@ -61,9 +61,13 @@ class SubmissionError(ValueError):
     """kernels/ is unusable as given (no sources, symlinks, oversize files)."""
 
 
+def cache_root() -> Path:
+    """Where the judge caches objects and baselines: $CUDA_AGENT_CACHE or ~/.cache/cuda-agent."""
+    return Path(os.environ.get("CUDA_AGENT_CACHE") or Path.home() / ".cache" / "cuda-agent")
+
+
 def default_cache_dir() -> Path:
-    root = os.environ.get("CUDA_AGENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cuda-agent")
-    return Path(root) / "objects"
+    return cache_root() / "objects"
 
 
 def stage_submission(kernels_dir: Path, stage: Path) -> list[Path]:
