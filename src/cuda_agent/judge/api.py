@@ -100,13 +100,12 @@ class Judgment:
     # ---- the story -------------------------------------------------------------------------------
     def run(self) -> Verdict:
         try:
-            module_path = self.build()
+            self.build()
             ref, cand = self.start_workers()
-            prepared = self.prepare_reference(ref)
+            self.prepare_reference(ref)
             self.load_candidate(cand, ref)
-            self.verify(ref, cand, prepared)
+            self.verify(ref, cand)
             timing = self.time(ref, cand) if self.config.time_candidate else None
-            del module_path
             return self.verdict_ok(timing)
         except Stop as stop:
             return self.finish(stop.verdict)
@@ -134,7 +133,7 @@ class Judgment:
         return Stop(failure(status, reason, **extra))
 
     # ---- stages ------------------------------------------------------------------------------------
-    def build(self) -> Path:
+    def build(self) -> None:
         start = time.monotonic()
         model_new = self.submission / "model_new.py"
         if not model_new.is_file():
@@ -163,7 +162,6 @@ class Judgment:
         self.io_dir.mkdir()
         self.out_dir = self.candidate_dir / "out"  # the only place the candidate writes
         self.out_dir.mkdir()
-        return self.candidate_dir / f"{MODULE_NAME}.so"
 
     def start_workers(self) -> tuple[WorkerHandle, WorkerHandle]:
         env = scrubbed_env()
@@ -188,7 +186,7 @@ class Judgment:
         self.exits.callback(cand.close)
         return ref, cand
 
-    def prepare_reference(self, ref: WorkerHandle) -> dict[str, Any]:
+    def prepare_reference(self, ref: WorkerHandle) -> None:
         start = time.monotonic()
         seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
         reply = self._reference_call(
@@ -212,7 +210,6 @@ class Judgment:
         findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
-        return reply
 
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
         start = time.monotonic()
@@ -225,7 +222,7 @@ class Judgment:
         self.checks["candidate_threads_after_load"] = self.threads_after_load
         self.stages["load"] = time.monotonic() - start
 
-    def verify(self, ref: WorkerHandle, cand: WorkerHandle, prepared: dict[str, Any]) -> None:
+    def verify(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         start = time.monotonic()
         n = self.config.input_sets
         # The five sets, then the first again from a fresh copy: the same input must give the same output.
