@@ -120,7 +120,11 @@ class Sandbox:
 
     def _prlimit_args(self) -> list[str]:
         assert self._rlimit_tool is not None
-        return [self._rlimit_tool, *[f"--{name}={value}" for name, (_, value) in self.policy.rlimits().items()], "--"]
+        return [
+            self._rlimit_tool,
+            *[f"--{name}={value}" for name, (_, value) in self.policy.rlimits().items()],
+            "--",
+        ]
 
 
 def build_sandbox(
@@ -141,7 +145,9 @@ def build_sandbox(
         (real_root / EPISODE_HOME).mkdir(parents=True, exist_ok=True)
         prefix = _bwrap_args(workspace, policy)
         protections["network"] = (
-            "allowed by policy" if policy.allow_network else "isolated: own network namespace (bwrap --unshare-net)"
+            "allowed by policy"
+            if policy.allow_network
+            else "isolated: own network namespace (bwrap --unshare-net)"
         )
         protections["filesystem"] = (
             f"host read-only, private /tmp, workspace writable at {display}, HOME={display}/{EPISODE_HOME} "
@@ -198,7 +204,9 @@ def _choose(policy: SandboxPolicy) -> str:
     if wanted in ("auto", "bwrap") and _bwrap_works():
         return "bwrap"
     if wanted == "bwrap":
-        raise RuntimeError("isolation 'bwrap' requested but bubblewrap is missing or cannot create namespaces")
+        raise RuntimeError(
+            "isolation 'bwrap' requested but bubblewrap is missing or cannot create namespaces"
+        )
     if policy.allow_network:
         return "none"  # unshare only buys network isolation, which the policy does not want
     if _unshare_works():
@@ -230,6 +238,11 @@ def _bwrap_args(workspace: Workspace, policy: SandboxPolicy) -> list[str]:
             args += ["--ro-bind", host, host]
     args += ["--ro-bind-try", "/sys", "/sys", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"]
     args += ["--proc", "/proc", "--tmpfs", "/tmp"]
+    # The private /tmp and /dev/shm above hide anything the host keeps there; when the Python running
+    # this (a venv, an editable checkout of cuda-agent) lives there, bind it back read-only.
+    for path in _python_paths():
+        if path.startswith(("/tmp/", "/dev/shm/")):
+            args += ["--ro-bind", path, path]
     display = policy.display_root
     args += ["--bind", str(workspace.root), display]
     for path in workspace.protected_existing():
@@ -237,6 +250,19 @@ def _bwrap_args(workspace: Workspace, policy: SandboxPolicy) -> list[str]:
         args += ["--ro-bind", str(path), inside]
     args += ["--chdir", display, "--setenv", "TMPDIR", "/tmp", "--"]
     return args
+
+
+def _python_paths() -> list[str]:
+    """Folders the sandboxed commands need to run this Python and import cuda_agent."""
+    import cuda_agent
+
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(Path(cuda_agent.__file__).resolve().parents[1]),
+    }
+    return sorted(p for p in paths if os.path.isdir(p))
 
 
 def _command_env(mechanism: str, display_root: str) -> dict[str, str]:
@@ -291,8 +317,22 @@ def _run_ok(argv: list[str]) -> bool:
 def _bwrap_works() -> bool:
     if shutil.which("bwrap") is None:
         return False
-    probe = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/",
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"]
+    probe = [
+        "bwrap",
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-net",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "true",
+    ]
     return _run_ok(probe)
 
 
@@ -307,4 +347,3 @@ def _unshare_works() -> bool:
 @functools.cache
 def _prlimit_works() -> bool:
     return shutil.which("prlimit") is not None and _run_ok(["prlimit", "--core=0", "--", "true"])
-
