@@ -153,5 +153,7 @@ def test_cpp_state_and_host_reads_are_refused(tmp_path: Path, line: str) -> None
 
 
 def test_global_math_settings_from_cpp_are_refused(tmp_path: Path) -> None:
-    (tmp_path / "mode.cpp").write_text("struct S { S() { at::globalContext().setAllowTF32CuBLAS(true); } } s;\n")
+    (tmp_path / "mode.cpp").write_text(
+        "struct S { S() { at::globalContext().setAllowTF32CuBLAS(true); } } s;\n"
+    )
     assert "global math settings" in str(check_kernel_sources(tmp_path))
