@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import threading
 from typing import Any
 
 import torch
@@ -45,13 +44,11 @@ class CandidateWorker:
     def __init__(self) -> None:
         self.model: Any = None
         self.sampler: Sampler | None = None
-        self.threads_at_start = 0
 
     def load(self, module_dir: str, state_path: str) -> dict[str, Any]:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.cuda.init()
         self.settings = math_settings()
-        self.threads_at_start = threading.active_count()
         sys.path.insert(0, module_dir)
         state = torch.load(state_path, map_location="cuda", weights_only=True)
         try:
@@ -83,7 +80,7 @@ class CandidateWorker:
             ) from exc
         self.model = model.eval()
         self.check_settings("loading model_new and cuda_extension")
-        return {"threads": self.threads_at_start}
+        return {}
 
     def check_settings(self, when: str) -> None:
         now = math_settings()
@@ -104,7 +101,7 @@ class CandidateWorker:
             if type(t) is not torch.Tensor:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
         torch.save([t.detach() for t in outputs], output_path)
-        return {"forbidden": dict(gate.forbidden), "threads": threading.active_count()}
+        return {"forbidden": dict(gate.forbidden)}
 
     def profile(self, inputs_path: str) -> dict[str, Any]:
         """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""

@@ -44,7 +44,6 @@ class Sampler:
         self.arg_sets = [list(a) for a in arg_sets]
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
         self._next = 0
-        self._index = 0
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self._round_copies: dict[int, list[Any]] = {}
         self._cudart = _cudart()
@@ -52,9 +51,9 @@ class Sampler:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
 
     def _args(self) -> list[Any]:
-        self._index = self._next % len(self.arg_sets)
+        """The next argument set in rotation (warm-up only; timed rounds draw theirs at random)."""
         self._next += 1
-        return self.arg_sets[self._index]
+        return self.arg_sets[(self._next - 1) % len(self.arg_sets)]
 
     def _reset_l2(self) -> None:
         # Writing 256 MB evicts the 60 MB L2 of an H200, and the queued kernel hides the host launch
