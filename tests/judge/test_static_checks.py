@@ -144,6 +144,10 @@ def test_local_containers_in_forward_are_fine() -> None:
     [
         "static torch::Tensor cached;",
         "static std::unordered_map<long, at::Tensor> memo;",
+        "static torch::Tensor out = torch::empty({4});",
+        "static at::Tensor scratch(torch::empty({4}));",
+        "static std::vector<std::pair<int, torch::Tensor>> kept;",
+        "static const torch::Tensor& alias = x;",
         "cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);",
     ],
 )
@@ -152,8 +156,39 @@ def test_cpp_state_and_host_reads_are_refused(tmp_path: Path, line: str) -> None
     assert check_kernel_sources(tmp_path), line
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "static torch::Tensor my_op_forward(torch::Tensor x) {\n    return x;\n}\n",
+        "static at::Tensor f(const at::Tensor& a,\n                   const at::Tensor& b) noexcept {\n    return a;\n}\n",
+        "static std::vector<torch::Tensor> split(torch::Tensor x) {\n    return {x};\n}\n",
+    ],
+)
+def test_static_functions_returning_tensors_are_fine(tmp_path: Path, source: str) -> None:
+    """The binding pattern SKILL.md teaches: a static function is not kept state."""
+    (tmp_path / "b_binding.cpp").write_text(source)
+    assert check_kernel_sources(tmp_path) == []
+
+
 def test_global_math_settings_from_cpp_are_refused(tmp_path: Path) -> None:
     (tmp_path / "mode.cpp").write_text(
         "struct S { S() { at::globalContext().setAllowTF32CuBLAS(true); } } s;\n"
     )
     assert "global math settings" in str(check_kernel_sources(tmp_path))
+
+
+def test_the_examples_in_skill_md_pass_the_static_checks(tmp_path: Path) -> None:
+    """An agent that follows SKILL.md to the letter must not be refused by the judge."""
+    import re
+
+    from cuda_agent.workspace.files import template_path
+
+    skill = template_path("SKILL.md").read_text()
+    blocks = re.findall(r"```(cuda|cpp|python)\n(.*?)```", skill, flags=re.S)
+    assert {lang for lang, _ in blocks} >= {"cuda", "cpp", "python"}
+    for index, (lang, code) in enumerate(blocks):
+        if lang == "python":
+            assert check_model_new(code) == [], code
+        else:
+            (tmp_path / f"k{index}{'.cu' if lang == 'cuda' else '_binding.cpp'}").write_text(code)
+    assert check_kernel_sources(tmp_path) == []

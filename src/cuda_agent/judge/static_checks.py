@@ -230,7 +230,10 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(
-            r"\bstatic\s+(?:const\s+)?(?:(?:torch|at)::Tensor\b|std::\w+\s*<[^;]*(?:torch|at)::Tensor)"
+            # A static tensor (or container of tensors) *variable*; a static function returning one,
+            # `static torch::Tensor my_op(torch::Tensor x) {`, is the normal binding and is not matched.
+            r"\bstatic\s+(?:const\s+)?(?:(?:torch|at)::Tensor\b|std::\w+\s*<[^;(){}]*?(?:torch|at)::Tensor"
+            r"[^;(){}]*?>)(?!\s*[&*]?\s*\w+\s*\([^;{]*\)\s*(?:const\s*|noexcept\s*)*\{)"
         ),
         "keeps tensors or containers across calls (cached outputs); forward must not keep state",
     ),
