@@ -41,7 +41,7 @@ def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
 
 
 def judge_all(folder: Path, name: str) -> list[str]:
-    from cuda_agent.judge.api import judge
+    from cuda_agent.judge.service import JudgeService
 
     cases = sorted(p.parent for p in folder.glob("*/expected.json"))
     assert cases, f"no {folder}/*/expected.json"
@@ -50,9 +50,11 @@ def judge_all(folder: Path, name: str) -> list[str]:
     config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
     results, wrong = [], []
     out = os.environ.get("CUDA_AGENT_RESULTS")
-    for case in cases:
+    # One service for the whole suite: builds in parallel, GPU stages one at a time, no restarts.
+    with JudgeService(config) as service:
+        judged = [(cases[index], verdict.to_dict()) for index, verdict in service.judge_many(cases)]
+    for case, verdict in judged:
         expected = json.loads((case / "expected.json").read_text())
-        verdict = judge(case, config=config).to_dict()
         good = meets(expected, verdict)
         results.append({"case": case.name, "expected": expected, "verdict": verdict, "as_expected": good})
         print(f"{'ok ' if good else 'BAD'} {case.name:34s} {verdict['status']:14s} {verdict['reward']:+d}  "
@@ -93,3 +95,39 @@ def test_timer_sees_full_copy_bandwidth() -> None:
     tb_per_s = 2 * n / (median_ms / 1000) / 1e12
     print(f"device-to-device copy: {tb_per_s:.2f} TB/s (median {median_ms:.3f} ms)")
     assert tb_per_s >= 4.0
+
+
+def _variant(example: str, tmp: Path, tag: str) -> Path:
+    """A copy of an example whose .cu differs by a comment: one file must be rebuilt."""
+    import shutil
+
+    target = tmp / f"{example}-{tag}"
+    shutil.copytree(ROOT / "examples" / example, target)
+    cu = sorted((target / "kernels").glob("*.cu"))[0]
+    cu.write_text(cu.read_text() + f"\n// variant {tag}\n")
+    return target
+
+
+def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path) -> None:
+    """Warm judging: the task's reference worker is reused, each candidate gets its own process, a
+    crashing candidate in between changes nothing for the next one, and warm latency is a few seconds."""
+    import time
+
+    from cuda_agent.judge.service import JudgeService
+
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"))
+    with JudgeService(config) as service:
+        pool = service.pools[0]
+        first = service.judge(_variant("row_softmax", tmp_path, "a"))
+        assert first.status.value == "ok", first.reason
+        (kept,) = pool._references.values()
+        crashed = service.judge(ROOT / "examples" / "segfault")
+        assert crashed.reward == -1
+        began = time.monotonic()
+        second = service.judge(_variant("row_softmax", tmp_path, "b"))
+        latency = time.monotonic() - began
+        assert second.status.value == "ok" and second.reward == first.reward, second.reason
+        assert second.checks["build"]["compiled"] == ["kernels/row_softmax.cu"]
+        assert any(slot.worker.pid == kept.worker.pid for slot in pool._references.values())
+        print(f"warm latency {latency:.2f} s, stages {second.stage_seconds}")
+        assert latency < 15.0

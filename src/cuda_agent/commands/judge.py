@@ -1,5 +1,8 @@
 """`cuda-agent judge DIR... [--task FILE] [--json]`: judge submissions and print verdicts.
 
+Several folders are judged as a batch by one `JudgeService`: builds run in parallel on the CPU while
+each GPU (`--gpus`) verifies and times one submission at a time. Progress goes to stderr; `--json` prints
+one verdict per line on stdout, in the order the folders were given, and `--out FILE` also writes them.
 Exit code 0 whenever verdicts were reached (even reward -1); 2 for bad arguments or a bad task file;
 3 when the judge cannot run here (no GPU). `--build-only` compiles without a GPU.
 """
@@ -10,9 +13,11 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from cuda_agent.commands.render import verdict_table
+from cuda_agent.judge.verdict import Verdict
 
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -31,6 +36,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call (60)")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file (180)")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs to judge on in parallel (default 1)")
+    parser.add_argument("--build-workers", type=int, help="concurrent builds (default: the free CPU cores)")
+    parser.add_argument("--out", type=Path, help="also write the verdicts as JSON lines to this file")
     parser.set_defaults(handler=run)
 
 
@@ -54,28 +62,88 @@ def run(args: argparse.Namespace) -> int:
     build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout)
     if args.build_only:
         return _build_only(args.submissions, build, args.json)
-    from cuda_agent.judge.api import judge
+    from cuda_agent.judge.service import JudgeService
 
     config = JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
         forward_timeout_s=args.forward_timeout,
     )  # fmt: skip
-    verdicts = []
-    for index, submission in enumerate(args.submissions, 1):
-        if len(args.submissions) > 1:
-            print(f"[{index}/{len(args.submissions)}] judging {submission}", file=sys.stderr, flush=True)
-        try:
-            verdict = judge(submission, task=task, config=config)
-        except JudgeUnavailable as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            print("hint: use --build-only to compile without a GPU", file=sys.stderr)
-            return 3
-        verdicts.append((submission, verdict))
-        if args.json:
-            print(verdict.to_json(), flush=True)
+    devices = list(range(args.gpus)) if args.gpus > 1 else None
+    verdicts: dict[int, Verdict] = {}
+    sink = open(args.out, "w") if args.out else None  # noqa: SIM115 - closed below
+    try:
+        service = JudgeService(config, devices=devices, build_workers=args.build_workers,
+                               keep_warm=len(args.submissions) > 1)  # fmt: skip
+        with service:
+            progress = Progress(len(args.submissions))
+            printed = 0
+            for index, verdict in service.judge_many(args.submissions, task=task):
+                verdicts[index] = verdict
+                progress.update(args.submissions[index], verdict)
+                while printed in verdicts:  # stdout keeps the order the folders were given in
+                    line = _json_line(args.submissions[printed], verdicts[printed])
+                    if args.json:
+                        print(line, flush=True)
+                    if sink:
+                        sink.write(line + "\n")
+                        sink.flush()
+                    printed += 1
+            progress.done()
+    except JudgeUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("hint: use --build-only to compile without a GPU", file=sys.stderr)
+        return 3
+    finally:
+        if sink:
+            sink.close()
     if not args.json:
-        print(verdict_table(verdicts))
+        ordered = [(args.submissions[i], verdicts[i]) for i in range(len(args.submissions))]
+        print(verdict_table(ordered))
+        if len(ordered) > 1:
+            print("\n" + summary_line(ordered))
     return 0
+
+
+def _json_line(submission: Path, verdict: Verdict) -> str:
+    record = json.loads(verdict.to_json())
+    record["submission"] = str(submission)
+    return json.dumps(record, sort_keys=True)
+
+
+def summary_line(verdicts: list[tuple[Path, Verdict]]) -> str:
+    counts: dict[str, int] = {}
+    for _, v in verdicts:
+        counts[v.status.value] = counts.get(v.status.value, 0) + 1
+    rewards: dict[int, int] = {}
+    for _, v in verdicts:
+        rewards[v.reward] = rewards.get(v.reward, 0) + 1
+    by_status = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+    by_reward = ", ".join(f"{r:+d}: {n}" for r, n in sorted(rewards.items()))
+    return f"{len(verdicts)} judged: {by_status}; rewards {by_reward}"
+
+
+class Progress:
+    """One status line on stderr per verdict: count, rate, ETA, the latest result."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.count = 0
+        self.start = time.monotonic()
+
+    def update(self, submission: Path, verdict: Verdict) -> None:
+        self.count += 1
+        if self.total < 2:
+            return
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.count * (self.total - self.count)
+        print(f"[{self.count}/{self.total}] {elapsed:5.0f} s, ETA {eta:4.0f} s  {submission.name}: "
+              f"{verdict.status.value} {verdict.reward:+d}", file=sys.stderr, flush=True)  # fmt: skip
+
+    def done(self) -> None:
+        if self.total > 1:
+            elapsed = time.monotonic() - self.start
+            rate = 3600 * self.count / elapsed if elapsed > 0 else 0.0
+            print(f"{self.count} verdicts in {elapsed:.0f} s ({rate:.0f} per hour)", file=sys.stderr, flush=True)
 
 
 def _build_only(submissions: list[Path], config: object, as_json: bool) -> int:

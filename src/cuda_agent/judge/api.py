@@ -1,9 +1,11 @@
-"""`judge()`: build, verify, time and reward one submission. The one function everything else calls.
+"""`judge()`: build, verify, time and reward one submission; `Judgment`: the story of one judgment.
 
 Stages, each its own function, each ending the judgment with a verdict when it fails:
-build (CPU) -> start workers -> reference (inputs, outputs, degeneracy audit) -> load candidate ->
-verify (input sets + a repeat, op gate, comparison by the reference worker) -> memory check -> timing
-(interleaved rounds, host-clock cross-check) -> reward.
+build (CPU) -> reference (inputs, outputs, degeneracy audit; prepared while the build runs) -> load the
+candidate into a pre-started sandboxed worker -> verify (input sets + a repeat, op gate, comparison by the
+reference worker) -> memory check -> timing (interleaved rounds, host-clock cross-check) -> reward.
+Workers come from a `WorkerPool` (see pool.py); `JudgeService` (service.py) keeps one alive across
+judgments and runs many submissions with builds in parallel and GPU work serialised.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import signal
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,21 +31,21 @@ from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
 from cuda_agent.judge.coverage import coverage_report, kernel_names
-from cuda_agent.judge.procs import scrubbed_env
+from cuda_agent.judge.gpumem import process_gpu_bytes
+from cuda_agent.judge.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
 from cuda_agent.judge.reward import milestone_reward
-from cuda_agent.judge.sandbox import candidate_sandbox
 from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
 from cuda_agent.judge.static_checks import describe as describe_findings
 from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
 from cuda_agent.judge.verdict import Environment, Status, Timing, Verdict, failure
-from cuda_agent.task import Task, TaskError, load_task
-
-REFERENCE_WORKER = "cuda_agent.judge.reference_worker"
-CANDIDATE_WORKER = "cuda_agent.judge.candidate_worker"
+from cuda_agent.task import Task
 
 
 class Stop(Exception):
-    """Ends a judgment early with its verdict."""
+    """Ends a judgment early with its verdict. A verdict about the candidate says nothing against the
+    reference worker, which the pool keeps (`keeps_workers`) unless a call to it failed."""
+
+    keeps_workers = True
 
     def __init__(self, verdict: Verdict) -> None:
         super().__init__(verdict.reason)
@@ -49,20 +53,14 @@ class Stop(Exception):
 
 
 def judge(submission: Path, task: Task | None = None, config: JudgeConfig | None = None) -> Verdict:
-    """Judge the submission folder (`model_new.py` + `kernels/`) against `task` (default: its model.py)."""
-    config = config or JudgeConfig()
-    require_gpu()
-    submission = Path(submission)
-    if task is None:
-        try:
-            task = load_task(submission / "model.py")
-        except TaskError as exc:
-            return failure(Status.TASK_ERROR, str(exc))
-    judgment = Judgment(submission, task, config)
-    try:
-        return judgment.run()
-    finally:
-        judgment.cleanup()
+    """Judge the submission folder (`model_new.py` + `kernels/`) against `task` (default: its model.py).
+
+    One-shot: its workers start while the build runs and are gone afterwards. Callers that judge
+    repeatedly should keep a `JudgeService` instead, whose workers are already warm."""
+    from cuda_agent.judge.service import JudgeService
+
+    with JudgeService(config, keep_warm=False) as service:
+        return service.judge(Path(submission), task)
 
 
 def require_gpu() -> None:
@@ -96,17 +94,75 @@ class Judgment:
         root.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=root))
         self.exits = ExitStack()
+        self.built = False
 
     # ---- the story -------------------------------------------------------------------------------
-    def run(self) -> Verdict:
+    def run(self, pool: WorkerPool) -> Verdict:
+        """The whole judgment. The reference is prepared on the GPU while the build runs on the CPU."""
+
+        def story() -> Verdict:
+            with ExitStack() as held:
+
+                def reference() -> ReferenceSlot:  # waits for a warm worker, then prepares: off the build's path
+                    slot = held.enter_context(pool.reference(self.task.digest))
+                    self.prepare_reference(pool, slot)
+                    return slot
+
+                with ThreadPoolExecutor(1, initializer=pin_current_thread, initargs=(pool.cpus,)) as ex:
+                    prepared = ex.submit(reference)
+                    try:
+                        self.build()
+                    finally:
+                        futures_wait([prepared])  # a build failure wins over a reference failure
+                ref = prepared.result()
+                return self.candidate_stages(pool, ref)
+
+        return self._guarded(story)
+
+    def build_only(self) -> Verdict | None:
+        """The CPU part alone (static checks, build): a verdict when it fails, else None."""
         try:
             self.build()
-            ref, cand = self.start_workers()
-            self.prepare_reference(ref)
+            return None
+        except Stop as stop:
+            return self.finish(stop.verdict)
+        except Exception as exc:  # fail closed
+            return self.finish(failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})"))
+
+    def run_built(self, pool: WorkerPool) -> Verdict:
+        """The GPU part of a judgment whose `build_only()` passed (the batch pipeline's GPU lane)."""
+
+        def story() -> Verdict:
+            assert self.built, "build_only() first"
+            with pool.reference(self.task.digest) as ref:
+                self.prepare_reference(pool, ref)
+                return self.candidate_stages(pool, ref)
+
+        return self._guarded(story)
+
+    def candidate_stages(self, pool: WorkerPool, ref_slot: ReferenceSlot) -> Verdict:
+        # Rules that depend on what the reference runs (cuBLAS only for a GEMM, cuDNN only for a conv).
+        findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        slot = pool.take_candidate()  # warmed before this candidate existed; used for it alone
+        self.exits.callback(slot.close)
+        if slot.warm_error:
+            raise self.fail(Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}")
+        self.install(slot)
+        ref, cand = ref_slot.worker, slot.worker
+        with pool.gpu_lock():
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
-            timing = self.time(ref, cand) if self.config.time_candidate else None
-            return self.verdict_ok(timing)
+            if not self.config.time_candidate:
+                return self.verdict_ok(None)
+            with pool.quiet:  # no worker warm-up in this process touches the GPU while timing runs
+                timing = self.time(ref, cand)
+        return self.verdict_ok(timing)
+
+    def _guarded(self, story: Callable[[], Verdict]) -> Verdict:
+        try:
+            return story()
         except Stop as stop:
             return self.finish(stop.verdict)
         except Exception as exc:  # fail closed: a judge bug is never a reward
@@ -152,52 +208,54 @@ class Judgment:
             status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR
             first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
             raise self.fail(status, f"build failed: {first.strip()}", compile_log=result.log)
-        self.candidate_dir = self.scratch / "candidate"
-        self.candidate_dir.mkdir()
-        # Only these two files of the submission reach the candidate process.
-        shutil.copyfile(model_new, self.candidate_dir / "model_new.py")
-        shutil.copyfile(result.module_path, self.candidate_dir / f"{MODULE_NAME}.so")
+        self.model_new_file = model_new
+        self.module_file = result.module_path
         self.kernel_names = kernel_names(self.submission / "kernels")
+        self.built = True
+
+    def install(self, slot: CandidateSlot) -> None:
+        """Put the candidate into its worker's folder: only these two files of the submission get there."""
+        shutil.copyfile(self.model_new_file, slot.folder / "model_new.py")
+        shutil.copyfile(self.module_file, slot.folder / f"{MODULE_NAME}.so")
+        self.candidate_dir = slot.folder
+        self.out_dir = slot.out_dir  # the only place the candidate writes
+        self.checks["sandbox"] = slot.sandbox.protections
+
+    def prepare_reference(self, pool: WorkerPool, slot: ReferenceSlot) -> None:
+        """Fresh secret seeds, inputs, weights and reference outputs for this judgment (GPU, locked)."""
+        start = time.monotonic()
+        self.reference_slot = slot
+        if slot.warm_error:
+            slot.broken = True
+            raise self.fail(Status.RUNTIME_ERROR, f"the judge could not start its reference worker: {slot.warm_error}")
         self.io_dir = self.scratch / "io"  # written by the reference worker, read by the candidate
         self.io_dir.mkdir()
-        self.out_dir = self.candidate_dir / "out"  # the only place the candidate writes
-        self.out_dir.mkdir()
-
-    def start_workers(self) -> tuple[WorkerHandle, WorkerHandle]:
-        env = scrubbed_env()
-        task_file = self.scratch / "reference" / "model.py"
-        task_file.parent.mkdir()
-        task_file.write_text(self.task.source)
-        self.task_file = task_file
-        ref = WorkerHandle(
-            REFERENCE_WORKER, log_path=self.scratch / "reference.log", env=env, cwd=task_file.parent
-        )
-        self.exits.callback(ref.close)
-        sandbox = candidate_sandbox()
-        self.checks["sandbox"] = sandbox.protections
         for path in (self.scratch, self.io_dir):
             path.chmod(0o755)  # readable by the sandbox user; writable only by the judge
-        sandbox.give(self.candidate_dir)
-        cand_env = scrubbed_env({"HOME": str(self.candidate_dir), "TMPDIR": str(self.candidate_dir)})
-        cand = WorkerHandle(
-            CANDIDATE_WORKER, log_path=self.scratch / "candidate.log", env=cand_env, cwd=self.candidate_dir,
-            preexec=sandbox.preexec(),
-        )  # fmt: skip
-        self.exits.callback(cand.close)
-        return ref, cand
+        self.task_file = self.scratch / "model.py"
+        self.task_file.write_text(self.task.source)
+        with pool.gpu_lock():
+            self._prepare(slot)
+        self.stages["reference"] = time.monotonic() - start
+        self._after_prepare()
 
-    def prepare_reference(self, ref: WorkerHandle) -> None:
-        start = time.monotonic()
+    def _prepare(self, slot: ReferenceSlot) -> None:
+        ref = slot.worker
         seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
         reply = self._reference_call(
             ref, "prepare", self.config.prepare_timeout_s,
             task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
             input_seeds=seeds, timing_seed=secrets.randbits(62), atol=self.config.atol, rtol=self.config.rtol,
         )  # fmt: skip
-        env = self._reference_call(ref, "environment", 60)
-        env.pop("ok", None)
-        self.environment = Environment(**env)
-        self.stages["reference"] = time.monotonic() - start
+        if slot.environment is None:
+            env = self._reference_call(ref, "environment", 60)
+            env.pop("ok", None)
+            slot.environment = env
+        self.environment = Environment(**slot.environment)
+        self.prepared = reply
+
+    def _after_prepare(self) -> None:
+        reply = self.prepared
         if reply["degenerate"]:
             raise self.fail(
                 Status.TASK_ERROR,
@@ -207,9 +265,6 @@ class Judgment:
             )
         self.checks["degeneracy_audit"] = "passed"
         self.reference_ops = set(reply["ops"])
-        findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
-        if findings:
-            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
 
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
         start = time.monotonic()
@@ -242,7 +297,7 @@ class Judgment:
                     f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
                     "cuda_extension calls are allowed: implement these in your kernels",
                 )
-            self.check_memory(ref)  # before comparing: a memory hog must not starve the reference worker
+            self.check_memory(ref, cand)  # before comparing: a memory hog must not starve the reference worker
             verdict = self._reference_call(
                 ref, "compare", self.config.prepare_timeout_s, ref_index=set_index, path=str(output_path),
                 atol=self.config.atol, rtol=self.config.rtol,
@@ -256,8 +311,13 @@ class Judgment:
         self.check_coverage(cand)
         self.stages["verify"] = time.monotonic() - start
 
-    def check_memory(self, ref: WorkerHandle) -> None:
-        held = self.free_before - self._reference_call(ref, "free_memory", 60)["free"]
+    def check_memory(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        own = process_gpu_bytes(cand.pid)  # the candidate's own memory, context included, where NVML can tell
+        if own is not None:
+            held, self.checks["gpu_memory_source"] = own, "nvml"
+        else:  # device-wide delta since before the load
+            held = self.free_before - self._reference_call(ref, "free_memory", 60)["free"]
+            self.checks["gpu_memory_source"] = "device_free_delta"
         self.checks["candidate_gpu_memory_bytes"] = max(
             held, self.checks.get("candidate_gpu_memory_bytes", 0)
         )
@@ -520,11 +580,13 @@ class Judgment:
         try:
             reply = ref.call(command, timeout, **kw)
         except WorkerFailure as exc:
+            self.reference_slot.broken = True  # never reused after a failure
             raise self.fail(
                 Status.TASK_ERROR,
                 f"the reference worker {exc} during {command}: {_last_error_line(exc.log_tail)}",
             ) from None
         if not reply.get("ok"):
+            self.reference_slot.broken = True
             raise self.fail(
                 Status.TASK_ERROR,
                 f"the reference failed during {command}: {reply.get('error')}: {reply.get('message', '')[:1500]}",

@@ -48,6 +48,9 @@ class ReferenceWorker:
         atol: float, rtol: float,
     ) -> dict[str, Any]:  # fmt: skip
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
+        # A kept worker serves many judgments of its task: nothing of the last one may survive.
+        self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
+        torch.cuda.empty_cache()
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
         self.module = import_task_module(task)
@@ -120,7 +123,16 @@ class ReferenceWorker:
                 return {"match": False, "reason": problem}
         return {"match": True}
 
+    def warm(self, gpu: bool) -> dict[str, Any]:
+        if gpu:
+            torch.cuda.init()
+            torch.ones(8, device="cuda").add_(1)
+            torch.cuda.synchronize()
+        return {}
+
     def free_memory(self) -> dict[str, Any]:
+        # Memory this worker cached (e.g. for the candidate outputs it compared) is not the candidate's.
+        torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info()
         return {"free": free, "total": total}
 
@@ -196,6 +208,7 @@ def main() -> None:
     worker = ReferenceWorker()
     serve(
         {
+            "warm": worker.warm,
             "prepare": worker.prepare,
             "compare": worker.compare,
             "compare_timing": worker.compare_timing,

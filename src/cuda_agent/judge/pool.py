@@ -1,0 +1,239 @@
+"""Pre-started worker processes for one GPU, so a judgment never waits for `import torch`.
+
+Starting a worker costs about 4 s on an H200 host (3 s to import torch, 1 s to create a CUDA context)
+and the first CUDA profiler session another few seconds. The pool pays that ahead of time:
+
+- **Candidate workers** are started and warmed (torch imported, CUDA context and profiler initialised)
+  *before* any candidate code exists, each in its own sandbox and scratch folder. Each one serves
+  exactly one candidate and is then killed: a CUDA context a candidate may have broken is never reused,
+  and nothing a candidate leaves in its process can reach the next one.
+- **Reference workers** run trusted task code only, so one is kept per task and reused by later
+  judgments of that task (fresh secret seeds, fresh inputs, fresh weights every time). Any failure
+  retires it.
+
+GPU work of a warm-up never overlaps the timing phase of a judgment in this process: both take
+`quiet`, so a spare's context creation cannot disturb a measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cuda_agent.judge.build import cache_root
+from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.procs import scrubbed_env
+from cuda_agent.judge.sandbox import Sandbox, candidate_sandbox
+
+REFERENCE_WORKER = "cuda_agent.judge.reference_worker"
+CANDIDATE_WORKER = "cuda_agent.judge.candidate_worker"
+WARM_TIMEOUT_S = 180.0
+
+
+@dataclass
+class CandidateSlot:
+    """One warmed, sandboxed candidate process and the folder it may write in. Used once."""
+
+    worker: WorkerHandle
+    root: Path  # judge-owned scratch of this slot (removed with it)
+    folder: Path  # the candidate's cwd/HOME: model_new.py and cuda_extension.so go here
+    out_dir: Path  # the only place the candidate writes outputs
+    sandbox: Sandbox
+    warm_error: str | None = None
+
+    def close(self) -> None:
+        self.worker.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class ReferenceSlot:
+    worker: WorkerHandle
+    root: Path
+    task_digest: str | None = None
+    environment: dict | None = None
+    warm_error: str | None = None
+    broken: bool = False  # set by a judgment whose call to this worker failed
+
+    def close(self) -> None:
+        self.worker.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def pin_current_thread(cpus: frozenset[int] | None) -> None:
+    """Restrict this thread (and the processes it starts, which inherit it) to `cpus`, if allowed."""
+    if cpus:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setaffinity(0, cpus)
+
+
+@dataclass
+class WorkerPool:
+    """Workers for one GPU (`device`: an index into the parent's visible GPUs, or None for the default)."""
+
+    scratch_root: Path
+    device: int | None = None
+    spare_candidates: int = 1
+    kept_references: int = 2
+    cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
+    replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
+    quiet: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
+        self._references: OrderedDict[str, ReferenceSlot] = OrderedDict()
+        self._spare_reference: Future[ReferenceSlot] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._starter = ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="judge-warmup", initializer=pin_current_thread,
+            initargs=(self.cpus,),
+        )  # fmt: skip
+
+    # ---- environment of the workers ---------------------------------------------------------------
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = scrubbed_env(extra)
+        if self.device is not None:
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            ids = [s.strip() for s in visible.split(",")] if visible else None
+            env["CUDA_VISIBLE_DEVICES"] = ids[self.device] if ids else str(self.device)
+        return env
+
+    # ---- candidates --------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin warming the spares (call once the caller knows it will judge)."""
+        with self._lock:
+            while self._spares.qsize() < self.spare_candidates:
+                self._spares.put(self._starter.submit(self._new_candidate))
+            if self._spare_reference is None:
+                self._spare_reference = self._starter.submit(self._new_reference)
+
+    def take_candidate(self) -> CandidateSlot:
+        """A warmed candidate process for exactly one candidate; a replacement starts warming at once."""
+        with self._lock:
+            if self._spares.empty():
+                self._spares.put(self._starter.submit(self._new_candidate))
+            future = self._spares.get()
+            if self.replenish and not self._closed:
+                self._spares.put(self._starter.submit(self._new_candidate))
+        return future.result()
+
+    def _new_candidate(self) -> CandidateSlot:
+        root = Path(tempfile.mkdtemp(prefix="cuda-agent-candidate-", dir=self.scratch_root))
+        root.chmod(0o755)
+        folder = root / "candidate"
+        out_dir = folder / "out"
+        out_dir.mkdir(parents=True)
+        sandbox = candidate_sandbox()
+        sandbox.give(folder)
+        env = self._env({"HOME": str(folder), "TMPDIR": str(folder)})
+        worker = WorkerHandle(
+            CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
+        )
+        slot = CandidateSlot(worker, root, folder, out_dir, sandbox)
+        slot.warm_error = self._warm(worker)
+        return slot
+
+    # ---- references --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def reference(self, task_digest: str) -> Iterator[ReferenceSlot]:
+        """The reference worker kept for this task (or a fresh one). It is retired if the body raises
+        or marks it broken; otherwise kept for the next judgment of the task."""
+        with self._lock:
+            slot = self._references.pop(task_digest, None)
+            if slot is None:
+                future = self._spare_reference or self._starter.submit(self._new_reference)
+                replace = self.replenish and not self._closed
+                self._spare_reference = self._starter.submit(self._new_reference) if replace else None
+            else:
+                future = None
+        if future is not None:
+            slot = future.result()
+            slot.task_digest = task_digest
+        assert slot is not None
+        broken = True
+        try:
+            yield slot
+            broken = False
+        except BaseException as exc:
+            # A verdict against the candidate (`keeps_workers`) leaves the reference usable; a judge
+            # error may have left it mid-call, so it goes.
+            broken = not getattr(exc, "keeps_workers", False)
+            raise
+        finally:
+            broken = broken or slot.broken or slot.warm_error is not None or slot.worker.process.poll() is not None
+            if broken or self._closed:
+                slot.close()
+            else:
+                self._keep(task_digest, slot)
+
+    @contextlib.contextmanager
+    def gpu_lock(self) -> Iterator[None]:
+        """Exclusive use of this GPU for verification and timing, across every judge process on the
+        machine (a file lock): a measurement taken while another judge runs kernels would be noise."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [s.strip() for s in visible.split(",")] if visible else []
+        index = self.device or 0
+        physical = ids[index] if index < len(ids) else str(index)
+        locks = cache_root() / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"gpu-{physical}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _keep(self, task_digest: str, slot: ReferenceSlot) -> None:
+        with self._lock:
+            self._references[task_digest] = slot
+            while len(self._references) > self.kept_references:
+                _, old = self._references.popitem(last=False)
+                old.close()
+
+    def _new_reference(self) -> ReferenceSlot:
+        root = Path(tempfile.mkdtemp(prefix="cuda-agent-reference-", dir=self.scratch_root))
+        worker = WorkerHandle(REFERENCE_WORKER, log_path=root / "reference.log", env=self._env(), cwd=root)
+        slot = ReferenceSlot(worker, root)
+        slot.warm_error = self._warm(worker)
+        return slot
+
+    def _warm(self, worker: WorkerHandle) -> str | None:
+        """Import torch, create the CUDA context, initialise the profiler. Errors are kept, not raised:
+        the judgment that takes the slot reports them as a verdict."""
+        try:
+            reply = worker.call("warm", WARM_TIMEOUT_S, gpu=False)  # waits out `import torch` (CPU only)
+            if reply.get("ok"):
+                with self.quiet:
+                    reply = worker.call("warm", WARM_TIMEOUT_S, gpu=True)
+        except WorkerFailure as exc:
+            return f"{exc}: {exc.log_tail[-500:]}"
+        if not reply.get("ok"):
+            return f"{reply.get('error')}: {reply.get('message', '')[:500]}"
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            futures = list(self._spares.queue)
+            if self._spare_reference is not None:
+                futures.append(self._spare_reference)
+            references = list(self._references.values())
+            self._references.clear()
+        for slot in references:
+            slot.close()
+        self._starter.shutdown(wait=True, cancel_futures=True)
+        for future in futures:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                future.result().close()
+

@@ -1,0 +1,123 @@
+"""The worker pool and the service's CPU side, with real worker processes (their GPU warm-up skipped:
+this machine has no GPU). What must hold: candidate workers are never reused, reference workers are
+kept per task and retired on failure, and the GPU lock excludes concurrent users."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.judge.channel import WorkerHandle
+from cuda_agent.judge.pool import WorkerPool
+from cuda_agent.judge.service import split_cpus
+
+
+@pytest.fixture
+def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkerPool:
+    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle) -> str | None:
+        reply = worker.call("warm", 120, gpu=False)
+        return None if reply.get("ok") else str(reply)
+
+    monkeypatch.setattr(WorkerPool, "_warm", warm_without_gpu)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    created = WorkerPool(tmp_path, kept_references=1)
+    created.start()
+    yield created
+    created.close()
+
+
+def test_each_candidate_gets_a_fresh_process_and_folder(pool: WorkerPool) -> None:
+    first = pool.take_candidate()
+    second = pool.take_candidate()
+    try:
+        assert first.warm_error is None and second.warm_error is None
+        assert first.worker.pid != second.worker.pid
+        assert first.folder != second.folder and first.out_dir.is_dir()
+    finally:
+        first.close()
+        second.close()
+    assert first.worker.process.poll() is not None, "a used candidate worker must be killed"
+    assert not first.root.exists()
+
+
+def test_reference_workers_are_kept_per_task_and_retired_when_broken(pool: WorkerPool) -> None:
+    with pool.reference("task-a") as slot:
+        first_pid = slot.worker.pid
+    with pool.reference("task-a") as slot:
+        assert slot.worker.pid == first_pid, "a healthy reference worker is reused for its task"
+        slot.broken = True
+    with pool.reference("task-a") as slot:
+        assert slot.worker.pid != first_pid, "a broken reference worker is never reused"
+        kept_pid = slot.worker.pid
+    with pool.reference("task-b") as slot:
+        assert slot.worker.pid != kept_pid, "another task gets its own worker"
+    # kept_references=1: task-b's worker pushed task-a's out, and task-a's was killed.
+    with pool.reference("task-a") as slot:
+        assert slot.worker.pid != kept_pid
+
+
+def test_a_reference_worker_is_retired_when_the_judgment_raises(pool: WorkerPool) -> None:
+    with pytest.raises(RuntimeError), pool.reference("task-a") as slot:
+        pid = slot.worker.pid
+        raise RuntimeError("judge bug")
+    with pool.reference("task-a") as slot:
+        assert slot.worker.pid != pid
+
+
+def test_a_verdict_against_the_candidate_keeps_the_reference_worker(pool: WorkerPool) -> None:
+    from cuda_agent.judge.api import Stop
+    from cuda_agent.judge.verdict import Status, failure
+
+    with pytest.raises(Stop), pool.reference("task-a") as slot:
+        pid = slot.worker.pid
+        raise Stop(failure(Status.INCORRECT, "wrong result"))
+    with pool.reference("task-a") as slot:
+        assert slot.worker.pid == pid
+
+
+def test_the_gpu_lock_lets_one_user_in_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path))
+    pools = [WorkerPool(tmp_path), WorkerPool(tmp_path)]  # two judges of the same GPU
+    inside, overlaps = [0], [0]
+    guard = threading.Lock()
+
+    def use(pool: WorkerPool) -> None:
+        for _ in range(5):
+            with pool.gpu_lock():
+                with guard:
+                    inside[0] += 1
+                    overlaps[0] += inside[0] > 1
+                time.sleep(0.01)
+                with guard:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=use, args=(p,)) for p in pools]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for p in pools:
+        p.close()
+    assert overlaps[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("cpus", "lanes", "expect_pinned"), [(range(2), 1, False), (range(16), 1, True), (range(32), 2, True)]
+)
+def test_cpus_are_split_between_gpu_workers_and_compilers(
+    monkeypatch: pytest.MonkeyPatch, cpus: range, lanes: int, expect_pinned: bool
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(cpus))
+    lane_cpus, build_cpus = split_cpus(lanes)
+    assert len(lane_cpus) == lanes
+    if not expect_pinned:
+        assert build_cpus is None and lane_cpus == [None] * lanes
+        return
+    assert build_cpus and all(lane_cpus)
+    every = [c for group in lane_cpus if group for c in group]
+    assert len(every) == len(set(every)), "lanes share no core"
+    assert not set(every) & build_cpus, "compilers never run on a lane's cores"
+    assert set(every) | build_cpus == set(cpus)
