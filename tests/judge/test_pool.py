@@ -4,6 +4,7 @@ kept per task and retired on failure, and the GPU lock excludes concurrent users
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.judge.channel import WorkerHandle
-from cuda_agent.judge.pool import WorkerPool
+from cuda_agent.judge.pool import WorkerPool, kill_strays, register_judge
 from cuda_agent.judge.service import split_cpus
 
 
@@ -121,3 +122,49 @@ def test_cpus_are_split_between_gpu_workers_and_compilers(
     assert len(every) == len(set(every)), "lanes share no core"
     assert not set(every) & build_cpus, "compilers never run on a lane's cores"
     assert set(every) | build_cpus == set(cpus)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run processes as another user")
+def test_escaped_candidate_processes_are_killed_live_workers_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon left by a candidate (double fork, new session) dies; another judge's worker (a session
+    leader started by a root process) lives on."""
+    import subprocess
+
+    uid = 54321  # a throwaway user id: nothing else on the machine runs as it
+
+    def as_user() -> None:
+        os.setgid(uid)
+        os.setuid(uid)
+
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path))
+    register_judge()  # this test process plays the judge that started `worker`
+    worker = subprocess.Popen(["sleep", "60"], preexec_fn=as_user, start_new_session=True)
+    # The candidate's escape: a daemon in a new session whose parent exits (reparented to init).
+    subprocess.run(["sh", "-c", "(setsid sleep 60 &)"], preexec_fn=as_user, check=True)
+    time.sleep(0.5)
+    try:
+        strays = [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid and int(p) != worker.pid]
+        assert strays, "the escaped daemon should be running before the reap"
+        assert kill_strays(uid, set()) >= 1
+        time.sleep(0.2)
+        assert worker.poll() is None, "a live worker started by a judge must not be killed"
+        assert not [p for p in strays if Path(f"/proc/{p}").exists() and _state(p) != "Z"]
+    finally:
+        worker.kill()
+        kill_strays(uid, set())
+
+
+def _owner(pid: str) -> int:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid
+    except OSError:
+        return -1
+
+
+def _state(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -22,6 +22,7 @@ import fcntl
 import os
 import queue
 import shutil
+import signal
 import tempfile
 import threading
 from collections import OrderedDict
@@ -50,10 +51,14 @@ class CandidateSlot:
     out_dir: Path  # the only place the candidate writes outputs
     sandbox: Sandbox
     warm_error: str | None = None
+    on_close: list = field(default_factory=list)
 
     def close(self) -> None:
         self.worker.close()
         shutil.rmtree(self.root, ignore_errors=True)
+        for callback in self.on_close:
+            callback(self)
+        self.on_close.clear()
 
 
 @dataclass
@@ -92,6 +97,8 @@ class WorkerPool:
     def __post_init__(self) -> None:
         self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
         self._references: OrderedDict[str, ReferenceSlot] = OrderedDict()
+        self._live_sessions: set[int] = set()  # session ids (= pids) of candidate workers alive now
+        register_judge()  # before any worker exists: other judges' reapers must know its workers
         self._spare_reference: Future[ReferenceSlot] | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -140,9 +147,22 @@ class WorkerPool:
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )
-        slot = CandidateSlot(worker, root, folder, out_dir, sandbox)
+        with self._lock:
+            self._live_sessions.add(worker.pid)
+        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, on_close=[self._retire_candidate])
         slot.warm_error = self._warm(worker)
         return slot
+
+    def _retire_candidate(self, slot: CandidateSlot) -> None:
+        """After a candidate: kill whatever its sandbox user still runs outside the live spares.
+
+        A candidate that escaped its process group (setsid, a double fork) would otherwise outlive it and
+        could reach the next candidates, which share the sandbox user."""
+        with self._lock:
+            self._live_sessions.discard(slot.worker.pid)
+            live = set(self._live_sessions)
+        if slot.sandbox.uid is not None:
+            kill_strays(slot.sandbox.uid, live)
 
     # ---- references --------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -237,3 +257,50 @@ class WorkerPool:
             if future.done() and not future.cancelled() and future.exception() is None:
                 future.result().close()
 
+
+
+def _uid_and_stat(pid: int | str) -> tuple[int, list[str]] | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    uid_line = next((line.split() for line in status.splitlines() if line.startswith("Uid:")), None)
+    return (int(uid_line[1]), stat) if uid_line else None
+
+
+def judges_dir() -> Path:
+    """Where judge processes on this machine register themselves (a file named by their pid)."""
+    return cache_root() / "locks" / "judges"
+
+
+def register_judge() -> None:
+    folder = judges_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / str(os.getpid())).touch()
+
+
+def kill_strays(uid: int, live_sessions: set[int]) -> int:
+    """SIGKILL every process of `uid` that is not part of a live candidate worker. Returns how many.
+
+    Kept: processes in one of this judge's `live_sessions`, and candidate workers of any judge process
+    on the machine: session leaders whose parent is a registered judge. An escaped daemon (setsid, a
+    double fork) is neither: its parent is init, a subreaper or the candidate itself."""
+    judges = {int(p.name) for p in judges_dir().glob("*") if p.name.isdigit()} if judges_dir().is_dir() else set()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        info = _uid_and_stat(entry)
+        if info is None or info[0] != uid:
+            continue
+        stat = info[1]
+        ppid, session = int(stat[1]), int(stat[3])  # after the comm field: state, ppid, pgrp, session
+        if session in live_sessions:
+            continue
+        if session == int(entry) and ppid in judges and _uid_and_stat(ppid) is not None:
+            continue  # another judge's worker
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+    return killed
