@@ -82,7 +82,31 @@ def main() -> int:
         )
     for case in missing:
         print(f"  MISSING: {case.name}")
+    print("\n" + family_table(results))
     return 0 if not bad and not missing else 1
+
+
+def family_table(results: list[tuple[Path, dict, bool]]) -> str:
+    """One row per kind and family: cases, as expected, and the verdict statuses that caught them."""
+    rows: dict[str, dict] = {}
+    for case, verdict, good in results:
+        expected = json.loads((case / "expected.json").read_text())
+        kind = expected.get("kind", "?")
+        key = f"{kind} {expected['family']:02d}" if "family" in expected else kind
+        row = rows.setdefault(key, {"n": 0, "ok": 0, "statuses": {}, "rewards": {}})
+        row["n"] += 1
+        row["ok"] += good
+        row["statuses"][verdict["status"]] = row["statuses"].get(verdict["status"], 0) + 1
+        row["rewards"][verdict["reward"]] = row["rewards"].get(verdict["reward"], 0) + 1
+    lines = [f"{'group':12s} {'cases':>5s} {'as expected':>11s}  verdicts", "-" * 72]
+    for key in sorted(rows):
+        row = rows[key]
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items()))
+        rewards = ", ".join(f"{r:+d}: {v}" for r, v in sorted(row["rewards"].items()))
+        lines.append(f"{key:12s} {row['n']:5d} {row['ok']:11d}  {statuses}  (rewards {rewards})")
+    total, ok = sum(r["n"] for r in rows.values()), sum(r["ok"] for r in rows.values())
+    lines.append(f"{'all':12s} {total:5d} {ok:11d}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
