@@ -95,6 +95,7 @@ class Judgment:
         self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=root))
         self.exits = ExitStack()
         self.built = False
+        self.started = time.monotonic()
 
     # ---- the story -------------------------------------------------------------------------------
     def run(self, pool: WorkerPool) -> Verdict:
@@ -145,7 +146,9 @@ class Judgment:
         findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        waited = time.monotonic()
         slot = pool.take_candidate()  # warmed before this candidate existed; used for it alone
+        self.stages["worker_wait"] = time.monotonic() - waited
         self.exits.callback(slot.close)
         if slot.warm_error:
             raise self.fail(Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}")
@@ -181,7 +184,7 @@ class Judgment:
             environment=self.environment,
             tolerance={"atol": self.config.atol, "rtol": self.config.rtol},
             checks=dict(self.checks),
-            stage_seconds={k: round(v, 3) for k, v in self.stages.items()},
+            stage_seconds={k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()},
             task=self.task.name,
         )
 
@@ -284,8 +287,8 @@ class Judgment:
         order = [*range(n), 0]
         for run_index, set_index in enumerate(order):
             label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
-            inputs_path = self.io_dir / f"inputs_{set_index}.pt"
-            output_path = self.out_dir / f"outputs_{run_index}.pt"
+            inputs_path = self.io_dir / f"inputs_{set_index}.tensors"
+            output_path = self.out_dir / f"outputs_{run_index}.tensors"
             reply = self._candidate_call(
                 cand, "run", self.config.forward_timeout_s, f"forward on {label}",
                 inputs_path=str(inputs_path), output_path=str(output_path), poison=True,
@@ -337,7 +340,7 @@ class Judgment:
         cached = cache.get(key)
         self._candidate_call(
             cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing",
-            timing_path=str(self.io_dir / "timing_inputs.pt"),
+            timing_path=str(self.io_dir / "timing_inputs.tensors"),
         )  # fmt: skip
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
@@ -477,7 +480,7 @@ class Judgment:
 
     def spot_check(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """Compare the output of the last timed call with the reference on that call's inputs."""
-        path = self.out_dir / "timed_output.pt"
+        path = self.out_dir / "timed_output.tensors"
         reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s, "saving a timed output",
                                      output_path=str(path))  # fmt: skip
         verdict = self._reference_call(
@@ -508,7 +511,7 @@ class Judgment:
     def check_coverage(self, cand: WorkerHandle) -> None:
         """Most forward GPU time must be in the submitted kernels (cuBLAS/cuDNN where the task has them)."""
         reply = self._candidate_call(cand, "profile", self.config.forward_timeout_s, "profiling the forward",
-                                     inputs_path=str(self.io_dir / "inputs_0.pt"))  # fmt: skip
+                                     inputs_path=str(self.io_dir / "inputs_0.tensors"))  # fmt: skip
         # The profiler (CUPTI) starts threads of its own: count from here on.
         self.threads_after_load = _thread_count(cand.pid)
         report = coverage_report(reply["kernels"], self.kernel_names, self.reference_ops)

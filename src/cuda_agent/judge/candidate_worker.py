@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.timing import Sampler
@@ -21,9 +22,8 @@ from cuda_agent.task import flatten_tensors
 
 
 def _load(path: str) -> Any:
-    """Tensors the judge wrote (never files the candidate wrote): memory-mapped, then copied to the GPU,
-    which skips a full read into host memory (0.5 s -> 0.03 s per 256 MB)."""
-    return torch.load(path, map_location="cuda", weights_only=True, mmap=True)
+    """Tensors the judge wrote (never files the candidate wrote): memory-mapped, then copied to the GPU."""
+    return tensorfile.load(path, device="cuda", trusted=True)
 
 
 class CandidateError(RuntimeError):
@@ -69,7 +69,7 @@ class CandidateWorker:
         torch.cuda.init()
         self.settings = math_settings()
         sys.path.insert(0, module_dir)
-        state = _load(state_path)
+        state = torch.load(state_path, map_location="cuda", weights_only=True)
         try:
             importlib.import_module("cuda_extension")
         except Exception as exc:
@@ -119,7 +119,7 @@ class CandidateWorker:
         for k, t in enumerate(outputs):
             if type(t) is not torch.Tensor:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
-        torch.save([t.detach() for t in outputs], output_path)
+        tensorfile.save([t.detach() for t in outputs], output_path)
         return {"forbidden": dict(gate.forbidden)}
 
     def profile(self, inputs_path: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ class CandidateWorker:
         outputs = flatten_tensors(result)
         if any(type(t) is not torch.Tensor for t in outputs):
             raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
-        torch.save([t.detach() for t in outputs], output_path)
+        tensorfile.save([t.detach() for t in outputs], output_path)
         return {"set_index": index}
 
     def time_setup(self, timing_path: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
 from cuda_agent.judge.opgate import OpGate
@@ -76,11 +77,11 @@ class ReferenceWorker:
             self.outputs.append(outputs)
             specs = [describe(t) for t in outputs]
             degenerate.append(sorted({d for t in outputs for d in degenerate_baselines(t, tol)}))
-            torch.save(inputs, out / f"inputs_{index}.pt")
+            tensorfile.save(inputs, out / f"inputs_{index}.tensors")
         input_bytes = _tensor_bytes(self._inputs(timing_seed))
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
         self.timing_sets = [self._inputs(timing_seed + k) for k in range(n_sets)]
-        torch.save(self.timing_sets, out / "timing_inputs.pt")
+        tensorfile.save(self.timing_sets, out / "timing_inputs.tensors")
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         return {
@@ -110,7 +111,7 @@ class ReferenceWorker:
         self, expected: list[torch.Tensor], path: str, atol: float, rtol: float
     ) -> dict[str, Any]:
         try:
-            produced = torch.load(path, map_location="cuda", weights_only=True)
+            produced = tensorfile.load(path, device="cuda", trusted=False)  # the candidate wrote it
         except Exception as exc:
             return {"match": False, "reason": f"outputs could not be read as plain tensors ({exc})"[:600]}
         finally:
