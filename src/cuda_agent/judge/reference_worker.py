@@ -20,7 +20,10 @@ from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.task import Task, flatten_tensors, import_task_module, instantiate
 
-TIMING_SET_BYTES = 1 << 30  # rotate through up to this many bytes of distinct timing inputs
+# Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
+# over; each round also copies them to fresh memory). Every byte is written once per judgment and loaded
+# by the candidate, so more costs latency without making caching any harder.
+TIMING_SET_BYTES = 512 << 20
 MAX_TIMING_SETS = 8
 
 
