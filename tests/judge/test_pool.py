@@ -168,3 +168,20 @@ def _state(pid: str) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_send_and_receive_split_a_call_and_replies_must_match_their_request(tmp_path: Path) -> None:
+    from cuda_agent.judge.channel import WorkerFailure
+    from cuda_agent.judge.procs import scrubbed_env
+
+    worker = WorkerHandle(
+        "cuda_agent.judge.candidate_worker", log_path=tmp_path / "w.log", env=scrubbed_env(), cwd=tmp_path
+    )
+    try:
+        request = worker.send("warm", gpu=False)
+        assert worker.receive("warm", request, 120)["ok"]
+        worker.send("warm", gpu=False)
+        with pytest.raises(WorkerFailure, match="unexpected data"):
+            worker.receive("warm", "not-the-request-id", 120)
+    finally:
+        worker.close()

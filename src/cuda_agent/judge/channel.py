@@ -86,6 +86,10 @@ class WorkerHandle:
         Each request carries a random id the reply must echo, and nothing may arrive on the reply pipe
         unasked: a candidate that writes forged replies into the pipe breaks the protocol and is caught.
         """
+        return self.receive(command, self.send(command, **payload), timeout)
+
+    def send(self, command: str, **payload: Any) -> str:
+        """Send a command without waiting (one at a time per worker); `receive` its reply later."""
         self._refuse_unasked_data(command)
         request_id = secrets.token_hex(8)
         message = json.dumps({"cmd": command, "id": request_id, **payload}) + "\n"
@@ -95,6 +99,10 @@ class WorkerHandle:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(f"before {command}") from None
+        return request_id
+
+    def receive(self, command: str, request_id: str, timeout: float) -> dict[str, Any]:
+        """Wait for the reply to the request `send` returned `request_id` for."""
         line = self._read_line(timeout, command)
         try:
             reply = json.loads(line)
