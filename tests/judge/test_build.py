@@ -1,4 +1,5 @@
-"""Real nvcc/g++ builds of kernels/: a bundled example, the object cache, and compiler errors."""
+"""Real nvcc/g++ builds of kernels/: a bundled example, the object cache, the precompiled header, and
+compiler errors."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.judge import build as build_module
 from cuda_agent.judge.build import (
     BuildConfig,
     SubmissionError,
     build_extension,
+    compile_command,
+    ensure_pch,
+    pch_command,
     stage_submission,
     trim_compiler_output,
 )
+from cuda_agent.judge.toolchain import discover
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -27,6 +33,20 @@ __global__ void k(float* out, int n) {
 }
 extern "C" void launch(float* out, int n, cudaStream_t s) { k<<<(n + 255) / 256, 256, 0, s>>>(out, n); }
 """
+
+
+# A binding unit that needs only binding_registry.h (pybind11): the cheapest one that wants the PCH.
+SMALL_BINDING = """
+#include "../binding_registry.h"
+static int answer() { return 42; }
+static void register_small(pybind11::module& m) { m.def("answer", &answer); }
+REGISTER_BINDING(small, register_small);
+"""
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +62,12 @@ def test_bundled_example_builds_imports_and_reuses_objects(tmp_path: Path, cache
     assert first.ok, first.full_log
     assert first.module_path is not None and first.module_path.name == "cuda_extension.so"
     assert "kernels/elementwise_chain.cu" in first.compiled
+    # The binding units were compiled with the judge's PCH, and the module they make links and loads.
+    assert first.pch and not first.pch_note, first.pch_note
+    binding_commands = [c for c in first.commands if c.endswith("-Winvalid-pch")]
+    assert binding_commands and all("-include" in c for c in binding_commands)
+    gch = next((cache_dir / "pch").glob("*/torch_binding_pch.h.gch"))
+    built = _identity(gch)
     # The module loads (CUDA libraries load lazily, so no GPU is needed) and registered its op.
     probe = (
         "import sys, torch; sys.path.insert(0, sys.argv[1]); import cuda_extension as m; "
@@ -61,6 +87,76 @@ def test_bundled_example_builds_imports_and_reuses_objects(tmp_path: Path, cache
     cu.write_text(cu.read_text() + "\n// touched\n")
     third = build_extension(changed, tmp_path / "c", config)
     assert third.ok and third.compiled == (f"kernels/{cu.name}",)
+    # The binding changed: it is recompiled with the cached PCH, which is not built again.
+    binding = next(changed.glob("*_binding.cpp"))
+    binding.write_text(binding.read_text() + "\n// touched\n")
+    fourth = build_extension(changed, tmp_path / "d", config)
+    assert fourth.ok and fourth.compiled == (f"kernels/{binding.name}",), fourth.full_log
+    assert fourth.pch and not any("c++-header" in c for c in fourth.commands)
+    assert _identity(gch) == built
+
+
+@pytest.mark.slow
+def test_pch_is_taken_by_gcc_and_built_once(tmp_path: Path, cache_dir: Path) -> None:
+    config = BuildConfig(arch="9.0", cache_dir=cache_dir)
+    header = ensure_pch(config)
+    assert header is not None and header.is_relative_to(cache_dir)
+    gch = header.with_name(header.name + ".gch")
+    built = _identity(gch)
+    # g++ -H marks a precompiled header it loads with "!" (and lists the header itself when it does not).
+    source = tmp_path / "probe_binding.cpp"
+    source.write_text("#include <torch/types.h>\nint probe() { return 1; }\n")
+    command = compile_command(source, tmp_path / "probe.o", discover(), config, header)
+    probe = subprocess.run([*command, "-fsyntax-only", "-H"], capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stderr.splitlines()[0] == f"! {gch}", probe.stderr[:2000]
+    assert ensure_pch(config) == header and _identity(gch) == built
+
+
+@pytest.mark.slow
+def test_build_falls_back_without_pch_when_it_does_not_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(build_module, "PCH_HEADER", "#include <cuda_agent_no_such_header.h>\n")
+    config = BuildConfig(arch="9.0", cache_dir=tmp_path / "objects")
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "small_binding.cpp").write_text(SMALL_BINDING)
+    result = build_extension(kernels, tmp_path / "out", config)
+    assert result.ok, result.full_log
+    assert not result.pch and "failed to compile" in result.pch_note
+    assert any("c++-header" in c for c in result.commands)  # it was tried...
+    units = [c for c in result.commands if " -c " in c]
+    assert len(units) == 2 and not any("-include" in c for c in units)  # ...and the units went without
+    assert not result.log  # a fallback, not an error the agent sees
+    # The failure is recorded: later builds and ensure_pch do not try again.
+    assert len(list((tmp_path / "objects" / "pch").glob("*/failed.log"))) == 1
+    assert ensure_pch(config) is None
+    assert not list((tmp_path / "objects" / "pch").glob("*/*.gch"))
+
+
+def test_pch_and_binding_units_share_flags_and_only_torch_units_take_it(tmp_path: Path) -> None:
+    tc, config = discover(), BuildConfig(arch="9.0")
+    header = tmp_path / "pch" / "torch_binding_pch.h"
+    unit = compile_command(tmp_path / "kernels" / "op_binding.cpp", tmp_path / "op.o", tc, config, header)
+    pch = pch_command(header, tmp_path / "out.gch", tc, config)
+
+    def code_flags(command: list[str]) -> list[str]:
+        return [a for a in command if a.startswith(("-O", "-D", "-I", "-f", "-std", "-m"))]
+
+    assert code_flags(unit) == code_flags(pch)
+    assert unit[unit.index("-include") + 1] == str(header)
+    assert config.host_optimization in unit and config.optimization not in unit
+    cu = compile_command(tmp_path / "kernels" / "op.cu", tmp_path / "cu.o", tc, config)
+    assert config.optimization in cu and "-include" not in cu
+    # The PCH is compiled from the judge's header alone: no submission folder is on its include path.
+    assert not any("kernels" in a for a in pch)
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "op_binding.cpp").write_text(SMALL_BINDING)
+    (kernels / "gemm.cpp").write_text("#include <cublas_v2.h>\nint f() { return 1; }\n")
+    assert build_module._wants_pch(kernels / "op_binding.cpp")
+    assert not build_module._wants_pch(kernels / "gemm.cpp")
 
 
 def test_compile_error_comes_back_trimmed_with_workspace_paths(tmp_path: Path, cache_dir: Path) -> None:

@@ -13,6 +13,7 @@ Isolation is unchanged: every candidate gets a fresh sandboxed process that is k
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -71,6 +72,7 @@ class JudgeService:
         ]
         self._free_lanes: queue.Queue[WorkerPool] = queue.Queue()
         self._started = False
+        self.keep_warm = keep_warm
 
     def __enter__(self) -> JudgeService:
         self.start()
@@ -87,6 +89,9 @@ class JudgeService:
         for pool in self.pools:
             pool.start()
             self._free_lanes.put(pool)
+        if self.keep_warm:  # a long-lived service builds the precompiled header before it is needed
+            self._pch = threading.Thread(target=_warm_pch, args=(self.config,), daemon=True)
+            self._pch.start()
         self._started = True
 
     def close(self) -> None:
@@ -200,3 +205,12 @@ def _resolve_task(submission: Path, task: Task | None) -> tuple[Task | None, Ver
         return load_task(submission / "model.py"), None
     except TaskError as exc:
         return None, failure(Status.TASK_ERROR, str(exc))
+
+
+def _warm_pch(config: JudgeConfig) -> None:
+    """Build the precompiled header of the binding units in the background (about 20 s on an H200 host,
+    once per toolchain and flags); builds that need it before it is ready wait for it."""
+    from cuda_agent.judge.build import ensure_pch
+
+    with contextlib.suppress(Exception):  # builds report PCH trouble themselves and go on without it
+        ensure_pch(config.build)
