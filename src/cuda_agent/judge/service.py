@@ -62,7 +62,9 @@ class JudgeService:
         self.config = config or JudgeConfig()
         self.devices = list(devices) if devices else [0]
         lane_cpus, self.build_cpus = split_cpus(len(self.devices))
-        self.build_workers = build_workers or max(1, len(self.build_cpus or os.sched_getaffinity(0)) - 1)
+        # A build has 1-3 uncached sources and compiles them in parallel: half as many builds as compiler
+        # cores keeps them busy without oversubscribing (which stretches every compile towards its timeout).
+        self.build_workers = build_workers or max(1, len(self.build_cpus or os.sched_getaffinity(0)) // 2)
         root = scratch_root(self.config)
         root.mkdir(parents=True, exist_ok=True)
         single = devices is None
