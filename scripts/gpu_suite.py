@@ -49,8 +49,10 @@ def main() -> int:
 
     def serve(gpu: int, share: list[Path]) -> None:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu), "PYTHONPATH": str(ROOT / "src")}
+        # One judge process per GPU share the machine's cores: split the concurrent builds between them.
+        builds = str(max(1, len(os.sched_getaffinity(0)) // (2 * gpus)))
         command = [sys.executable, "-m", "cuda_agent.cli", "judge", "--json", "--forward-timeout", "30",
-                   "--build-timeout", "60", *map(str, share)]  # fmt: skip
+                   "--build-timeout", "60", "--build-workers", builds, *map(str, share)]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout is not None
         for case, line in zip(share, proc.stdout, strict=False):
