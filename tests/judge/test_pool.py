@@ -185,3 +185,34 @@ def test_send_and_receive_split_a_call_and_replies_must_match_their_request(tmp_
             worker.receive("warm", "not-the-request-id", 120)
     finally:
         worker.close()
+
+
+def test_judge_many_returns_every_build_failure_with_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's CPU side: submissions that fail before the GPU each get their verdict, under their
+    own index, and the bound on waiting submissions never blocks the batch (one build worker)."""
+    import shutil
+
+    from cuda_agent.judge import service as service_module
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.service import JudgeService
+
+    monkeypatch.setattr(service_module, "require_gpu", lambda: None)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    root = Path(__file__).parents[2]
+    no_model_new = tmp_path / "no_model_new"
+    shutil.copytree(root / "examples" / "row_softmax", no_model_new)
+    (no_model_new / "model_new.py").unlink()
+    bad_task = tmp_path / "bad_task"
+    shutil.copytree(root / "examples" / "row_softmax", bad_task)
+    (bad_task / "model.py").write_text("def get_inputs(:\n")
+    cheat = root / "tests" / "adversarial" / "01_cpp_backend_direct"
+    items = [no_model_new, bad_task, cheat, bad_task]
+    with JudgeService(JudgeConfig(scratch_dir=tmp_path / "scratch"), build_workers=1) as service:
+        verdicts = dict(service.judge_many(items))
+    assert sorted(verdicts) == [0, 1, 2, 3]
+    assert verdicts[0].status.value == "rejected" and "model_new.py" in verdicts[0].reason
+    assert verdicts[1].status.value == verdicts[3].status.value == "task_error"
+    assert verdicts[2].status.value == "rejected" and "static checks" in verdicts[2].reason
+    assert all(v.reward == -1 for v in verdicts.values())

@@ -238,11 +238,11 @@ class Judgment:
         self.task_file = self.scratch / "model.py"
         self.task_file.write_text(self.task.source)
         with pool.gpu_lock():
-            self._prepare(slot)
+            reply = self._prepare(slot)
         self.stages["reference"] = time.monotonic() - start
-        self._after_prepare()
+        self._check_prepared(reply)
 
-    def _prepare(self, slot: ReferenceSlot) -> None:
+    def _prepare(self, slot: ReferenceSlot) -> dict:
         ref = slot.worker
         seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
         reply = self._reference_call(
@@ -255,10 +255,9 @@ class Judgment:
             env.pop("ok", None)
             slot.environment = env
         self.environment = Environment(**slot.environment)
-        self.prepared = reply
+        return reply
 
-    def _after_prepare(self) -> None:
-        reply = self.prepared
+    def _check_prepared(self, reply: dict) -> None:
         if reply["degenerate"]:
             raise self.fail(
                 Status.TASK_ERROR,

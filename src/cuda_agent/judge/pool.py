@@ -26,7 +26,7 @@ import signal
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,21 +51,20 @@ class CandidateSlot:
     out_dir: Path  # the only place the candidate writes outputs
     sandbox: Sandbox
     warm_error: str | None = None
-    on_close: list = field(default_factory=list)
+    retire: Callable[[CandidateSlot], None] | None = None  # the pool's clean-up after the worker is gone
 
     def close(self) -> None:
         self.worker.close()
         shutil.rmtree(self.root, ignore_errors=True)
-        for callback in self.on_close:
-            callback(self)
-        self.on_close.clear()
+        retire, self.retire = self.retire, None  # once, even if closed twice
+        if retire:
+            retire(self)
 
 
 @dataclass
 class ReferenceSlot:
     worker: WorkerHandle
     root: Path
-    task_digest: str | None = None
     environment: dict | None = None
     warm_error: str | None = None
     broken: bool = False  # set by a judgment whose call to this worker failed
@@ -111,10 +110,16 @@ class WorkerPool:
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = scrubbed_env(extra)
         if self.device is not None:
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            ids = [s.strip() for s in visible.split(",")] if visible else None
-            env["CUDA_VISIBLE_DEVICES"] = ids[self.device] if ids else str(self.device)
+            env["CUDA_VISIBLE_DEVICES"] = self.physical_gpu()
         return env
+
+    def physical_gpu(self) -> str:
+        """This pool's GPU as the machine names it: `device` (default 0) mapped through the parent's
+        CUDA_VISIBLE_DEVICES."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [s.strip() for s in visible.split(",")] if visible else []
+        index = self.device or 0
+        return ids[index] if index < len(ids) else str(index)
 
     # ---- candidates --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -149,7 +154,7 @@ class WorkerPool:
         )
         with self._lock:
             self._live_sessions.add(worker.pid)
-        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, on_close=[self._retire_candidate])
+        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, retire=self._retire_candidate)
         slot.warm_error = self._warm(worker)
         return slot
 
@@ -179,7 +184,6 @@ class WorkerPool:
                 future = None
         if future is not None:
             slot = future.result()
-            slot.task_digest = task_digest
         assert slot is not None
         broken = True
         try:
@@ -201,13 +205,9 @@ class WorkerPool:
     def gpu_lock(self) -> Iterator[None]:
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise."""
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [s.strip() for s in visible.split(",")] if visible else []
-        index = self.device or 0
-        physical = ids[index] if index < len(ids) else str(index)
         locks = cache_root() / "locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"gpu-{physical}.lock", "a") as handle:
+        with open(locks / f"gpu-{self.physical_gpu()}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

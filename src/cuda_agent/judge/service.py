@@ -129,29 +129,29 @@ class JudgeService:
         stop = threading.Event()
 
         def build(index: int, submission: Path, given: Task | None) -> None:
-            waiting.acquire()
-            if stop.is_set():
-                waiting.release()
-                return
+            waiting.acquire()  # a permit per built submission waiting for the GPU, handed to the lane
+            handed_over = False
             try:
-                resolved, error = _resolve_task(submission, given)
-                if error is not None:
-                    results.put((index, error))
-                    waiting.release()
+                if stop.is_set():
                     return
-                assert resolved is not None
-                judgment = Judgment(submission, resolved, self.config)
-                verdict = judgment.build_only()
+                resolved, verdict = _resolve_task(submission, given)
+                judgment = None
+                if verdict is None:
+                    assert resolved is not None
+                    judgment = Judgment(submission, resolved, self.config)
+                    verdict = judgment.build_only()
+                if verdict is None:
+                    built.put((index, judgment))
+                    handed_over = True
+                else:
+                    if judgment is not None:
+                        judgment.cleanup()
+                    results.put((index, verdict))
             except Exception as exc:  # fail closed, and keep the batch going
                 results.put((index, failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})")))
-                waiting.release()
-                return
-            if verdict is not None:
-                judgment.cleanup()
-                results.put((index, verdict))
-                waiting.release()
-            else:
-                built.put((index, judgment))
+            finally:
+                if not handed_over:
+                    waiting.release()
 
         def lane(pool: WorkerPool) -> None:
             pin_current_thread(pool.cpus)
