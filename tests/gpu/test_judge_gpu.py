@@ -131,3 +131,30 @@ def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path)
         assert any(slot.worker.pid == kept.worker.pid for slot in pool._references.values())
         print(f"warm latency {latency:.2f} s, stages {second.stage_seconds}")
         assert latency < 15.0
+
+
+def test_inputs_a_seed_does_not_reproduce_fall_back_to_files(tmp_path: Path) -> None:
+    """Normally the candidate worker draws its inputs from the seeds; a task whose get_inputs() reads a
+    clock draws differently there, and the judgment switches to input files without changing the verdict
+    (softmax is shift-invariant, so the clock's offset leaves the right answer well defined)."""
+    from cuda_agent.judge.service import JudgeService
+
+    seeded = _variant("row_softmax", tmp_path, "seeded")
+    clocked = _variant("row_softmax", tmp_path, "clocked")
+    model = clocked / "model.py"
+    model.write_text(
+        model.read_text().replace(
+            "return [torch.randn(batch_size, dim) * 4.0]",
+            "import time\n    return [torch.randn(batch_size, dim) * 4.0 + float(time.perf_counter_ns() % 1000)]",
+        )
+    )
+    assert "perf_counter_ns" in model.read_text()
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"))
+    with JudgeService(config) as service:
+        normal = service.judge(seeded)
+        fallback = service.judge(clocked)
+    assert normal.status.value == "ok", normal.reason
+    assert normal.checks["inputs"] == "drawn from secret seeds in each worker"
+    assert fallback.status.value == "ok", fallback.reason
+    assert fallback.checks["inputs"].startswith("files written by the reference"), fallback.checks["inputs"]
+    assert fallback.checks["timed_spot_checks"] >= 3

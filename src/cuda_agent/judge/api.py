@@ -104,7 +104,9 @@ class Judgment:
         def story() -> Verdict:
             with ExitStack() as held:
 
-                def reference() -> ReferenceSlot:  # waits for a warm worker, then prepares: off the build's path
+                def reference() -> (
+                    ReferenceSlot
+                ):  # waits for a warm worker, then prepares: off the build's path
                     slot = held.enter_context(pool.reference(self.task.digest))
                     self.prepare_reference(pool, slot)
                     return slot
@@ -151,7 +153,9 @@ class Judgment:
         self.stages["worker_wait"] = time.monotonic() - waited
         self.exits.callback(slot.close)
         if slot.warm_error:
-            raise self.fail(Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}")
+            raise self.fail(
+                Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
+            )
         self.install(slot)
         ref, cand = ref_slot.worker, slot.worker
         with pool.gpu_lock():
@@ -184,9 +188,20 @@ class Judgment:
             environment=self.environment,
             tolerance={"atol": self.config.atol, "rtol": self.config.rtol},
             checks=dict(self.checks),
-            stage_seconds={k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()},
+            stage_seconds={
+                k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()
+            },
             task=self.task.name,
         )
+
+    @contextlib.contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Add the block's wall time to `stages[stage]` (parts inside a stage, for finding slow spots)."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stages[stage] = self.stages.get(stage, 0.0) + time.monotonic() - began
 
     def fail(self, status: Status, reason: str, **extra: Any) -> Stop:
         return Stop(failure(status, reason, **extra))
@@ -230,7 +245,9 @@ class Judgment:
         self.reference_slot = slot
         if slot.warm_error:
             slot.broken = True
-            raise self.fail(Status.RUNTIME_ERROR, f"the judge could not start its reference worker: {slot.warm_error}")
+            raise self.fail(
+                Status.RUNTIME_ERROR, f"the judge could not start its reference worker: {slot.warm_error}"
+            )
         self.io_dir = self.scratch / "io"  # written by the reference worker, read by the candidate
         self.io_dir.mkdir()
         for path in (self.scratch, self.io_dir):
@@ -244,11 +261,12 @@ class Judgment:
 
     def _prepare(self, slot: ReferenceSlot) -> dict:
         ref = slot.worker
-        seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
+        self.input_seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
         reply = self._reference_call(
             ref, "prepare", self.config.prepare_timeout_s,
             task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
-            input_seeds=seeds, timing_seed=secrets.randbits(62), atol=self.config.atol, rtol=self.config.rtol,
+            input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
+            atol=self.config.atol, rtol=self.config.rtol,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -267,6 +285,33 @@ class Judgment:
             )
         self.checks["degeneracy_audit"] = "passed"
         self.reference_ops = set(reply["ops"])
+        self.input_prints: list[str] = reply["input_prints"]
+        self.timing_seeds: list[int] = reply["timing_seeds"]
+        self.timing_print: str = reply["timing_print"]
+        self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
+        self.checks["inputs"] = "drawn from secret seeds in each worker"
+
+    # ---- inputs: drawn from seeds by the candidate, or files when a seed does not reproduce them ----
+    def input_args(self, set_index: int) -> dict[str, Any]:
+        if self.input_files:
+            return {"inputs_path": str(self.io_dir / f"inputs_{set_index}.tensors")}
+        return {"inputs_seed": self.input_seeds[set_index]}
+
+    def timing_args(self) -> dict[str, Any]:
+        if self.input_files:
+            return {"timing_path": str(self.io_dir / "timing_inputs.tensors")}
+        return {"timing_seeds": self.timing_seeds}
+
+    def drew_same(self, ref: WorkerHandle, drawn: str, expected: str, what: str) -> bool:
+        """Did the candidate worker draw the reference's inputs? If not (a task whose get_inputs() a seed
+        does not reproduce, or a candidate meddling with its own draw), switch this judgment to input
+        files the reference writes, and tell the caller to run the call again."""
+        if self.input_files or drawn == expected:
+            return True
+        self._reference_call(ref, "save_inputs", self.config.prepare_timeout_s, workdir=str(self.io_dir))
+        self.input_files = True
+        self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"
+        return False
 
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
         start = time.monotonic()
@@ -274,6 +319,7 @@ class Judgment:
         self._candidate_call(
             cand, "load", self.config.startup_timeout_s, "loading the candidate",
             module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
+            task_path=str(self.task_file),
         )  # fmt: skip
         self.threads_after_load = _thread_count(cand.pid)
         self.checks["candidate_threads_after_load"] = self.threads_after_load
@@ -289,12 +335,18 @@ class Judgment:
         try:
             for run_index, set_index in enumerate(order):
                 label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
-                inputs_path = self.io_dir / f"inputs_{set_index}.tensors"
                 output_path = self.out_dir / f"outputs_{run_index}.tensors"
-                reply = self._candidate_call(
-                    cand, "run", self.config.forward_timeout_s, f"forward on {label}",
-                    inputs_path=str(inputs_path), output_path=str(output_path), poison=True,
-                )  # fmt: skip
+                while True:
+                    reply = self._candidate_call(
+                        cand, "run", self.config.forward_timeout_s, f"forward on {label}",
+                        output_path=str(output_path), poison=True, **self.input_args(set_index),
+                    )  # fmt: skip
+                    same = self.input_files or reply["input_print"] == self.input_prints[set_index]
+                    if not same and pending:  # the reference takes one request at a time
+                        self._settle_comparison(ref, pending)
+                        pending = None
+                    if self.drew_same(ref, reply["input_print"], self.input_prints[set_index], "inputs"):
+                        break
                 if reply["forbidden"]:
                     ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
                     raise self.fail(
@@ -333,9 +385,10 @@ class Judgment:
 
     def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str]) -> None:
         request, label = pending
-        verdict = self._reference_result(
-            "compare", lambda: ref.receive("compare", request, self.config.prepare_timeout_s)
-        )
+        with self.timed("compare_wait"):  # what the pipelining did not hide
+            verdict = self._reference_result(
+                "compare", lambda: ref.receive("compare", request, self.config.prepare_timeout_s)
+            )
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
 
@@ -364,10 +417,12 @@ class Judgment:
         cache = BaselineCache(self.config.cache_dir)
         key = cache_key(self.task.digest, self.environment.key())
         cached = cache.get(key)
-        self._candidate_call(
-            cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing",
-            timing_path=str(self.io_dir / "timing_inputs.tensors"),
-        )  # fmt: skip
+        while True:
+            reply = self._candidate_call(
+                cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.timing_args()
+            )  # fmt: skip
+            if self.drew_same(ref, reply["timing_print"], self.timing_print, "timing inputs"):
+                break
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
         if cached is None:
@@ -507,12 +562,13 @@ class Judgment:
     def spot_check(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """Compare the output of the last timed call with the reference on that call's inputs."""
         path = self.out_dir / "timed_output.tensors"
-        reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s, "saving a timed output",
-                                     output_path=str(path))  # fmt: skip
-        verdict = self._reference_call(
-            ref, "compare_timing", self.config.prepare_timeout_s, set_index=int(reply["set_index"]),
-            path=str(path), atol=self.config.atol, rtol=self.config.rtol,
-        )  # fmt: skip
+        with self.timed("spot_checks"):
+            reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s,
+                                         "saving a timed output", output_path=str(path))  # fmt: skip
+            verdict = self._reference_call(
+                ref, "compare_timing", self.config.prepare_timeout_s, set_index=int(reply["set_index"]),
+                path=str(path), atol=self.config.atol, rtol=self.config.rtol,
+            )  # fmt: skip
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")
         self.checks["timed_spot_checks"] = self.checks.get("timed_spot_checks", 0) + 1
@@ -536,8 +592,9 @@ class Judgment:
 
     def check_coverage(self, cand: WorkerHandle) -> None:
         """Most forward GPU time must be in the submitted kernels (cuBLAS/cuDNN where the task has them)."""
-        reply = self._candidate_call(cand, "profile", self.config.forward_timeout_s, "profiling the forward",
-                                     inputs_path=str(self.io_dir / "inputs_0.tensors"))  # fmt: skip
+        with self.timed("coverage"):
+            reply = self._candidate_call(cand, "profile", self.config.forward_timeout_s,
+                                         "profiling the forward", **self.input_args(0))  # fmt: skip
         # The profiler (CUPTI) starts threads of its own: count from here on.
         self.threads_after_load = _thread_count(cand.pid)
         report = coverage_report(reply["kernels"], self.kernel_names, self.reference_ops)

@@ -1,8 +1,9 @@
 """The untrusted worker: imports the candidate's `cuda_extension` and `ModelNew`, runs and times them.
 
-It holds the inputs but never the reference model, the reference outputs, the tolerances or the verdict:
-outputs go back as tensor files for the reference worker to compare. One process per candidate, killed
-afterwards, so a CUDA context a candidate broke is never reused.
+It draws its inputs from the seeds the judge gives it, with the task's own `get_inputs()` (inputs.py),
+and never holds the reference outputs, the tolerances or the verdict: outputs go back as tensor files
+for the reference worker to compare. One process per candidate, killed afterwards, so a CUDA context a
+candidate broke is never reused.
 Started as `python -I -m cuda_agent.judge.candidate_worker FD` with the candidate folder as cwd.
 """
 
@@ -10,20 +11,40 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
+from cuda_agent.judge.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.timing import Sampler
-from cuda_agent.task import flatten_tensors
+from cuda_agent.task import Task, flatten_tensors, import_task_module
 
 
 def _load(path: str) -> Any:
     """Tensors the judge wrote (never files the candidate wrote): memory-mapped, then copied to the GPU."""
     return tensorfile.load(path, device="cuda", trusted=True)
+
+
+class InputSource:
+    """Where a call's inputs come from: drawn from a seed with the task's get_inputs() (the normal way),
+    or read from a file the reference wrote (for tasks whose inputs a seed does not reproduce)."""
+
+    def __init__(self, task_path: str) -> None:
+        path = Path(task_path)
+        self.task = import_task_module(
+            Task(name=path.stem, source=path.read_text(), path=path), "task_inputs"
+        )
+
+    def get(self, seed: int | None, path: str | None) -> Any:
+        if path is not None:
+            return _load(path)
+        if seed is None:
+            raise ValueError("an input seed or an input file is needed")
+        return draw_inputs(self.task, seed)
 
 
 class CandidateError(RuntimeError):
@@ -50,6 +71,7 @@ class CandidateWorker:
     def __init__(self) -> None:
         self.model: Any = None
         self.sampler: Sampler | None = None
+        self.inputs: InputSource | None = None
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         """Before any candidate code exists: create the CUDA context and run the profiler once, whose
@@ -64,10 +86,11 @@ class CandidateWorker:
                 torch.cuda.synchronize()
         return {}
 
-    def load(self, module_dir: str, state_path: str) -> dict[str, Any]:
+    def load(self, module_dir: str, state_path: str, task_path: str) -> dict[str, Any]:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.cuda.init()
         self.settings = math_settings()
+        self.inputs = InputSource(task_path)  # the task's code, before any of the candidate's
         sys.path.insert(0, module_dir)
         state = torch.load(state_path, map_location="cuda", weights_only=True)
         try:
@@ -108,8 +131,15 @@ class CandidateWorker:
             listed = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in changed.items())
             raise RuleViolation(f"{when} changed PyTorch's math settings ({listed}); keep the defaults")
 
-    def run(self, inputs_path: str, output_path: str, poison: bool) -> dict[str, Any]:
-        inputs = _load(inputs_path)
+    def _inputs(self, seed: int | None, path: str | None) -> Any:
+        assert self.inputs is not None, "load first"
+        return self.inputs.get(seed, path)
+
+    def run(
+        self, output_path: str, poison: bool, inputs_seed: int | None = None, inputs_path: str | None = None
+    ) -> dict[str, Any]:
+        inputs = self._inputs(inputs_seed, inputs_path)
+        drawn = fingerprint(inputs)  # before forward, which may write into its inputs
         gate = OpGate(poison=poison)
         with torch.no_grad(), gate:
             result = self.model(*inputs)
@@ -120,13 +150,13 @@ class CandidateWorker:
             if type(t) is not torch.Tensor:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
         tensorfile.save([t.detach() for t in outputs], output_path)
-        return {"forbidden": dict(gate.forbidden)}
+        return {"forbidden": dict(gate.forbidden), "input_print": drawn}
 
-    def profile(self, inputs_path: str) -> dict[str, Any]:
+    def profile(self, inputs_seed: int | None = None, inputs_path: str | None = None) -> dict[str, Any]:
         """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
         from torch.profiler import ProfilerActivity, profile
 
-        inputs = _load(inputs_path)
+        inputs = self._inputs(inputs_seed, inputs_path)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
             self.model(*inputs)
@@ -148,10 +178,16 @@ class CandidateWorker:
         tensorfile.save([t.detach() for t in outputs], output_path)
         return {"set_index": index}
 
-    def time_setup(self, timing_path: str) -> dict[str, Any]:
-        sets = _load(timing_path)
+    def time_setup(
+        self, timing_seeds: list[int] | None = None, timing_path: str | None = None
+    ) -> dict[str, Any]:
+        if timing_path is not None:
+            sets = _load(timing_path)
+        else:
+            sets = [self._inputs(seed, None) for seed in timing_seeds or []]
+        drawn = fingerprint(sets)
         self.sampler = Sampler(self.model, sets)
-        return {"warmup_ms": self.sampler.warmup()}
+        return {"warmup_ms": self.sampler.warmup(), "timing_print": drawn}
 
     def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
         assert self.sampler is not None, "time_setup first"

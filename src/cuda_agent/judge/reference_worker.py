@@ -1,7 +1,8 @@
 """The trusted worker: runs the reference, makes inputs, compares outputs, times the baselines.
 
-It never imports candidate code; candidate outputs reach it only as tensor files loaded with
-`weights_only=True`. Started by the judge as `python -I -m cuda_agent.judge.reference_worker FD`.
+It never imports candidate code; candidate outputs reach it only as tensor files, bounds-checked as
+untrusted (tensorfile.py). Inputs are not sent: both workers draw them from the same seeds (inputs.py).
+Started by the judge as `python -I -m cuda_agent.judge.reference_worker FD`.
 """
 
 from __future__ import annotations
@@ -16,27 +17,16 @@ import torch
 from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
+from cuda_agent.judge.inputs import draw_inputs, fingerprint, tensor_bytes
 from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.task import Task, flatten_tensors, import_task_module, instantiate
 
 # Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
-# over; each round also copies them to fresh memory). Every byte is written once per judgment and loaded
-# by the candidate, so more costs latency without making caching any harder.
+# over; each round also copies them to fresh memory). Both workers draw them on the GPU from seeds, so
+# they cost GPU memory in each, not transfer time.
 TIMING_SET_BYTES = 512 << 20
 MAX_TIMING_SETS = 8
-
-
-def _to_cuda(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.cuda()
-    if isinstance(value, list | tuple):
-        return type(value)(_to_cuda(v) for v in value)
-    return value
-
-
-def _tensor_bytes(values: list[Any]) -> int:
-    return sum(t.numel() * t.element_size() for t in flatten_tensors(values))
 
 
 class ReferenceWorker:
@@ -46,6 +36,8 @@ class ReferenceWorker:
         self.outputs: list[list[torch.Tensor]] = []
         self.timing_sets: list[list[Any]] = []
         self.samplers: dict[str, Sampler] = {}
+        self.input_seeds: list[int] = []
+        self.input_prints: list[str] = []
 
     def prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
@@ -69,8 +61,10 @@ class ReferenceWorker:
         degenerate: list[list[str]] = []
         specs: list[dict[str, Any]] = []
         recorder = OpGate(poison=False)
+        self.input_seeds, self.input_prints = list(input_seeds), []
         for index, seed in enumerate(input_seeds):
-            inputs = self._inputs(seed)
+            inputs = draw_inputs(self.module, seed)
+            self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
@@ -80,24 +74,33 @@ class ReferenceWorker:
             self.outputs.append(outputs)
             specs = [describe(t) for t in outputs]
             degenerate.append(sorted({d for t in outputs for d in degenerate_baselines(t, tol)}))
-            tensorfile.save(inputs, out / f"inputs_{index}.tensors")
-        input_bytes = _tensor_bytes(self._inputs(timing_seed))
+        first = draw_inputs(self.module, timing_seed)
+        input_bytes = tensor_bytes(first)
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
-        self.timing_sets = [self._inputs(timing_seed + k) for k in range(n_sets)]
-        tensorfile.save(self.timing_sets, out / "timing_inputs.tensors")
-        # A trivial answer that passes on every input set means the task cannot tell right from wrong.
+        timing_seeds = [timing_seed + k for k in range(n_sets)]
+        self.timing_sets = [first, *(draw_inputs(self.module, seed) for seed in timing_seeds[1:])]
+        # A trivial answer that passes on every input set means the task cannot tell a right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
-            "ops": sorted(recorder.seen),
+            "ops": sorted(recorder.seen), "input_prints": self.input_prints, "timing_seeds": timing_seeds,
+            "timing_print": fingerprint(self.timing_sets),
         }  # fmt: skip
 
-    def _inputs(self, seed: int) -> list[Any]:
-        """The task's inputs for `seed`, drawn on the GPU: `torch.randn(...)` in get_inputs() then runs
-        on the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host)."""
-        torch.manual_seed(seed)
-        with torch.device("cuda"):
-            return [_to_cuda(x) for x in self.module.get_inputs()]
+    def save_inputs(self, workdir: str) -> dict[str, Any]:
+        """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
+        worker could not reproduce from the seeds. A set that draws differently again (a task reading a
+        clock) gets its reference outputs recomputed, so files and outputs always belong together."""
+        out = Path(workdir)
+        for index, seed in enumerate(self.input_seeds):
+            inputs = draw_inputs(self.module, seed)
+            if fingerprint(inputs) != self.input_prints[index]:
+                with torch.no_grad():
+                    result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
+                self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
+            tensorfile.save(inputs, out / f"inputs_{index}.tensors")
+        tensorfile.save(self.timing_sets, out / "timing_inputs.tensors")
+        return {"sets": len(self.input_seeds)}
 
     def compare_timing(self, set_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
         """Spot check of a timed call: compare its output with the reference on that timing input set."""
@@ -218,6 +221,7 @@ def main() -> None:
             "warm": worker.warm,
             "prepare": worker.prepare,
             "compare": worker.compare,
+            "save_inputs": worker.save_inputs,
             "compare_timing": worker.compare_timing,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
