@@ -133,7 +133,7 @@ def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path)
         assert latency < 15.0
 
 
-def test_inputs_a_seed_does_not_reproduce_fall_back_to_files(tmp_path: Path) -> None:
+def test_inputs_fallback_to_files_when_a_seed_does_not_reproduce_them(tmp_path: Path) -> None:
     """Normally the candidate worker draws its inputs from the seeds; a task whose get_inputs() reads a
     clock draws differently there, and the judgment switches to input files without changing the verdict
     (softmax is shift-invariant, so the clock's offset leaves the right answer well defined)."""
@@ -155,6 +155,7 @@ def test_inputs_a_seed_does_not_reproduce_fall_back_to_files(tmp_path: Path) -> 
         fallback = service.judge(clocked)
     assert normal.status.value == "ok", normal.reason
     assert normal.checks["inputs"] == "drawn from secret seeds in each worker"
+    assert normal.checks["outputs"] == "shared memory (sealed memfd)"
     assert fallback.status.value == "ok", fallback.reason
     assert fallback.checks["inputs"].startswith("files written by the reference"), fallback.checks["inputs"]
     assert fallback.checks["timed_spot_checks"] >= 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -316,6 +317,7 @@ class Judgment:
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
         start = time.monotonic()
         self.free_before = self._reference_call(ref, "free_memory", 60)["free"]
+        self.choose_output_channel(ref, cand)
         self._candidate_call(
             cand, "load", self.config.startup_timeout_s, "loading the candidate",
             module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
@@ -324,6 +326,44 @@ class Judgment:
         self.threads_after_load = _thread_count(cand.pid)
         self.checks["candidate_threads_after_load"] = self.threads_after_load
         self.stages["load"] = time.monotonic() - start
+
+    # ---- outputs: through shared memory (shared_outputs.py), or files where that is unavailable ------
+    def choose_output_channel(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """Shared memory when both workers can use it on this machine (probed with a secret nonce before
+        any candidate code is loaded), else files."""
+        nonce = secrets.randbits(62)
+        reply = self._candidate_call(cand, "share_probe", 60, "opening its output buffers", nonce=nonce)
+        path, reason = reply.get("shared_path"), str(reply.get("reason", ""))
+        self.shared_outputs = False
+        if isinstance(path, str) and self._owns(cand, path):
+            read = self._reference_call(ref, "read_probe", 60, path=path)
+            self.shared_outputs = read.get("values") == [nonce]
+            reason = str(read.get("reason") or "the reference read other values")
+        if self.shared_outputs:
+            self.exits.callback(self._release_outputs, ref)
+        self.checks["outputs"] = "shared memory (sealed memfd)" if self.shared_outputs else f"files ({reason})"
+
+    @staticmethod
+    def _owns(cand: WorkerHandle, path: str) -> bool:
+        """A shared buffer must be one of this candidate worker's own descriptors, nobody else's."""
+        return re.fullmatch(rf"/proc/{cand.pid}/fd/\d+", path) is not None
+
+    def handed_over(self, cand: WorkerHandle, reply: dict, file: Path) -> dict[str, Any]:
+        """Where the reference reads the outputs of the call that gave `reply`."""
+        if not self.shared_outputs:
+            return {"path": str(file), "shared": False}
+        path = reply.get("shared_path")
+        if not isinstance(path, str) or not self._owns(cand, path):
+            raise self.fail(Status.REJECTED, "the candidate worker handed over its outputs outside its own buffers")
+        return {"path": path, "shared": True}
+
+    def _release_outputs(self, ref: WorkerHandle) -> None:
+        """The kept reference worker unmaps this candidate's buffers (they pin host memory)."""
+        try:
+            if not ref.call("release_outputs", 60).get("ok"):
+                self.reference_slot.broken = True
+        except Exception:  # a reference that cannot do this much is not kept
+            self.reference_slot.broken = True
 
     def verify(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """Run the input sets; the reference compares output k while the candidate computes k + 1."""
@@ -339,7 +379,8 @@ class Judgment:
                 while True:
                     reply = self._candidate_call(
                         cand, "run", self.config.forward_timeout_s, f"forward on {label}",
-                        output_path=str(output_path), poison=True, **self.input_args(set_index),
+                        output_path=str(output_path), poison=True, shared=self.shared_outputs,
+                        **self.input_args(set_index),
                     )  # fmt: skip
                     same = self.input_files or reply["input_print"] == self.input_prints[set_index]
                     if not same and pending:  # the reference takes one request at a time
@@ -363,7 +404,7 @@ class Judgment:
                 if pending:
                     self._settle_comparison(ref, pending)
                 request = self._reference_send(
-                    ref, "compare", ref_index=set_index, path=str(output_path),
+                    ref, "compare", ref_index=set_index, **self.handed_over(cand, reply, output_path),
                     atol=self.config.atol, rtol=self.config.rtol,
                 )  # fmt: skip
                 pending = (request, label)
@@ -564,10 +605,11 @@ class Judgment:
         path = self.out_dir / "timed_output.tensors"
         with self.timed("spot_checks"):
             reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s,
-                                         "saving a timed output", output_path=str(path))  # fmt: skip
+                                         "saving a timed output", output_path=str(path),
+                                         shared=self.shared_outputs)  # fmt: skip
             verdict = self._reference_call(
                 ref, "compare_timing", self.config.prepare_timeout_s, set_index=int(reply["set_index"]),
-                path=str(path), atol=self.config.atol, rtol=self.config.rtol,
+                **self.handed_over(cand, reply, path), atol=self.config.atol, rtol=self.config.rtol,
             )  # fmt: skip
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")

@@ -20,6 +20,7 @@ from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.opgate import OpGate
+from cuda_agent.judge.shared_outputs import OutputBuffers
 from cuda_agent.judge.timing import Sampler
 from cuda_agent.task import Task, flatten_tensors, import_task_module
 
@@ -72,6 +73,7 @@ class CandidateWorker:
         self.model: Any = None
         self.sampler: Sampler | None = None
         self.inputs: InputSource | None = None
+        self.outputs = OutputBuffers()
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         """Before any candidate code exists: create the CUDA context and run the profiler once, whose
@@ -135,9 +137,24 @@ class CandidateWorker:
         assert self.inputs is not None, "load first"
         return self.inputs.get(seed, path)
 
+    def _hand_over(self, outputs: list[torch.Tensor], output_path: str, shared: bool) -> dict[str, Any]:
+        """Outputs to the reference: into the shared buffers (the path to read them at), or a file."""
+        if shared:
+            return {"shared_path": self.outputs.write([t.detach() for t in outputs])}
+        tensorfile.save([t.detach() for t in outputs], output_path)
+        return {}
+
+    def share_probe(self, nonce: int) -> dict[str, Any]:
+        """Can outputs go through shared memory here? Write a nonce there for the reference to read."""
+        try:
+            return {"shared_path": self.outputs.write([torch.tensor([nonce], dtype=torch.int64)])}
+        except Exception as exc:  # no memfd or seals on this kernel: the judge uses files
+            return {"shared_path": None, "reason": f"{type(exc).__name__}: {exc}"}
+
     def run(
-        self, output_path: str, poison: bool, inputs_seed: int | None = None, inputs_path: str | None = None
-    ) -> dict[str, Any]:
+        self, output_path: str, poison: bool, inputs_seed: int | None = None, inputs_path: str | None = None,
+        shared: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
         inputs = self._inputs(inputs_seed, inputs_path)
         drawn = fingerprint(inputs)  # before forward, which may write into its inputs
         gate = OpGate(poison=poison)
@@ -149,8 +166,8 @@ class CandidateWorker:
         for k, t in enumerate(outputs):
             if type(t) is not torch.Tensor:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
-        tensorfile.save([t.detach() for t in outputs], output_path)
-        return {"forbidden": dict(gate.forbidden), "input_print": drawn}
+        handed = self._hand_over(outputs, output_path, shared)
+        return {"forbidden": dict(gate.forbidden), "input_print": drawn, **handed}
 
     def profile(self, inputs_seed: int | None = None, inputs_path: str | None = None) -> dict[str, Any]:
         """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
@@ -168,15 +185,14 @@ class CandidateWorker:
                 kernels[event.name] = kernels.get(event.name, 0.0) + float(event.device_time_total)
         return {"kernels": kernels}
 
-    def dump_last(self, output_path: str) -> dict[str, Any]:
+    def dump_last(self, output_path: str, shared: bool = False) -> dict[str, Any]:
         """Save the output of the last timed call (spot check of what was timed)."""
         assert self.sampler is not None
         index, result = self.sampler.last
         outputs = flatten_tensors(result)
         if any(type(t) is not torch.Tensor for t in outputs):
             raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
-        tensorfile.save([t.detach() for t in outputs], output_path)
-        return {"set_index": index}
+        return {"set_index": index, **self._hand_over(outputs, output_path, shared)}
 
     def time_setup(
         self, timing_seeds: list[int] | None = None, timing_path: str | None = None
@@ -208,6 +224,7 @@ def main() -> None:
             "run": worker.run,
             "profile": worker.profile,
             "dump_last": worker.dump_last,
+            "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
             "exit": worker.exit,

@@ -19,14 +19,19 @@ from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
 from cuda_agent.judge.inputs import draw_inputs, fingerprint, tensor_bytes
 from cuda_agent.judge.opgate import OpGate
+from cuda_agent.judge.shared_outputs import SharedOutputReader, UnsafeBuffer
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
-from cuda_agent.task import Task, flatten_tensors, import_task_module, instantiate
+from cuda_agent.task import Task, TaskError, build_model, flatten_tensors, import_task_module
 
 # Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
 # over; each round also copies them to fresh memory). Both workers draw them on the GPU from seeds, so
 # they cost GPU memory in each, not transfer time.
 TIMING_SET_BYTES = 512 << 20
 MAX_TIMING_SETS = 8
+# A candidate's shared output buffer may be this much larger than the expected outputs need (headers,
+# rounding to 2 MB), and a probe buffer this large.
+SHARED_SLACK_BYTES = 16 << 20
+PROBE_BYTES = 16 << 20
 
 
 class ReferenceWorker:
@@ -38,6 +43,8 @@ class ReferenceWorker:
         self.samplers: dict[str, Sampler] = {}
         self.input_seeds: list[int] = []
         self.input_prints: list[str] = []
+        self.shared = SharedOutputReader()
+        self.shared_limit = PROBE_BYTES
 
     def prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
@@ -46,13 +53,14 @@ class ReferenceWorker:
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
         # A kept worker serves many judgments of its task: nothing of the last one may survive.
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
+        self.shared.close()
         torch.cuda.empty_cache()
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
         self.module = import_task_module(task)
         out = Path(workdir)
         torch.manual_seed(init_seed)
-        model, init_inputs, _ = instantiate(self.module, task.name)
+        model, init_inputs = build_model(self.module, task.name)
         vary_constant_state(model)
         self.model = model.cuda().eval()
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
@@ -64,6 +72,8 @@ class ReferenceWorker:
         self.input_seeds, self.input_prints = list(input_seeds), []
         for index, seed in enumerate(input_seeds):
             inputs = draw_inputs(self.module, seed)
+            if not flatten_tensors(inputs):
+                raise TaskError(f"task {task.name}: get_inputs() returned no tensors; the model needs tensor inputs")
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
@@ -75,6 +85,7 @@ class ReferenceWorker:
             specs = [describe(t) for t in outputs]
             degenerate.append(sorted({d for t in outputs for d in degenerate_baselines(t, tol)}))
         first = draw_inputs(self.module, timing_seed)
+        self.shared_limit = 2 * tensor_bytes(self.outputs[0]) + SHARED_SLACK_BYTES
         input_bytes = tensor_bytes(first)
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
         timing_seeds = [timing_seed + k for k in range(n_sets)]
@@ -102,27 +113,51 @@ class ReferenceWorker:
         tensorfile.save(self.timing_sets, out / "timing_inputs.tensors")
         return {"sets": len(self.input_seeds)}
 
-    def compare_timing(self, set_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
+    def compare_timing(
+        self, set_index: int, path: str, atol: float, rtol: float, shared: bool = False
+    ) -> dict[str, Any]:
         """Spot check of a timed call: compare its output with the reference on that timing input set."""
         if not 0 <= set_index < len(self.timing_sets):
             return {"match": False, "reason": f"the timed call reported an unknown input set {set_index}"}
         with torch.no_grad():
             expected = [t.detach() for t in flatten_tensors(self.model(*self.timing_sets[set_index]))]
-        return self._compare_file(expected, path, atol, rtol)
+        return self._compare_file(expected, path, atol, rtol, shared)
 
-    def compare(self, ref_index: int, path: str, atol: float, rtol: float) -> dict[str, Any]:
-        return self._compare_file(self.outputs[ref_index], path, atol, rtol)
+    def compare(self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False) -> dict[str, Any]:
+        return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared)
 
-    def _compare_file(
-        self, expected: list[torch.Tensor], path: str, atol: float, rtol: float
-    ) -> dict[str, Any]:
+    def _read_outputs(self, path: str, shared: bool) -> Any:
+        """What the candidate handed over: a tensor file in its shared buffer, or a file it wrote (read
+        into memory with every view checked; the file is removed)."""
+        if shared:
+            return self.shared.load(path, max_bytes=self.shared_limit, device="cuda")
         try:
-            produced = tensorfile.load(path, device="cuda", trusted=False)  # the candidate wrote it
-        except Exception as exc:
-            return {"match": False, "reason": f"outputs could not be read as plain tensors ({exc})"[:600]}
+            return tensorfile.load(path, device="cuda", trusted=False)
         finally:
             if os.path.exists(path):
                 os.unlink(path)
+
+    def read_probe(self, path: str) -> dict[str, Any]:
+        """The shared-buffer probe: the values the candidate worker wrote, or why they cannot be read."""
+        try:
+            values = self.shared.load(path, max_bytes=PROBE_BYTES, device="cuda")
+            return {"values": [int(v) for t in values for v in t.flatten().tolist()], "reason": ""}
+        except Exception as exc:
+            return {"values": None, "reason": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def release_outputs(self) -> dict[str, Any]:
+        self.shared.close()
+        return {}
+
+    def _compare_file(
+        self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool
+    ) -> dict[str, Any]:
+        try:
+            produced = self._read_outputs(path, shared)
+        except UnsafeBuffer as exc:
+            return {"match": False, "reason": f"outputs could not be read: {exc}"[:600]}
+        except Exception as exc:
+            return {"match": False, "reason": f"outputs could not be read as plain tensors ({exc})"[:600]}
         if not isinstance(produced, list) or len(produced) != len(expected):
             count = len(produced) if isinstance(produced, list) else "?"
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
@@ -222,6 +257,8 @@ def main() -> None:
             "prepare": worker.prepare,
             "compare": worker.compare,
             "save_inputs": worker.save_inputs,
+            "read_probe": worker.read_probe,
+            "release_outputs": worker.release_outputs,
             "compare_timing": worker.compare_timing,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,

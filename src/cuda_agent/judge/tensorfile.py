@@ -20,6 +20,7 @@ import mmap
 import os
 import struct
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,19 @@ def _span(size: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
-def save(obj: Any, path: str | Path) -> None:
-    """Write tensors (any device), in lists and tuples with plain scalars, to `path`."""
+@dataclass
+class Layout:
+    """Where everything goes in a tensor file: the header, then each tensor's bytes at `data_start`
+    plus its own offset. `size` is the whole file."""
+
+    header: bytes
+    data_start: int
+    spans: list[tuple[torch.Tensor, int, int]]  # (flat uint8 view of the storage span, offset, nbytes)
+    size: int
+
+
+def plan(obj: Any) -> Layout:
+    """Lay out tensors (any device), in lists and tuples with plain scalars, as one tensor file."""
     tensors: list[torch.Tensor] = []
 
     def encode(value: Any) -> Any:
@@ -62,7 +74,7 @@ def save(obj: Any, path: str | Path) -> None:
         raise TypeError(f"cannot store a {type(value).__name__} in a tensor file")
 
     tree = encode(obj)
-    metas, blobs, offset = [], [], 0
+    metas, spans, offset = [], [], 0
     for t in tensors:
         if str(t.dtype) not in DTYPES:
             raise TypeError(f"unsupported dtype {t.dtype}")
@@ -70,20 +82,40 @@ def save(obj: Any, path: str | Path) -> None:
         span = _span(size, stride)
         flat = torch.as_strided(t, (span,), (1,), t.storage_offset())  # the bytes the view reaches
         data = flat.view(torch.uint8) if span else torch.empty(0, dtype=torch.uint8)
-        host = data.cpu().numpy() if data.numel() else b""
         nbytes = span * t.element_size()
         metas.append({"dtype": str(t.dtype), "size": size, "stride": stride, "offset": offset, "nbytes": nbytes})
-        blobs.append(host)
+        spans.append((data, offset, nbytes))
         offset += -(-nbytes // ALIGN) * ALIGN
-    header = json.dumps({"tree": tree, "tensors": metas}).encode()
-    start = -(-(len(MAGIC) + 8 + len(header)) // ALIGN) * ALIGN
+    body = json.dumps({"tree": tree, "tensors": metas}).encode()
+    header = MAGIC + struct.pack("<Q", len(body)) + body
+    start = -(-len(header) // ALIGN) * ALIGN
+    return Layout(header=header, data_start=start, spans=spans, size=start + offset)
+
+
+def save(obj: Any, path: str | Path) -> None:
+    """Write tensors (any device), in lists and tuples with plain scalars, to `path`."""
+    layout = plan(obj)
     with open(path, "wb") as handle:
-        handle.write(MAGIC + struct.pack("<Q", len(header)) + header)
-        handle.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
-        for meta, blob in zip(metas, blobs, strict=True):
-            handle.seek(start + meta["offset"])
-            handle.write(memoryview(blob).cast("B") if len(blob) else b"")
-        handle.truncate(start + offset)
+        handle.write(layout.header)
+        for data, offset, nbytes in layout.spans:
+            if nbytes:
+                handle.seek(layout.data_start + offset)
+                handle.write(memoryview(data.cpu().numpy()).cast("B"))
+        handle.truncate(layout.size)
+
+
+def write_into(layout: Layout, buffer: Any) -> None:
+    """Write a planned tensor file into a writable buffer of at least `layout.size` bytes (a shared
+    memory mapping): device tensors are copied straight into it."""
+    if len(buffer) < layout.size:
+        raise ValueError(f"buffer of {len(buffer)} bytes is smaller than the tensor file ({layout.size})")
+    buffer[: len(layout.header)] = layout.header
+    for data, offset, nbytes in layout.spans:
+        if nbytes:
+            target = torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=layout.data_start + offset)
+            target.copy_(data)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()  # the bytes must be in the buffer before anyone is told to read it
 
 
 def load(path: str | Path, device: str = "cuda", trusted: bool = True) -> Any:
@@ -96,13 +128,16 @@ def load(path: str | Path, device: str = "cuda", trusted: bool = True) -> Any:
         else:
             buffer = handle.read()
     try:
-        return _decode(buffer, device)
+        return decode(buffer, device)
     finally:
         if isinstance(buffer, mmap.mmap):
             buffer.close()
 
 
-def _decode(buffer: Any, device: str) -> Any:
+def decode(buffer: Any, device: str) -> Any:
+    """Tensors from a tensor file's bytes (a bytes object or a mapping). The header is copied before it
+    is parsed and every view is bounds-checked against the buffer, so a writer that changes the bytes
+    meanwhile can only change the values read, and each tensor's bytes are copied out once."""
     if len(buffer) < len(MAGIC) + 8 or bytes(buffer[: len(MAGIC)]) != MAGIC:
         raise TensorFileError("not a tensor file (bad magic)")
     (header_len,) = struct.unpack("<Q", bytes(buffer[len(MAGIC) : len(MAGIC) + 8]))

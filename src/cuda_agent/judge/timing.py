@@ -11,6 +11,7 @@ computes medians, spreads and the speedups as medians of per-round ratios with b
 from __future__ import annotations
 
 import ctypes
+import functools
 import random
 import statistics
 import time
@@ -46,7 +47,7 @@ class Sampler:
         self._next = 0
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self._round_copies: dict[int, list[Any]] = {}
-        self._cudart = _cudart()
+        self._cudart = cuda_runtime()
         if self._cudart is not None:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
 
@@ -115,7 +116,8 @@ def _fresh(args: list[Any]) -> list[Any]:
     return [a.clone() if hasattr(a, "clone") and hasattr(a, "is_cuda") else a for a in args]
 
 
-def _cudart() -> ctypes.CDLL | None:
+@functools.cache
+def cuda_runtime() -> ctypes.CDLL | None:
     """The CUDA runtime torch loaded into this process, for the calls torch does not expose."""
     try:
         with open("/proc/self/maps") as maps:
