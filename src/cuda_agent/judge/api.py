@@ -339,8 +339,6 @@ class Judgment:
             read = self._reference_call(ref, "read_probe", 60, path=path)
             self.shared_outputs = read.get("values") == [nonce]
             reason = str(read.get("reason") or "the reference read other values")
-        if self.shared_outputs:
-            self.exits.callback(self._release_outputs, ref)
         self.checks["outputs"] = "shared memory (sealed memfd)" if self.shared_outputs else f"files ({reason})"
 
     @staticmethod
@@ -356,14 +354,6 @@ class Judgment:
         if not isinstance(path, str) or not self._owns(cand, path):
             raise self.fail(Status.REJECTED, "the candidate worker handed over its outputs outside its own buffers")
         return {"path": path, "shared": True}
-
-    def _release_outputs(self, ref: WorkerHandle) -> None:
-        """The kept reference worker unmaps this candidate's buffers (they pin host memory)."""
-        try:
-            if not ref.call("release_outputs", 60).get("ok"):
-                self.reference_slot.broken = True
-        except Exception:  # a reference that cannot do this much is not kept
-            self.reference_slot.broken = True
 
     def verify(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """Run the input sets; the reference compares output k while the candidate computes k + 1."""

@@ -88,7 +88,9 @@ class WorkerPool:
     scratch_root: Path
     device: int | None = None
     spare_candidates: int = 1
-    kept_references: int = 2
+    # Reference workers kept (one per task, least recently used out): a miss costs 1.5-2 s of GPU-lane
+    # time (task import, model set-up, first kernels); a kept one holds its CUDA context between uses.
+    kept_references: int = 6
     cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
     replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
     quiet: threading.Lock = field(default_factory=threading.Lock)
@@ -196,10 +198,19 @@ class WorkerPool:
             raise
         finally:
             broken = broken or slot.broken or slot.warm_error is not None or slot.worker.process.poll() is not None
+            broken = broken or (not self._closed and not self._ended(slot))
             if broken or self._closed:
                 slot.close()
             else:
                 self._keep(task_digest, slot)
+
+    @staticmethod
+    def _ended(slot: ReferenceSlot) -> bool:
+        """Have the reference worker drop the judgment's state before it is kept (see end_judgment)."""
+        try:
+            return bool(slot.worker.call("end_judgment", 60).get("ok"))
+        except Exception:  # a worker that cannot do this much is not kept
+            return False
 
     @contextlib.contextmanager
     def gpu_lock(self) -> Iterator[None]:

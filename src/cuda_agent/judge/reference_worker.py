@@ -145,8 +145,12 @@ class ReferenceWorker:
         except Exception as exc:
             return {"values": None, "reason": f"{type(exc).__name__}: {exc}"[:300]}
 
-    def release_outputs(self) -> dict[str, Any]:
+    def end_judgment(self) -> dict[str, Any]:
+        """Drop everything of the judgment that ended (model, outputs, timing sets, the candidate's
+        mapped buffers): a kept worker then holds little more than its CUDA context between judgments."""
+        self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
         self.shared.close()
+        torch.cuda.empty_cache()
         return {}
 
     def _compare_file(
@@ -258,7 +262,7 @@ def main() -> None:
             "compare": worker.compare,
             "save_inputs": worker.save_inputs,
             "read_probe": worker.read_probe,
-            "release_outputs": worker.release_outputs,
+            "end_judgment": worker.end_judgment,
             "compare_timing": worker.compare_timing,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
