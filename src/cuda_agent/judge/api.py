@@ -362,6 +362,15 @@ class Judgment:
         # The five sets, then the first again from a fresh copy: the same input must give the same output.
         order = [*range(n), 0]
         pending: tuple[str, str] | None = None  # (request id, label) of the comparison in flight
+
+        def settle() -> None:
+            """Take the comparison in flight out of `pending`, then wait for it: a verdict it raises must
+            not leave it there for the drain below, which would wait for a reply already read."""
+            nonlocal pending
+            done, pending = pending, None
+            if done:
+                self._settle_comparison(ref, done)
+
         try:
             for run_index, set_index in enumerate(order):
                 label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
@@ -373,9 +382,8 @@ class Judgment:
                         **self.input_args(set_index),
                     )  # fmt: skip
                     same = self.input_files or reply["input_print"] == self.input_prints[set_index]
-                    if not same and pending:  # the reference takes one request at a time
-                        self._settle_comparison(ref, pending)
-                        pending = None
+                    if not same:  # the reference takes one request at a time
+                        settle()
                     if self.drew_same(ref, reply["input_print"], self.input_prints[set_index], "inputs"):
                         break
                 if reply["forbidden"]:
@@ -386,21 +394,17 @@ class Judgment:
                         "cuda_extension calls are allowed: implement these in your kernels",
                     )
                 own = process_gpu_bytes(cand.pid)
-                if own is None and pending:  # the fallback asks the reference: settle its comparison first
-                    self._settle_comparison(ref, pending)
-                    pending = None
+                if own is None:  # the fallback asks the reference: settle its comparison first
+                    settle()
                 # Before comparing: a memory hog must not starve the reference worker.
                 self.check_memory(ref, cand, own)
-                if pending:
-                    self._settle_comparison(ref, pending)
+                settle()
                 request = self._reference_send(
                     ref, "compare", ref_index=set_index, **self.handed_over(cand, reply, output_path),
                     atol=self.config.atol, rtol=self.config.rtol,
                 )  # fmt: skip
                 pending = (request, label)
-            if pending:
-                self._settle_comparison(ref, pending)
-                pending = None
+            settle()
         finally:
             if pending:  # the judgment ended with a comparison in flight: drain it or retire the worker
                 try:

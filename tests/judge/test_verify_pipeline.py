@@ -1,0 +1,81 @@
+"""The pipelined verification (api.Judgment.verify) against scripted workers: a wrong output ends the
+judgment at once, and no reply is ever waited for twice (which once stalled a GPU lane for the 300 s
+reference timeout after every incorrect candidate)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuda_agent.judge.api import Judgment, Stop
+from cuda_agent.judge.channel import WorkerFailure
+from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.pool import ReferenceSlot
+from cuda_agent.task import Task
+
+
+class ScriptedReference:
+    """Compares by a script: `matches[k]` is the verdict on the k-th output sent to it."""
+
+    def __init__(self, matches: list[bool]) -> None:
+        self.matches = matches
+        self.sent: list[str] = []
+        self.received: list[str] = []
+        self.ids = (f"r{k}" for k in itertools.count())
+        self.pid = 1
+
+    def send(self, command: str, **payload: Any) -> str:
+        assert not (set(self.sent) - set(self.received)), "one request at a time"
+        request = next(self.ids)
+        self.sent.append(request)
+        return request
+
+    def receive(self, command: str, request_id: str, timeout: float) -> dict[str, Any]:
+        if request_id in self.received or request_id not in self.sent:
+            raise WorkerFailure("timeout", f"no reply to {request_id} (already read) within {timeout:.0f} s")
+        self.received.append(request_id)
+        good = self.matches[self.sent.index(request_id)]
+        return {"ok": True, "match": good, "reason": "" if good else "12 of 100 elements differ"}
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        return {"ok": True, "free": 10**12, "total": 10**12, "kernels": {}}
+
+
+class ScriptedCandidate:
+    pid = 2
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        assert command == "run"
+        self.runs += 1
+        return {"ok": True, "forbidden": {}, "input_print": "p"}
+
+
+def judgment(tmp_path: Path) -> Judgment:
+    task = Task(name="t", source="", path=tmp_path / "model.py")
+    made = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch"))
+    made.io_dir = made.out_dir = tmp_path
+    made.input_seeds, made.input_prints = [1, 2, 3, 4, 5], ["p"] * 5
+    made.input_files, made.shared_outputs = False, False
+    made.free_before = 10**12
+    return made
+
+
+@pytest.mark.parametrize("wrong_at", [0, 2, 5])
+def test_a_wrong_output_ends_verification_without_waiting_twice(tmp_path: Path, wrong_at: int) -> None:
+    made = judgment(tmp_path)
+    ref = ScriptedReference([k != wrong_at for k in range(6)])
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    cand = ScriptedCandidate()
+    with pytest.raises(Stop) as stopped:
+        made.verify(ref, cand)  # type: ignore[arg-type]
+    assert stopped.value.verdict.status.value == "incorrect"
+    assert "12 of 100 elements differ" in stopped.value.verdict.reason
+    assert sorted(ref.received) == sorted(ref.sent), "every comparison sent was read exactly once"
+    assert not made.reference_slot.broken, "a wrong candidate says nothing against the reference"
+    assert cand.runs <= wrong_at + 2  # stops at most one run after the wrong output
