@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.judge.channel import WorkerHandle
-from cuda_agent.judge.pool import WorkerPool, kill_strays, register_judge
+from cuda_agent.judge.pool import WorkerPool, judges_dir, kill_strays, machine_dir, register_judge
 from cuda_agent.judge.service import split_cpus
 
 
@@ -24,6 +24,7 @@ def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkerPool:
 
     monkeypatch.setattr(WorkerPool, "_warm", warm_without_gpu)
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     created = WorkerPool(tmp_path, kept_references=1)
     created.start()
     yield created
@@ -80,7 +81,7 @@ def test_a_verdict_against_the_candidate_keeps_the_reference_worker(pool: Worker
 
 
 def test_the_gpu_lock_lets_one_user_in_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path))
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     pools = [WorkerPool(tmp_path), WorkerPool(tmp_path)]  # two judges of the same GPU
     inside, overlaps = [0], [0]
     guard = threading.Lock()
@@ -138,7 +139,7 @@ def test_escaped_candidate_processes_are_killed_live_workers_kept(
         os.setgid(uid)
         os.setuid(uid)
 
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path))
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     register_judge()  # this test process plays the judge that started `worker`
     worker = subprocess.Popen(["sleep", "60"], preexec_fn=as_user, start_new_session=True)
     # The candidate's escape: a daemon in a new session whose parent exits (reparented to init).
@@ -216,3 +217,27 @@ def test_judge_many_returns_every_build_failure_with_its_index(
     assert verdicts[1].status.value == verdicts[3].status.value == "task_error"
     assert verdicts[2].status.value == "rejected" and "static checks" in verdicts[2].reason
     assert all(v.reward == -1 for v in verdicts.values())
+
+
+def test_judges_with_different_caches_share_locks_and_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPU locks and the judge registry are machine-wide: judges using different caches (a benchmark
+    beside a suite) must see each other, or they share a GPU unawares and reap each other's workers."""
+    monkeypatch.delenv("CUDA_AGENT_MACHINE_DIR", raising=False)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache-a"))
+    first = (machine_dir(), judges_dir())
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache-b"))
+    assert (machine_dir(), judges_dir()) == first
+    assert not str(first[0]).startswith(str(tmp_path))
+
+
+def test_a_machine_folder_others_can_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "world-writable"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(shared))
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    assert machine_dir() == tmp_path / "cache" / "machine"
+    shared.chmod(0o755)
+    assert machine_dir() == shared

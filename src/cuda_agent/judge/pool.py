@@ -23,6 +23,7 @@ import os
 import queue
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -216,8 +217,8 @@ class WorkerPool:
     def gpu_lock(self) -> Iterator[None]:
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise."""
-        locks = cache_root() / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
+        locks = machine_dir() / "locks"
+        locks.mkdir(exist_ok=True)
         with open(locks / f"gpu-{self.physical_gpu()}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -280,9 +281,30 @@ def _uid_and_stat(pid: int | str) -> tuple[int, list[str]] | None:
     return (int(uid_line[1]), stat) if uid_line else None
 
 
+def machine_dir() -> Path:
+    """State every judge process on this machine shares, whatever cache each one uses: the GPU locks
+    and the judge registry. (Under each judge's own cache, two judges with different caches took the
+    same GPU at once and killed each other's warming workers as strays.)
+
+    `$CUDA_AGENT_MACHINE_DIR`, else /dev/shm/cuda-agent-<uid> (or /tmp/...). It must belong to this user
+    and be writable by nobody else: a candidate (another user) that could add a registry entry could
+    keep an escaped process alive. A folder failing that is not used; a private one under the cache is."""
+    chosen = os.environ.get("CUDA_AGENT_MACHINE_DIR")
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+    folder = Path(chosen) if chosen else base / f"cuda-agent-{os.geteuid()}"
+    with contextlib.suppress(OSError):
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        info = folder.lstat()
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
+            return folder
+    fallback = cache_root() / "machine"
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
 def judges_dir() -> Path:
     """Where judge processes on this machine register themselves (a file named by their pid)."""
-    return cache_root() / "locks" / "judges"
+    return machine_dir() / "judges"
 
 
 def register_judge() -> None:
