@@ -241,3 +241,16 @@ def test_a_machine_folder_others_can_write_is_not_used(tmp_path: Path, monkeypat
     assert machine_dir() == tmp_path / "cache" / "machine"
     shared.chmod(0o755)
     assert machine_dir() == shared
+
+
+def test_registering_drops_judges_that_have_exited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    judges_dir().mkdir(parents=True, exist_ok=True)
+    (judges_dir() / str(dead.pid)).touch()
+    register_judge()
+    names = {p.name for p in judges_dir().iterdir()}
+    assert str(os.getpid()) in names and str(dead.pid) not in names

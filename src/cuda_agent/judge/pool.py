@@ -308,8 +308,14 @@ def judges_dir() -> Path:
 
 
 def register_judge() -> None:
+    """Enter this process in the registry, and drop entries of judges that have exited (their pid could
+    otherwise be reused by a process whose children would then be spared as a judge's workers)."""
     folder = judges_dir()
     folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
+            with contextlib.suppress(OSError):
+                entry.unlink()
     (folder / str(os.getpid())).touch()
 
 
