@@ -50,6 +50,16 @@ WRITER = textwrap.dedent("""
             header = layout.header.replace(b'"size": [4]', b'"size": [9]')
             buffer.view[: len(header)] = header
             print(json.dumps({"path": path}), flush=True)
+        elif cmd["op"] == "huge":
+            try:
+                fd = os.memfd_create("huge", os.MFD_HUGETLB | os.MFD_ALLOW_SEALING)
+                os.ftruncate(fd, 2 << 20)
+                fcntl.fcntl(fd, 1033, 2 | 4)  # F_ADD_SEALS: shrink, grow
+            except OSError:
+                print(json.dumps({"path": None}), flush=True)
+                continue
+            keep.append(fd)
+            print(json.dumps({"path": f"/proc/{os.getpid()}/fd/{fd}"}), flush=True)
         elif cmd["op"] == "file":
             with open(cmd["name"], "wb") as handle:
                 handle.write(b"x" * 4096)
@@ -70,7 +80,7 @@ def writer() -> Iterator:
         proc.stdin.flush()
         line = proc.stdout.readline()
         assert line, "the writer process died"
-        return json.loads(line)["path"]
+        return json.loads(line)["path"]  # type: ignore[no-any-return]
 
     try:
         yield ask
@@ -130,3 +140,13 @@ def test_a_buffer_larger_than_the_outputs_need_is_refused() -> None:
         path = ask(op="write", seed=1)
         with pytest.raises(UnsafeBuffer, match="more than"):
             SharedOutputReader().load(path, 1 << 20, device="cpu")
+
+
+def test_a_huge_page_buffer_is_refused() -> None:
+    """Sealed, but on huge pages: a read that faults when none are free raises SIGBUS in the reader."""
+    with writer() as ask:
+        path = ask(op="huge")
+        if path is None:
+            pytest.skip("this kernel offers no sealable huge-page memfd")
+        with pytest.raises(UnsafeBuffer, match="huge pages"):
+            SharedOutputReader().load(path, LIMIT, device="cpu")

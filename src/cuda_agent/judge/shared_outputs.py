@@ -13,8 +13,9 @@ Why this holds against a hostile candidate:
 - The reader copies the header before parsing it and bounds-checks every view against the buffer's
   fixed size (tensorfile.decode); values the candidate changes meanwhile only change what is compared,
   and the comparison is of one snapshot copied to the GPU.
-- The reader refuses buffers much larger than the expected outputs (`max_bytes`), which it would
-  otherwise map and page-lock.
+- The reader refuses huge-page buffers (a fault there can raise SIGBUS when huge pages run out) and
+  buffers much larger than the expected outputs (`max_bytes`), which it would otherwise map and
+  page-lock.
 - The reader opens the buffer through `/proc/<pid>/fd/<n>` of the candidate worker it was told about,
   and keys its mappings by inode, so a reused descriptor number is never mistaken for an old buffer.
 
@@ -165,6 +166,8 @@ class SharedOutputReader:
                 raise UnsafeBuffer("the output buffer is not sealed against shrinking")
             if info.st_size <= 0:
                 raise UnsafeBuffer("the output buffer is empty")
+            if info.st_blksize != mmap.PAGESIZE:  # hugetlb memfds fault with SIGBUS when pages run out
+                raise UnsafeBuffer("the output buffer is not ordinary shared memory (huge pages?)")
             if info.st_size > max_bytes:
                 raise UnsafeBuffer(f"the output buffer has {info.st_size} bytes, more than the {max_bytes} "
                                    "the expected outputs need")  # fmt: skip
