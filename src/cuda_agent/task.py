@@ -126,13 +126,18 @@ def instantiate(module: ModuleType, task_name: str) -> tuple[Any, list[Any], lis
         inputs = module.get_inputs()
     except Exception as exc:
         raise TaskError(f"task {task_name}: get_inputs() failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(inputs, list | tuple):
-        raise TaskError(f"task {task_name}: get_inputs() must return a list, got {type(inputs).__name__}")
-    inputs = list(inputs)
-    if not flatten_tensors(inputs):
-        raise TaskError(f"task {task_name}: get_inputs() returned no tensors; the model needs tensor inputs")
+    inputs = check_inputs(inputs, task_name)
     model, init_inputs = build_model(module, task_name)
     return model, init_inputs, inputs
+
+
+def check_inputs(inputs: Any, task_name: str) -> list[Any]:
+    """What get_inputs() returned, as a list, if it is a list or tuple holding at least one tensor."""
+    if not isinstance(inputs, list | tuple):
+        raise TaskError(f"task {task_name}: get_inputs() must return a list, got {type(inputs).__name__}")
+    if not flatten_tensors(list(inputs)):
+        raise TaskError(f"task {task_name}: get_inputs() returned no tensors; the model needs tensor inputs")
+    return list(inputs)
 
 
 def build_model(module: ModuleType, task_name: str) -> tuple[Any, list[Any]]:

@@ -105,9 +105,7 @@ class Judgment:
         def story() -> Verdict:
             with ExitStack() as held:
 
-                def reference() -> (
-                    ReferenceSlot
-                ):  # waits for a warm worker, then prepares: off the build's path
+                def reference() -> ReferenceSlot:  # waits for a warm worker, then prepares: off the build's path
                     slot = held.enter_context(pool.reference(self.task.digest))
                     self.prepare_reference(pool, slot)
                     return slot
@@ -303,16 +301,13 @@ class Judgment:
             return {"timing_path": str(self.io_dir / "timing_inputs.tensors")}
         return {"timing_seeds": self.timing_seeds}
 
-    def drew_same(self, ref: WorkerHandle, drawn: str, expected: str, what: str) -> bool:
-        """Did the candidate worker draw the reference's inputs? If not (a task whose get_inputs() a seed
-        does not reproduce, or a candidate meddling with its own draw), switch this judgment to input
-        files the reference writes, and tell the caller to run the call again."""
-        if self.input_files or drawn == expected:
-            return True
+    def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
+        """The candidate worker drew other inputs than the reference (a task whose get_inputs() a seed does
+        not reproduce, or a candidate meddling with its own draw): the rest of this judgment uses input
+        files the reference writes, and the caller runs its call again."""
         self._reference_call(ref, "save_inputs", self.config.prepare_timeout_s, workdir=str(self.io_dir))
         self.input_files = True
         self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"
-        return False
 
     def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
         start = time.monotonic()
@@ -381,11 +376,10 @@ class Judgment:
                         output_path=str(output_path), poison=True, shared=self.shared_outputs,
                         **self.input_args(set_index),
                     )  # fmt: skip
-                    same = self.input_files or reply["input_print"] == self.input_prints[set_index]
-                    if not same:  # the reference takes one request at a time
-                        settle()
-                    if self.drew_same(ref, reply["input_print"], self.input_prints[set_index], "inputs"):
+                    if self.input_files or reply["input_print"] == self.input_prints[set_index]:
                         break
+                    settle()  # the reference takes one request at a time
+                    self.switch_to_input_files(ref, "inputs")
                 if reply["forbidden"]:
                     ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
                     raise self.fail(
@@ -456,8 +450,9 @@ class Judgment:
             reply = self._candidate_call(
                 cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.timing_args()
             )  # fmt: skip
-            if self.drew_same(ref, reply["timing_print"], self.timing_print, "timing inputs"):
+            if self.input_files or reply["timing_print"] == self.timing_print:
                 break
+            self.switch_to_input_files(ref, "timing inputs")
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
         if cached is None:

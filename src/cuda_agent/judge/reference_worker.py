@@ -21,7 +21,7 @@ from cuda_agent.judge.inputs import draw_inputs, fingerprint, tensor_bytes
 from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.shared_outputs import SharedOutputReader, UnsafeBuffer
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
-from cuda_agent.task import Task, TaskError, build_model, flatten_tensors, import_task_module
+from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module
 
 # Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
 # over; each round also copies them to fresh memory). Both workers draw them on the GPU from seeds, so
@@ -51,10 +51,7 @@ class ReferenceWorker:
         atol: float, rtol: float,
     ) -> dict[str, Any]:  # fmt: skip
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
-        # A kept worker serves many judgments of its task: nothing of the last one may survive.
-        self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
-        self.shared.close()
-        torch.cuda.empty_cache()
+        self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
         self.module = import_task_module(task)
@@ -71,9 +68,7 @@ class ReferenceWorker:
         recorder = OpGate(poison=False)
         self.input_seeds, self.input_prints = list(input_seeds), []
         for index, seed in enumerate(input_seeds):
-            inputs = draw_inputs(self.module, seed)
-            if not flatten_tensors(inputs):
-                raise TaskError(f"task {task.name}: get_inputs() returned no tensors; the model needs tensor inputs")
+            inputs = check_inputs(draw_inputs(self.module, seed), task.name)
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
@@ -90,7 +85,7 @@ class ReferenceWorker:
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
         timing_seeds = [timing_seed + k for k in range(n_sets)]
         self.timing_sets = [first, *(draw_inputs(self.module, seed) for seed in timing_seeds[1:])]
-        # A trivial answer that passes on every input set means the task cannot tell a right from wrong.
+        # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
