@@ -23,7 +23,6 @@ import os
 import queue
 import shutil
 import signal
-import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 
 from cuda_agent.judge.build import cache_root
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
@@ -295,7 +295,7 @@ def machine_dir() -> Path:
     with contextlib.suppress(OSError):
         folder.mkdir(mode=0o755, parents=True, exist_ok=True)
         info = folder.lstat()
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
+        if S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
             return folder
     fallback = cache_root() / "machine"
     fallback.mkdir(parents=True, exist_ok=True)

@@ -138,7 +138,8 @@ def _new_buffer(needed: int) -> _Buffer:
 
 
 class UnsafeBuffer(ValueError):
-    """A shared buffer the reference must not read (not sealed, or not a memfd)."""
+    """A shared buffer the reference must not read: not a memfd sealed against shrinking, on huge pages,
+    or larger than the expected outputs need."""
 
 
 class SharedOutputReader:
