@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from cuda_agent.commands.render import verdict_table
@@ -111,12 +112,8 @@ def _json_line(submission: Path, verdict: Verdict) -> str:
 
 
 def summary_line(verdicts: list[tuple[Path, Verdict]]) -> str:
-    counts: dict[str, int] = {}
-    for _, v in verdicts:
-        counts[v.status.value] = counts.get(v.status.value, 0) + 1
-    rewards: dict[int, int] = {}
-    for _, v in verdicts:
-        rewards[v.reward] = rewards.get(v.reward, 0) + 1
+    counts = Counter(v.status.value for _, v in verdicts)
+    rewards = Counter(v.reward for _, v in verdicts)
     by_status = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     by_reward = ", ".join(f"{r:+d}: {n}" for r, n in sorted(rewards.items()))
     return f"{len(verdicts)} judged: {by_status}; rewards {by_reward}"

@@ -1,4 +1,6 @@
-"""The judge's own tensor file format for inputs and outputs passed between its worker processes.
+"""The judge's own tensor file format for tensors passed between its worker processes: candidate
+outputs (in shared memory, shared_outputs.py, or files) and, for tasks whose inputs a seed does not
+reproduce, input files.
 
 `torch.save` zips and CRC-checks every byte: on the H200 host it moves about 0.6 GB/s, so a task with
 128 MB inputs spent seconds per judgment serialising inputs, timing sets and outputs. This format is a
