@@ -24,6 +24,7 @@ class ScriptedReference:
         self.matches = matches
         self.sent: list[str] = []
         self.received: list[str] = []
+        self.calls: list[str] = []
         self.ids = (f"r{k}" for k in itertools.count())
         self.pid = 1
 
@@ -41,19 +42,25 @@ class ScriptedReference:
         return {"ok": True, "match": good, "reason": "" if good else "12 of 100 elements differ"}
 
     def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        assert not (set(self.sent) - set(self.received)), f"{command} sent while a comparison is in flight"
+        self.calls.append(command)
         return {"ok": True, "free": 10**12, "total": 10**12, "kernels": {}}
 
 
 class ScriptedCandidate:
     pid = 2
 
-    def __init__(self) -> None:
+    def __init__(self, other_draw_at: int | None = None) -> None:
         self.runs = 0
+        self.other_draw_at = other_draw_at
+        self.payloads: list[dict[str, Any]] = []
 
     def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
         assert command == "run"
         self.runs += 1
-        return {"ok": True, "forbidden": {}, "input_print": "p"}
+        self.payloads.append(payload)
+        drew_other = self.runs - 1 == self.other_draw_at
+        return {"ok": True, "forbidden": {}, "input_print": "other" if drew_other else "p"}
 
 
 def judgment(tmp_path: Path) -> Judgment:
@@ -63,6 +70,7 @@ def judgment(tmp_path: Path) -> Judgment:
     made.input_seeds, made.input_prints = [1, 2, 3, 4, 5], ["p"] * 5
     made.input_files, made.shared_outputs = False, False
     made.free_before = 10**12
+    made.threads_after_load = 10**6  # the leftover check reads /proc of a real worker; none here
     return made
 
 
@@ -79,3 +87,23 @@ def test_a_wrong_output_ends_verification_without_waiting_twice(tmp_path: Path, 
     assert sorted(ref.received) == sorted(ref.sent), "every comparison sent was read exactly once"
     assert not made.reference_slot.broken, "a wrong candidate says nothing against the reference"
     assert cand.runs <= wrong_at + 2  # stops at most one run after the wrong output
+
+
+@pytest.mark.parametrize("other_draw_at", [0, 3])
+def test_a_draw_unlike_the_references_switches_to_input_files(tmp_path: Path, other_draw_at: int) -> None:
+    """The reference writes input files only after the comparison in flight is settled, the run is
+    repeated from the file, and every later run reads files too."""
+    made = judgment(tmp_path)
+    ref = ScriptedReference([True] * 6)
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    cand = ScriptedCandidate(other_draw_at=other_draw_at)
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]  (needs a profiler)
+    made.verify(ref, cand)  # type: ignore[arg-type]
+    assert ref.calls.count("save_inputs") == 1
+    assert made.checks["inputs"].startswith("files written by the reference")
+    assert cand.runs == 7  # six runs, one of them repeated
+    seeded = [p for p in cand.payloads if "inputs_seed" in p]
+    from_files = [p for p in cand.payloads if "inputs_path" in p]
+    assert len(seeded) == other_draw_at + 1 and len(from_files) == 6 - other_draw_at
+    assert from_files[0]["inputs_path"].endswith(f"inputs_{other_draw_at}.tensors")
+    assert sorted(ref.received) == sorted(ref.sent) and len(ref.sent) == 6
