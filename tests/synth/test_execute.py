@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent.synth.filters.execute import ExecConfig, check_task, rescale_batch
+from cuda_agent.synth.filters.execute import ExecConfig, check_task, next_batch, rescale_batch
 
 GOOD = """import torch
 import torch.nn as nn
@@ -92,6 +92,37 @@ def test_calibration_rescales_batch(monkeypatch):
     assert 500 <= r.batch_size <= 5000 and f"batch_size = {r.batch_size}" in r.code
     assert re.search(r"rescale to \d+", " ".join(msg for stage, msg in r.log if stage == "timing"))
     assert 5.0 <= r.eager_ms <= 50.0
+
+
+def test_next_batch_fits_the_launch_floor():
+    # 0.02 ms launch floor plus 1e-6 ms per row: proportional scaling from batch 1024 (0.021 ms) would
+    # guess ~75x; the affine fit through two points finds the ~1.5M rows the 1.58 ms target needs.
+    def clock(n: int) -> float:
+        return 0.02 + 1e-6 * n
+
+    assert next_batch([(1024, clock(1024))], 1.58) < 100_000
+    fitted = next_batch([(16, clock(16)), (1024, clock(1024))], 1.58)
+    assert 0.5 <= clock(fitted) <= 2.0, fitted
+    # Noise at the floor (time went down) falls back to the proportional guess, and the cap holds.
+    assert next_batch([(16, 0.021), (1024, 0.020)], 1.58) == next_batch([(1024, 0.020)], 1.58)
+    assert next_batch([(16, clock(16)), (1024, clock(1024))], 1.58, max_batch=4096) <= 4096
+    # Seen on an H200: 0.041 ms at 16, 0.049 ms at 512; the fit steps past the proportional guess.
+    assert next_batch([(16, 0.041), (512, 0.049)], 1.58) > next_batch([(512, 0.049)], 1.58)
+    # A noisy slope that implies a negative launch cost never steps shorter than proportional when too
+    # fast, nor further when too slow.
+    assert next_batch([(256, 0.010), (512, 0.049)], 1.58) == next_batch([(512, 0.049)], 1.58)
+    assert next_batch([(2048, 10.0), (4096, 80.0)], 1.58) == next_batch([(4096, 80.0)], 1.58)
+
+
+def test_calibration_escapes_a_launch_bound_start(monkeypatch):
+    import cuda_agent.synth.filters.execute as ex
+
+    # Proportional steps alone go 16 -> 1024 -> 65536 (0.086 ms) and give up after two calibrations.
+    monkeypatch.setattr(ex, "_time_ms", lambda runner, cfg, model=None: 0.02 + 1e-6 * runner.inputs[0].shape[0])
+    cfg = ExecConfig(device="cpu", band_ms=(0.5, 50.0), compile=False, max_calibrations=2)
+    r = check_task(GOOD, cfg)
+    assert r.accepted, r
+    assert 0.5 <= r.eager_ms <= 50.0 and r.batch_size > 100_000
 
 
 @pytest.mark.slow

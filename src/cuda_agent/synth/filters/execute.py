@@ -6,8 +6,11 @@ order, cheapest first, it checks that the task
 
 1. builds and runs in eager mode, returning finite floating-point tensors;
 2. runs inside the eager-time band (GPU only). A task with a module-level `batch_size = N` that lands
-   outside the band is rescaled (N times target/measured) and measured again, a few times at most: the
-   composer's cost model only has to be close;
+   outside the band is rescaled and measured again, a few times at most: the composer's cost model only
+   has to be close. The first step assumes time proportional to the batch; later steps fit
+   `launch + slope * batch` through the last two measurements, because a tiny task is launch-bound and
+   proportional steps barely move it (see `next_batch`). No step may need more than a quarter of the
+   free GPU memory for its inputs and outputs;
 3. is deterministic: the same model and inputs, re-seeded, give the same output (`nondeterministic`), and
    a second un-seeded call gives the same output too (`random`: the output depends on the RNG);
 4. is not degenerate: zeros, the output's mean, or any other single constant must not pass
@@ -62,7 +65,7 @@ class ExecConfig:
     det_rtol: float = 1e-5
     seed: int = 1234
     calibrate: bool = True
-    max_calibrations: int = 3
+    max_calibrations: int = 5
     min_batch: int = 1
     timing_reps: int = 10
     timing_budget_s: float = 1.5
@@ -249,6 +252,47 @@ def rescale_batch(code: str, batch: int) -> str:
     return _BATCH_LINE.sub(f"batch_size = {batch}", code, count=1)
 
 
+def next_batch(history: list[tuple[int, float]], target_ms: float, max_batch: int | None = None) -> int:
+    """The batch expected to take `target_ms`, from the (batch, ms) measurements so far, newest last.
+
+    Eager time is roughly affine in the batch: a fixed launch cost plus a per-row cost. From one point
+    only the proportional guess is possible. From two, the fit finds the per-row slope; without it, a
+    launch-bound task (0.04 ms at batch 16, 0.05 ms at batch 512 on an H200) is scaled up only as far as
+    the launch floor allows per step and can miss the band after every calibration allowed.
+
+    With a positive launch cost the proportional guess always falls short of the target (it treats the
+    launch cost as per-row work), so it bounds the fit: when too fast the step is at least proportional,
+    when too slow at most. That keeps noise at the launch floor (a slope from two nearly equal times) from
+    making a step worse than the proportional one.
+    """
+    batch, ms = history[-1]
+    proportional = batch * target_ms / max(ms, 1e-3)
+    estimate = proportional
+    if len(history) >= 2:
+        (b0, t0), (b1, t1) = history[-2], history[-1]
+        slope = (t1 - t0) / (b1 - b0) if b1 != b0 else 0.0
+        if slope > 0:
+            fitted = b1 + (target_ms - t1) / slope
+            estimate = max(fitted, proportional) if ms < target_ms else min(fitted, proportional)
+    if max_batch is not None:
+        estimate = min(estimate, max_batch)
+    return _nice(estimate)
+
+
+def _memory_cap(runner: _Runner, outputs: list[Any], batch: int) -> int | None:
+    """The largest batch whose inputs and outputs fit in a quarter of the free GPU memory (None off-GPU)."""
+    import torch
+
+    if runner.device.type != "cuda":
+        return None
+    tensors = [x for x in [*runner.inputs, *outputs] if isinstance(x, torch.Tensor)]
+    per_row = sum(x.numel() * x.element_size() for x in tensors) / max(batch, 1)
+    if per_row <= 0:
+        return None
+    free, _total = torch.cuda.mem_get_info(runner.device)
+    return max(1, int(free / 4 / per_row))
+
+
 def _nice(n: float) -> int:
     n = max(1, int(n))
     if n <= 4:
@@ -305,6 +349,7 @@ def check_task(code: str, cfg: ExecConfig) -> ExecResult:
 
         if cfg.band_ms is not None:
             lo, hi = cfg.band_ms
+            history: list[tuple[int, float]] = []
             for attempt in range(cfg.max_calibrations + 1):
                 eager_ms = _time_ms(runner, cfg)
                 if lo <= eager_ms <= hi:
@@ -312,7 +357,8 @@ def check_task(code: str, cfg: ExecConfig) -> ExecResult:
                 reason = "too_fast" if eager_ms < lo else "too_slow"
                 if not (cfg.calibrate and batch is not None) or attempt == cfg.max_calibrations:
                     raise _Reject(STAGE_TIMING, reason, f"eager {eager_ms:.3f} ms outside [{lo}, {hi}] ms")
-                new_batch = _nice(batch * cfg.target / max(eager_ms, 1e-3))
+                history.append((batch, eager_ms))
+                new_batch = next_batch(history, cfg.target, _memory_cap(runner, out, batch))
                 new_batch = max(cfg.min_batch, new_batch)
                 if new_batch == batch:
                     raise _Reject(STAGE_TIMING, reason, f"eager {eager_ms:.3f} ms; batch cannot move")
