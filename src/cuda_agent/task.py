@@ -120,6 +120,11 @@ def flatten_tensors(value: Any) -> list[Any]:
     return []
 
 
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of all tensors in a (nested) list, tuple or dict."""
+    return sum(t.numel() * t.element_size() for t in flatten_tensors(value))
+
 def instantiate(module: ModuleType, task_name: str) -> tuple[Any, list[Any], list[Any]]:
     """Build `Model(*get_init_inputs())` and one `get_inputs()` set, checking their types."""
     try:

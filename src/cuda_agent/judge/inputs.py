@@ -22,8 +22,6 @@ from typing import Any
 
 import torch
 
-from cuda_agent.task import flatten_tensors
-
 CHUNKS = 256
 
 
@@ -54,10 +52,6 @@ def draw_inputs(module: ModuleType, seed: int, device: str = "cuda") -> Any:
     if not isinstance(inputs, list | tuple):
         return inputs
     return [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
-
-
-def tensor_bytes(values: list[Any]) -> int:
-    return sum(t.numel() * t.element_size() for t in flatten_tensors(values))
 
 
 def fingerprint(values: list[Any]) -> str:

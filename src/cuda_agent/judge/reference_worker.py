@@ -17,11 +17,11 @@ import torch
 from cuda_agent.judge import tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
-from cuda_agent.judge.inputs import draw_inputs, fingerprint, tensor_bytes
+from cuda_agent.judge.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.opgate import OpGate
 from cuda_agent.judge.shared_outputs import SharedOutputReader, UnsafeBuffer
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
-from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module
+from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
 # Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
 # over; each round also copies them to fresh memory). Both workers draw them on the GPU from seeds, so

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
+from cuda_agent.task import tensor_bytes
+
 STAGE_LOAD = "load"
 STAGE_EAGER = "eager"
 STAGE_TIMING = "timing"
@@ -285,8 +287,7 @@ def _memory_cap(runner: _Runner, outputs: list[Any], batch: int) -> int | None:
 
     if runner.device.type != "cuda":
         return None
-    tensors = [x for x in [*runner.inputs, *outputs] if isinstance(x, torch.Tensor)]
-    per_row = sum(x.numel() * x.element_size() for x in tensors) / max(batch, 1)
+    per_row = tensor_bytes([runner.inputs, outputs]) / max(batch, 1)
     if per_row <= 0:
         return None
     free, _total = torch.cuda.mem_get_info(runner.device)
