@@ -26,11 +26,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cuda-agent",
         description="Build, judge and train agents that write CUDA kernels faster than torch.compile.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"cuda_agent.commands.{module_name}")
         module.add_parser(subparsers, name)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version, or the package's own when run from a source tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cuda-agent")
+    except PackageNotFoundError:
+        from cuda_agent import __version__
+
+        return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from cuda_agent.agent.llm import PREFLIGHT_HEADER
 
 Request = dict[str, Any]
 
@@ -57,14 +60,23 @@ def last_tool_results(request: Request) -> list[str]:
 class ScriptedLLM:
     """Context manager running the server; `url` is its base URL, `requests` what it received."""
 
-    def __init__(self, script: Callable[[Request], Reply] | list[Callable[[Request], Reply]], port: int = 0) -> None:
+    def __init__(
+        self,
+        script: Callable[[Request], Reply] | list[Callable[[Request], Reply]],
+        port: int = 0,
+        models: list[str] | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
         if isinstance(script, list):
             steps = script
             self.script = lambda request: steps[min(assistant_turns(request), len(steps) - 1)](request)
         else:
             self.script = script
         self.port = port  # 0: any free port
-        self.requests: list[Request] = []
+        self.requests: list[Request] = []  # the agent's turns
+        self.preflights: list[Request] = []  # `check_server`'s one-token requests, kept apart
+        self.models = models  # None: no models endpoint (404), like some servers
+        self.delay_s = delay_s  # seconds each agent turn takes to answer, like a long generation
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
 
@@ -77,12 +89,24 @@ class ScriptedLLM:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models") and owner.models is not None:
+                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in owner.models]
+                    self._send(200, {"object": "list", "data": data})
+                    return
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
             def do_POST(self) -> None:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.requests.append(body)
+                if self.headers.get(PREFLIGHT_HEADER):
+                    owner.preflights.append(body)
+                else:
+                    owner.requests.append(body)
+                    if owner.delay_s:
+                        time.sleep(owner.delay_s)
                 try:
                     reply = owner.script(body)
                 except Exception as e:  # a broken script shows up as a server error, not a hang

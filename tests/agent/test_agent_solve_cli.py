@@ -108,11 +108,11 @@ def test_existing_workspace_needs_force(task_dir: Path, tmp_path: Path, capsys) 
 
 
 def test_model_errors_and_bad_arguments_give_nonzero_exit_codes(task_dir: Path, tmp_path: Path, capsys) -> None:
-    with ScriptedLLM([lambda r: Reply(status=401, error="bad key")]) as server:
+    with ScriptedLLM([SCRIPT[0], lambda r: Reply(status=401, error="bad key")]) as server:
         code = main(["solve", str(task_dir / "relu_a.py"), "--model", "m", "--base-url", server.url, "--runs-dir",
                      str(tmp_path / "runs"), "--no-judge", "--isolation", "none"])  # fmt: skip
     assert code == 1 and "model_error" in capsys.readouterr().err
     assert main(["solve", str(task_dir / "relu_a.py"), "--runs-dir", str(tmp_path / "r")]) == 2
     assert "no model name" in capsys.readouterr().err
-    assert main(["solve", str(tmp_path / "missing.py"), "--model", "m"]) == 2
+    assert main(["solve", str(tmp_path / "missing.py"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "task file not found" in capsys.readouterr().err

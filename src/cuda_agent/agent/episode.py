@@ -119,6 +119,9 @@ def run_episode(
     judge_start = time.monotonic()
     if exit_info.status == "cancelled":
         outcome = JudgeOutcome("skipped", None, "the run was cancelled before the episode ended")
+    elif exit_info.status == "model_error" and not any(t["tool_results"] for t in agent.turns):
+        # The untouched template would only be judged as a compile error: no verdict says more than the exit.
+        outcome = JudgeOutcome("skipped", None, "the model failed before the agent ran any tool; nothing to judge")
     else:
         observer("judge_start", task=task.name)
         outcome = judge(sandbox.workspace.root, task)

@@ -170,6 +170,8 @@ class Agent:
         try:
             response = self.client.complete(self.messages, self.tools, max_tokens=max_tokens, timeout=self.time_left())
         except ModelError as e:
+            if e.cancelled or self.cancel.is_set():
+                raise Cancelled("the run was cancelled while the model was answering") from e
             if e.context_overflow:
                 raise LimitExceeded(f"the model server says the context is full: {e}", "context_limit") from e
             raise ModelFailure(str(e)) from e

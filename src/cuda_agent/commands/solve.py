@@ -5,6 +5,14 @@ TASK is a KernelBench-style `.py` file, a folder holding `model.py`, a folder of
 (rewritten after every message); several run at once with `--concurrency`. Progress goes to stderr, one
 line per turn and per tool call; the summary table follows at the end. `--json` prints one summary per
 episode as JSON lines on stdout; `--out FILE` appends the full trajectory records (the RL format).
+
+Before any episode starts, the model server is checked once (`check_server`): a dead server, a model it
+does not serve or a server without tool calling ends the run in seconds with the URL and the error
+(exit 3). When an episode ends with a model error the server is checked again, and if it is gone the
+batch stops (tasks not started are reported as `not_run`) instead of burning every task on retries.
+A task that cannot be loaded is skipped with its reason (`--strict` aborts instead). Exit codes: 0 every
+episode ran, 1 some episode failed, was skipped or the run was interrupted, 2 bad arguments, 3 the model
+server is unusable.
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
-FAILED_EXITS = ("model_error", "crashed")
+FAILED_EXITS = ("model_error", "crashed", "bad_task", "not_run")
+EXIT_SERVER = 3
+# Judge outcomes that mean "never judged": `--resume` judges these workspaces instead of skipping them.
+UNJUDGED = ("unavailable", "judge_error")
 
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -44,7 +55,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     runs.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where workspaces and trajectories go")
     runs.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once (default 1)")
     runs.add_argument("--force", action="store_true", help="replace existing workspaces")
-    runs.add_argument("--resume", action="store_true", help="skip tasks whose trajectory is already finished")
+    runs.add_argument("--resume", action="store_true",
+                      help="skip finished episodes; re-run cancelled ones, judge ones never judged")  # fmt: skip
+    runs.add_argument("--strict", action="store_true", help="abort when a task cannot be loaded (default: skip it)")
     runs.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder copied into each episode's cache")
     runs.add_argument("--no-judge", action="store_true", help="skip the final judgment (no reward)")
     runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
@@ -60,18 +73,26 @@ def run(args: argparse.Namespace) -> int:
     from cuda_agent.agent.config import ConfigError, load_config
     from cuda_agent.task import TaskError
 
+    problems: list[tuple[str, str]] = []
     try:
         config = load_config(args.config, _overrides(args))
         if not config.model.name:
             raise ConfigError("no model name: pass --model, set CUDA_AGENT_MODEL or [model] name in --config")
-        tasks = collect_tasks(args.tasks)
+        tasks = collect_tasks(args.tasks, None if args.strict else problems)
+        if not tasks:
+            raise TaskError("no task could be loaded: " + "; ".join(f"{spec}: {why}" for spec, why in problems))
+        if not config.model.base_url:
+            # The SDK would silently fall back to api.openai.com: a hosted API is used only when asked for.
+            raise ConfigError("no model server: pass --base-url (e.g. http://localhost:8000/v1 for a local vLLM or "
+                              "SGLang server), or set CUDA_AGENT_BASE_URL, OPENAI_BASE_URL or [model] base_url in "
+                              "--config; for the hosted OpenAI API pass --base-url https://api.openai.com/v1")  # fmt: skip
     except (ConfigError, TaskError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.concurrency < 1:
         print("error: --concurrency must be at least 1", file=sys.stderr)
         return 2
-    return Runner(args, config, tasks).run()
+    return Runner(args, config, tasks, problems).run()
 
 
 
@@ -98,23 +119,43 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 # -- tasks ------------------------------------------------------------------------------------------
 
 
-def collect_tasks(specs: list[str]) -> list[Any]:
-    """Tasks from files, folders and parquet files, with unique names (a repeated name gets -2, -3...)."""
+def collect_tasks(specs: list[str], problems: list[tuple[str, str]] | None = None) -> list[Any]:
+    """Tasks from files, folders and parquet files, with unique names (a repeated name gets -2, -3...).
+
+    With `problems` given, a task that cannot be loaded is appended there as (where, why) and skipped, so
+    one broken file does not cost a whole batch; without it the first one raises `TaskError`.
+    """
     from cuda_agent.task import TaskError, load_task
 
-    tasks = []
+    tasks: list[Any] = []
+
+    def load(where: str, source: Any, **kw: Any) -> None:
+        try:
+            tasks.append(load_task(source, **kw))
+        except TaskError as e:
+            if problems is None:
+                raise
+            problems.append((where, str(e)))
+
     for spec in specs:
         path = Path(spec)
-        if path.suffix == ".parquet":
-            tasks.extend(read_parquet_tasks(path))
-        elif path.is_dir() and not (path / "model.py").is_file():
-            found = [c for c in sorted(path.iterdir()) if (c.suffix == ".py" and c.is_file())
-                     or (c.is_dir() and (c / "model.py").is_file())]  # fmt: skip
-            if not found:
-                raise TaskError(f"{path} holds no tasks (.py files or folders with model.py)")
-            tasks.extend(load_task(c) for c in found)
-        else:
-            tasks.append(load_task(path))
+        try:
+            if path.suffix == ".parquet":
+                for where, source, name in read_parquet_rows(path):
+                    load(where, source, name=name)
+            elif path.is_dir() and not (path / "model.py").is_file():
+                found = [c for c in sorted(path.iterdir()) if (c.suffix == ".py" and c.is_file())
+                         or (c.is_dir() and (c / "model.py").is_file())]  # fmt: skip
+                if not found:
+                    raise TaskError(f"{path} holds no tasks (.py files or folders with model.py)")
+                for c in found:
+                    load(str(c), c)
+            else:
+                load(str(path), path)
+        except (TaskError, OSError) as e:
+            if problems is None:
+                raise
+            problems.append((str(path), str(e)))
     return _unique_names(tasks)
 
 
@@ -123,7 +164,14 @@ _SOURCE_COLUMNS = ("source", "model_py", "code", "pytorch_code", "model_code", "
 
 
 def read_parquet_tasks(path: Path) -> list[Any]:
-    from cuda_agent.task import TaskError, load_task
+    from cuda_agent.task import load_task
+
+    return [load_task(source, name=name) for _, source, name in read_parquet_rows(path)]
+
+
+def read_parquet_rows(path: Path) -> list[tuple[str, str, str]]:
+    """(where, source, name) for each row of a parquet file of tasks."""
+    from cuda_agent.task import TaskError
 
     try:
         import pyarrow.parquet as pq
@@ -136,11 +184,11 @@ def read_parquet_tasks(path: Path) -> list[Any]:
         raise TaskError(f"{path}: no task source column (one of {', '.join(_SOURCE_COLUMNS)}); found {columns}")
     name_col = next((c for c in _NAME_COLUMNS if c in columns), None)
     rows = table.to_pylist()
-    tasks = []
+    out = []
     for index, row in enumerate(rows):
         name = str(row[name_col]) if name_col and row.get(name_col) is not None else f"{path.stem}_{index}"
-        tasks.append(load_task(str(row[source_col]), name=_safe_name(name)))
-    return tasks
+        out.append((f"{path} row {index}", str(row[source_col]), _safe_name(name)))
+    return out
 
 
 def _safe_name(name: str) -> str:
@@ -165,12 +213,17 @@ def _unique_names(tasks: list[Any]) -> list[Any]:
 class Runner:
     """Runs the episodes (concurrently), prints progress, the summary, and the machine-readable output."""
 
-    def __init__(self, args: argparse.Namespace, config: Any, tasks: list[Any]) -> None:
+    def __init__(
+        self, args: argparse.Namespace, config: Any, tasks: list[Any], problems: list[tuple[str, str]] | None = None
+    ) -> None:
         from cuda_agent.agent.judging import LocalJudge, no_judge
 
         self.args = args
         self.config = config
         self.tasks = tasks
+        self.problems = problems or []
+        self.server_gone: str | None = None  # why the batch stopped, once the model server went away
+        self._server_lock = threading.Lock()
         self.cancel = threading.Event()
         self.print_lock = threading.Lock()
         self.out_lock = threading.Lock()
@@ -186,9 +239,18 @@ class Runner:
         self.say("Bash sandbox: " + "; ".join(f"{k}: {v}" for k, v in protections.items()))
 
     def run(self) -> int:
+        from cuda_agent.agent.llm import ServerUnusable, check_server
+
+        for where, why in self.problems:
+            self.say(f"skipped task {where}: {why}")
         self.say(f"{len(self.tasks)} task(s), model {self.config.model.name}"
                  f"{' at ' + self.config.model.base_url if self.config.model.base_url else ''}, "
                  f"{min(self.args.concurrency, len(self.tasks))} at a time, runs in {self.args.runs_dir}")  # fmt: skip
+        try:
+            self.say(f"model server: {check_server(self.config.model)}")
+        except ServerUnusable as e:
+            self.say(f"error: {e}")
+            return EXIT_SERVER
         pool = ThreadPoolExecutor(max_workers=self.args.concurrency)
         futures: dict[Future, str] = {pool.submit(self.episode, task): task.name for task in self.tasks}
         pending = set(futures)
@@ -214,33 +276,94 @@ class Runner:
                 self.rows[name] = {"task": name, "exit": "crashed", "exit_message": f"{type(error).__name__}: {error}",
                                    "turns": 0, "usage": {}, "best": "-", "judge": {}, "reward": None}  # fmt: skip
         rows = [self.rows[t.name] for t in self.tasks if t.name in self.rows]
+        rows += [{"task": where, "exit": "bad_task", "exit_message": why, "turns": 0, "usage": {}, "best": "-",
+                  "judge": {}, "reward": None} for where, why in self.problems]  # fmt: skip
         print_table(rows, sys.stderr)
+        if self.server_gone:
+            not_run = sum(1 for r in rows if r["exit"] == "not_run")
+            self.say(f"stopped the batch: {self.server_gone}; {not_run} task(s) not started (run again with --resume)")
         failed = [r for r in rows if r["exit"] in FAILED_EXITS]
         return 1 if failed or self.cancel.is_set() else 0
 
     def episode(self, task: Any) -> None:
         from cuda_agent.agent.episode import run_episode
+        from cuda_agent.agent.llm import OpenAIClient
         from cuda_agent.agent.trajectory import load_trajectory
 
         folder = self.args.runs_dir / task.name
         trajectory = folder / "trajectory.jsonl"
-        if self.args.resume and trajectory.is_file():
-            record = load_trajectory(trajectory)
-            if record.get("state") == "finished":
-                self.say(f"[{task.name}] already finished; skipped (--resume)")
-                self.finish(task.name, summary_from_record(task.name, record, folder), record)
-                return
+        if self.server_gone or self.cancel.is_set():
+            why = self.server_gone or "the run was cancelled"
+            self.rows[task.name] = {"task": task.name, "exit": "not_run", "exit_message": why, "turns": 0,
+                                    "usage": {}, "best": "-", "judge": {}, "reward": None}  # fmt: skip
+            return
+        if self.args.resume and trajectory.is_file() and self.resumed(task, folder, trajectory):
+            return
+        workspace = folder / "workspace"
+        if workspace.is_dir() and any(workspace.iterdir()) and not (self.args.force or self.args.resume):
+            raise FileExistsError(f"{workspace} is not empty; pass --force to replace it or --resume to continue")
+        quiet = self.args.quiet
+        client = OpenAIClient(self.config.model, cancel=self.cancel,
+                              on_retry=None if quiet else self.retry_printer(task.name))  # fmt: skip
+        printer = ProgressPrinter(task.name, self.say, self.show_sandbox, judging=not self.args.no_judge)
         result = run_episode(
             task,
-            folder / "workspace",
+            workspace,
             self.config,
+            client=client,
             judge=self.judge,
             trajectory_path=trajectory,
-            observer=None if self.args.quiet else ProgressPrinter(task.name, self.say, self.show_sandbox),
+            observer=None if quiet else printer,
             cancel=self.cancel,
             overwrite=self.args.force or self.args.resume,
         )
         self.finish(task.name, result.summary(), load_trajectory(trajectory))
+        if result.exit_status == "model_error":
+            self.recheck_server(result.exit_message)
+
+    def resumed(self, task: Any, folder: Path, trajectory: Path) -> bool:
+        """--resume: True when the saved episode stands (judged now if it never was); False to run it again."""
+        from cuda_agent.agent.trajectory import load_trajectory
+
+        record = load_trajectory(trajectory)
+        exit_status = (record.get("exit") or {}).get("status")
+        if record.get("state") != "finished" or exit_status in ("cancelled", "interrupted"):
+            self.say(f"[{task.name}] was {exit_status or record.get('state')}; running it again (--resume)")
+            return False
+        judged = (record.get("judge") or {}).get("status")
+        workspace = folder / "workspace"
+        if judged in UNJUDGED and not self.args.no_judge and workspace.is_dir():
+            self.say(f"[{task.name}] finished but never judged ({judged}); judging its workspace (--resume)")
+            outcome = self.judge(workspace, task)
+            record.update(judge=outcome.to_dict(), reward=outcome.reward)
+            _rewrite_record(trajectory, record)
+            reward = "-" if outcome.reward is None else f"{outcome.reward:+d}"
+            self.say(f"[{task.name}] verdict: {outcome.status}, reward {reward}: {outcome.reason}")
+        else:
+            self.say(f"[{task.name}] already finished; skipped (--resume)")
+        self.finish(task.name, summary_from_record(task.name, record, folder), record)
+        return True
+
+    def recheck_server(self, error: str) -> None:
+        """After a model error: if the server itself is gone, stop the batch instead of burning every task."""
+        from cuda_agent.agent.llm import ServerUnusable, check_server
+
+        with self._server_lock:
+            if self.server_gone:
+                return
+            try:
+                check_server(self.config.model)
+            except ServerUnusable as e:
+                self.server_gone = f"the model server stopped answering ({e})"
+                self.say(f"error: {self.server_gone}; stopping the episodes in flight")
+                self.cancel.set()
+
+    def retry_printer(self, name: str) -> Callable[[int, float, Any], None]:
+        def show(attempt: int, delay: float, error: Any) -> None:
+            self.say(f"[{name}] model request failed ({error}); retry {attempt}/{self.config.model.max_retries} "
+                     f"in {delay:.1f} s")  # fmt: skip
+
+        return show
 
     def finish(self, name: str, summary: dict[str, Any], record: dict[str, Any]) -> None:
         from cuda_agent.agent.trajectory import dumps
@@ -258,6 +381,15 @@ class Runner:
     def say(self, line: str) -> None:
         with self.print_lock:
             print(line, file=sys.stderr, flush=True)
+
+
+def _rewrite_record(path: Path, record: dict[str, Any]) -> None:
+    """Replace a trajectory file's record atomically (as the episode's writer does)."""
+    from cuda_agent.agent.trajectory import dumps
+
+    tmp = path.with_name(f".{path.name}.resume")
+    tmp.write_text(dumps(record) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def summary_from_record(name: str, record: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -280,10 +412,13 @@ def summary_from_record(name: str, record: dict[str, Any], folder: Path) -> dict
 class ProgressPrinter:
     """Turns loop events into stderr lines: one per turn, one per tool call, the exit and the verdict."""
 
-    def __init__(self, task: str, say: Callable[[str], None], show_sandbox: Callable[[dict], None]) -> None:
+    def __init__(
+        self, task: str, say: Callable[[str], None], show_sandbox: Callable[[dict], None], judging: bool = True
+    ) -> None:
         self.task = task
         self.say = say
         self.show_sandbox = show_sandbox
+        self.judging = judging  # False under --no-judge: nothing to announce about a judgment
 
     def __call__(self, event: str, **data: Any) -> None:
         tag = f"[{self.task}]"
@@ -299,9 +434,9 @@ class ProgressPrinter:
             self.say(f"{tag}      {data['name']} {data['status']}")
         elif event == "exit":
             self.say(f"{tag} stopped after {data['turns']} turn(s): {data['status']} ({data['message']})")
-        elif event == "judge_start":
+        elif event == "judge_start" and self.judging:
             self.say(f"{tag} judging the final workspace ...")
-        elif event == "judged":
+        elif event == "judged" and self.judging:
             outcome = data["outcome"]
             reward = "-" if outcome.reward is None else f"{outcome.reward:+d}"
             self.say(f"{tag} verdict: {outcome.status}, reward {reward}: {outcome.reason}")

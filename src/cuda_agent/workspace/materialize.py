@@ -23,7 +23,7 @@ def materialize(task: Task, dest: Path, *, overwrite: bool = False) -> Path:
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         if not overwrite:
-            raise FileExistsError(f"{dest} is not empty; pass overwrite=True (--force) to replace it")
+            raise FileExistsError(f"{dest} is not empty; pass --force to replace it")
         _make_writable(dest)
         shutil.rmtree(dest)
     dest.mkdir(parents=True, exist_ok=True)
