@@ -47,6 +47,7 @@ class Sampler:
         self._next = 0
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self._round_copies: dict[int, list[Any]] = {}
+        self.kept: list[tuple[list[Any], Any]] = []  # (inputs, output) of every call of a fresh round
         self._cudart = cuda_runtime()
         if self._cudart is not None:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
@@ -80,15 +81,30 @@ class Sampler:
             if calls >= 10_000:
                 return elapsed / calls
 
-    def round(self, samples: int, keep: int | None = None) -> RoundResult:
+    def round(
+        self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None
+    ) -> RoundResult:
         """Time `samples` calls. Each round draws its input sets in a random order and copies them to
         fresh memory first (outside the timed region), so an output cache keyed on addresses or call
-        order misses. `keep` names the call whose output is kept for a spot check."""
+        order misses. `keep` names the call whose output is kept for a spot check.
+
+        `fresh` (the candidate's rounds): one input set per call, drawn for this round alone from
+        seeds only the judge holds; every call's inputs and output are then kept in `kept`, so that the
+        parent can choose which to check after the round (content caches never hit, and no call can
+        tell whether it will be checked)."""
         torch = self.torch
-        order = [random.randrange(len(self.arg_sets)) for _ in range(samples)]
-        previous = self._round_copies  # alive while new copies are made: the addresses must differ
-        self._round_copies = {k: _fresh(self.arg_sets[k]) for k in sorted(set(order))}
-        del previous
+        if fresh is not None:
+            calls = [list(a) for a in fresh]
+            if len(calls) != samples:
+                raise ValueError(f"{len(calls)} fresh input sets for {samples} timed calls")
+            order = list(range(samples))
+            self._round_copies = dict(enumerate(calls))
+        else:
+            order = [random.randrange(len(self.arg_sets)) for _ in range(samples)]
+            previous = self._round_copies  # alive while new copies are made: the addresses must differ
+            self._round_copies = {k: _fresh(self.arg_sets[k]) for k in sorted(set(order))}
+            del previous
+        self.kept = []
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         keep = samples - 1 if keep is None else keep
@@ -102,6 +118,8 @@ class Sampler:
                 result = self.fn(*args)
                 ends[i].record()
                 torch.cuda.synchronize()
+                if fresh is not None:
+                    self.kept.append((args, result))
                 if i == keep:
                     self.last = (k, result)
                 del result
