@@ -1,0 +1,13 @@
+"""Training, the data and offline stages of the CUDA Agent recipe: single-turn format, RFT, value pretraining.
+
+Modules, one job each (none imports a training engine at module level, so the judge, agent and synthesis
+work without TRL or transformers installed; the engines load inside the functions that need them):
+  single_turn.py  one-shot prompt, parser from one response to a workspace, (task, response) -> reward
+  chat.py         trajectory messages -> training messages (OpenAI chat turns, canonical tool-call JSON)
+  rft_data.py     trajectories -> filtered, deduplicated parquet rows with `messages` and `tools`
+  tiny.py         a tiny offline model: byte-level BPE, our chat template, random-init Qwen2 config
+  masks.py        chat-template rendering with the assistant-token mask shared by SFT and value
+  sft.py          RFT: TRL SFTTrainer, assistant-only loss
+  value.py        critic pretraining: token-level value head, MSE on assistant tokens, HF Trainer
+  curves.py       loss curve PNGs from a trainer's log history
+"""

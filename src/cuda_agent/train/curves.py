@@ -1,0 +1,37 @@
+"""Loss curves from a trainer's `state.log_history`, as a list of points and as a PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def loss_points(log_history: list[dict[str, Any]], key: str = "loss") -> list[tuple[int, float]]:
+    """(step, value) for every log entry holding `key`."""
+    return [(int(e.get("step", i)), float(e[key])) for i, e in enumerate(log_history) if key in e]
+
+
+def plot_loss(points: list[tuple[int, float]], path: Path, title: str, extra: dict[str, list] | None = None) -> Path:
+    """Write the curve (and any `extra` named curves of (step, value)) to `path`; matplotlib without a display."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    if points:
+        ax.plot([s for s, _ in points], [v for _, v in points], label="train loss")
+    for name, curve in (extra or {}).items():
+        ax.plot([s for s, _ in curve], [v for _, v in curve], "o-", label=name)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    if points and min(v for _, v in points) > 0:
+        ax.set_yscale("log")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)

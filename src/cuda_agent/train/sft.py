@@ -1,0 +1,110 @@
+"""RFT: fine-tune the actor on kept trajectories with TRL's `SFTTrainer`, loss on the assistant's tokens only.
+
+The data is what `cuda-agent train rft-data` writes (`messages` + `tools`); the tools are rendered by the
+model's chat template, which must carry `{% generation %}` markers (TRL's requirement for
+`assistant_only_loss`; the tiny model's template has them, and TRL swaps in a marked template for the
+model families it knows). bf16 when the GPU supports it, gradient checkpointing on. The same function runs
+under `accelerate launch --config_file <fsdp.yaml>` on several GPUs: TRL and accelerate read the
+distributed setup from the environment the launcher prepares.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.train.curves import loss_points, plot_loss
+from cuda_agent.train.rft_data import read_rows
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    data: Path
+    model: str
+    out: Path
+    epochs: float = 3.0
+    max_steps: int = -1  # > 0 overrides epochs
+    learning_rate: float = 1e-5
+    batch_size: int = 1
+    grad_accum: int = 1
+    max_length: int | None = 32_768
+    bf16: bool | None = None  # None: when the GPU supports it
+    gradient_checkpointing: bool = True
+    warmup_steps: int = 0
+    scheduler: str = "cosine"
+    logging_steps: int = 1
+    seed: int = 0
+    dtype: str = "auto"  # weights as loaded; "bfloat16" for large models
+
+
+def bf16_default() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def conversations(path: Path) -> Any:
+    """The parquet rows as an in-memory `datasets.Dataset` of `messages` + `tools` (nothing is cached on disk)."""
+    from datasets import Dataset
+
+    rows = read_rows(path)
+    if not rows:
+        raise ValueError(f"{path} holds no rows: nothing to train on (check the filters of rft-data)")
+    return Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
+
+
+def run_sft(settings: SFTSettings) -> dict[str, Any]:
+    """Train, save the model and tokenizer under `out`, write `sft_summary.json` and `sft_loss.png` there."""
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    start = time.monotonic()
+    out = Path(settings.out)
+    dataset = conversations(Path(settings.data))
+    tokenizer = AutoTokenizer.from_pretrained(settings.model)
+    bf16 = bf16_default() if settings.bf16 is None else settings.bf16
+    config = SFTConfig(
+        output_dir=str(out),
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length,
+        assistant_only_loss=True,
+        bf16=bf16,
+        gradient_checkpointing=settings.gradient_checkpointing,
+        warmup_steps=settings.warmup_steps,
+        lr_scheduler_type=settings.scheduler,
+        logging_steps=settings.logging_steps,
+        save_strategy="no",
+        report_to="none",
+        seed=settings.seed,
+        model_init_kwargs={"dtype": settings.dtype},
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(model=settings.model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    result = trainer.train()
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    points = loss_points(trainer.state.log_history)
+    summary = {
+        "model": settings.model,
+        "out": str(out),
+        "rows": len(dataset),
+        "steps": trainer.state.global_step,
+        "train_loss": result.training_loss,
+        "first_loss": points[0][1] if points else None,
+        "last_loss": points[-1][1] if points else None,
+        "loss_curve": points,
+        "bf16": bf16,
+        "wall_s": round(time.monotonic() - start, 2),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
+    }
+    if trainer.is_world_process_zero():
+        plot_loss(points, out / "sft_loss.png", f"SFT loss ({len(dataset)} trajectories)")
+        (out / "sft_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
