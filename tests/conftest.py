@@ -19,7 +19,7 @@ def cuda_available() -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if cuda_available():
         return
-    skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (run on the device machine)")
+    skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (no CUDA GPU is visible here)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

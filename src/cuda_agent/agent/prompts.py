@@ -37,6 +37,10 @@ def system_prompt(workspace_root: Path, display_root: str, config: AgentConfig, 
     skill_path = workspace_root / SKILL_FILE
     skill = skill_path.read_text(encoding="utf-8") if skill_path.is_file() else FALLBACK_SKILL
     network = "no network access" if "isolated" in protections.get("network", "") else "network access"
+    if protections.get("mechanism") == "bwrap":
+        confinement = "The host's files are read-only there and /tmp is private."
+    else:  # no mount namespace without bubblewrap: say so rather than promise a private /tmp
+        confinement = "It does NOT confine files: /tmp is the host's, so keep your files in the workspace."
     budget = [f"at most {config.max_turns} turns", f"a context of {config.context_tokens} tokens"]
     if config.time_limit_s:
         budget.append(f"{_duration(config.time_limit_s)} of wall-clock time")
@@ -46,7 +50,7 @@ def system_prompt(workspace_root: Path, display_root: str, config: AgentConfig, 
 
 - The workspace is {display_root}; it is the current directory of every Bash command, and relative
   paths in all tools are relative to it. Only files inside it can be read or written with the tools.
-- Bash commands run in a sandbox with {network}. A command may run up to {_duration(config.bash_max_timeout_s)}
+- Bash commands run in a sandbox with {network}. {confinement} A command may run up to {_duration(config.bash_max_timeout_s)}
   (default {_duration(config.bash_timeout_s)}; set `timeout` in milliseconds); start longer jobs with
   run_in_background and poll them with BashOutput.
 - Protected files (model.py, binding.cpp, binding_registry.h, SKILL.md, utils/) cannot be changed.

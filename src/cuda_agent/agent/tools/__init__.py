@@ -53,7 +53,7 @@ class ToolBox:
         self.tools: dict[str, Tool] = {tool.name: tool for tool in (tools or default_tools())}
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self.tools.values()]
+        return [tool.schema(self.context) for tool in self.tools.values()]
 
     def parse(self, name: str, arguments: Any) -> tuple[Tool, dict[str, Any]]:
         """Decode and check one call; raises ToolError with a message for the model."""

@@ -52,12 +52,16 @@ class Tool(ABC):
     description: str
     parameters: dict[str, Any]
 
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI `tools=[...]` entry for this tool."""
+    def schema(self, ctx: ToolContext | None = None) -> dict[str, Any]:
+        """The OpenAI `tools=[...]` entry for this tool (described for `ctx` where that changes the story)."""
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {"name": self.name, "description": self.describe(ctx), "parameters": self.parameters},
         }
+
+    def describe(self, ctx: ToolContext | None = None) -> str:
+        """The description the model reads; tools whose behaviour depends on the sandbox override this."""
+        return self.description
 
     @abstractmethod
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

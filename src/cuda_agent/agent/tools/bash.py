@@ -41,13 +41,19 @@ class Bash(Tool):
     name = "Bash"
     description = (
         "Run a bash command in the workspace (the current directory) and return its combined stdout and "
-        "stderr. The sandbox has no network, and the workspace is the only writable place besides a "
-        "private /tmp. Commands time out after `timeout` milliseconds (default 120000, max 600000); on "
+        "stderr. {sandbox} Commands time out after `timeout` milliseconds (default 120000, max 600000); on "
         "timeout the command and everything it started are killed. Processes a command leaves in the "
         "background are killed when it returns: for long-running jobs set run_in_background, then read "
         "their output with BashOutput and stop them with KillBash. Long output is truncated in the "
         "middle. Prefer Read/Write/Edit/Grep/Glob over cat/sed/echo/grep/find for files."
     )
+    # Without a context (schemas listed outside an episode) the sandbox is unknown, and said to be.
+    UNKNOWN_SANDBOX = "Whether commands are confined depends on the sandbox of the episode."
+
+    def describe(self, ctx: ToolContext | None = None) -> str:
+        sandbox = ctx.sandbox.describe() if ctx is not None else self.UNKNOWN_SANDBOX
+        return self.description.format(sandbox=sandbox)
+
     parameters = obj(
         {
             "command": {"type": "string", "description": "The command to run."},

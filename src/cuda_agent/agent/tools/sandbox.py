@@ -101,6 +101,24 @@ class Sandbox:
     def env(self) -> dict[str, str]:
         return dict(self._env)
 
+    def describe(self) -> str:
+        """What Bash commands can and cannot do here, in a sentence for the model: what is active, no more.
+
+        Without bubblewrap there is no mount namespace, so /tmp is the host's and every path this user can
+        write is writable; telling the model otherwise would make it trust a privacy it does not have.
+        """
+        network = "has network access" if self.policy.allow_network else "has no network"
+        if self.mechanism == "bwrap":
+            return (f"The sandbox {network}, the host's files are read-only, and the workspace is the only "
+                    "writable place besides a private /tmp.")  # fmt: skip
+        if self.mechanism == "unshare":
+            network = "have no network (own network namespace)"
+        else:
+            network = "have network access" if self.policy.allow_network else "may reach the network"
+        return (f"Commands {network} but are NOT confined to the workspace: they can read and write anything "
+                "this user can, and /tmp is the host's shared /tmp, not a private one. Keep your files in "
+                "the workspace.")  # fmt: skip
+
     def preexec_fn(self) -> Callable[[], None] | None:
         """Fallback when `prlimit` is missing: set rlimits in the child between fork and exec.
 
