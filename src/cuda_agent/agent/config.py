@@ -84,9 +84,10 @@ class AgentConfig:
     bash_timeout_s: float = 120.0
     bash_max_timeout_s: float = 600.0
     max_output_chars: int = 30_000
-    # A judge cache folder (objects/, baselines/) copied into each episode's private cache before it
-    # starts, e.g. one warmed once by compiling the workspace infrastructure. A copy, so an episode can
-    # never change what the next one (or the final judgment) finds there.
+    # A judge cache folder (objects/, baselines/; e.g. made by `cuda-agent cache warm --root DIR`) whose
+    # objects and precompiled header each episode's builds read in place, read-only (never copied: an
+    # episode adds only its own objects to disk); its small baselines/ are copied into the episode's
+    # private cache. Without one, the machine's shared cache (~/.cache/cuda-agent/shared) is used if warmed.
     cache_seed_dir: str | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 

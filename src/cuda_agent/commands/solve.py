@@ -58,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     runs.add_argument("--resume", action="store_true",
                       help="skip finished episodes; re-run cancelled ones, judge ones never judged")  # fmt: skip
     runs.add_argument("--strict", action="store_true", help="abort when a task cannot be loaded (default: skip it)")
-    runs.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder copied into each episode's cache")
+    runs.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder episodes read (read-only) for the precompiled header and objects")
     runs.add_argument("--no-judge", action="store_true", help="skip the final judgment (no reward)")
     runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
     runs.add_argument("--allow-network", action="store_true", default=None, help="let Bash reach the network")
@@ -251,6 +251,8 @@ class Runner:
         except ServerUnusable as e:
             self.say(f"error: {e}")
             return EXIT_SERVER
+        if not self.args.no_judge and not self.config.cache_seed_dir:
+            self.warm_shared_cache()
         pool = ThreadPoolExecutor(max_workers=self.args.concurrency)
         futures: dict[Future, str] = {pool.submit(self.episode, task): task.name for task in self.tasks}
         pending = set(futures)
@@ -284,6 +286,21 @@ class Runner:
             self.say(f"stopped the batch: {self.server_gone}; {not_run} task(s) not started (run again with --resume)")
         failed = [r for r in rows if r["exit"] in FAILED_EXITS]
         return 1 if failed or self.cancel.is_set() else 0
+
+    def warm_shared_cache(self) -> None:
+        """Put the judge's precompiled header into the machine's shared cache (once per machine and
+        toolchain), which every episode's builds read in place instead of each making its own ~570 MB."""
+        from cuda_agent.judge.cache import warm_shared
+        from cuda_agent.judge.toolchain import ToolchainError
+
+        self.say("shared build cache: checking (the first time on a machine it compiles the PCH, about a minute)")
+        try:
+            warmed = warm_shared()
+        except (ToolchainError, OSError) as e:
+            self.say(f"shared build cache not prepared ({e}); each episode builds its own")
+            return
+        state = "ready" if warmed.ok and warmed.pch else f"not usable ({warmed.message.strip()[:200]})"
+        self.say(f"shared build cache {state}: {warmed.root} ({warmed.seconds:.0f} s)")
 
     def episode(self, task: Any) -> None:
         from cuda_agent.agent.episode import run_episode
