@@ -70,9 +70,12 @@ def test_cli_build_only_reports_compile_errors_as_json(
     kernels = tmp_path / "sub" / "kernels"
     kernels.mkdir(parents=True)
     (kernels / "bad.cu").write_text("this is not C++\n")
-    assert main(["judge", str(tmp_path / "sub"), "--build-only", "--json"]) == 0
+    for name in ("model.py", "model_new.py"):
+        (tmp_path / "sub" / name).write_text((EXAMPLES / "elementwise_chain" / name).read_text())
+    assert main(["judge", str(tmp_path / "sub"), "--build-only", "--json"]) == 1  # a failed build fails
     record = json.loads(capsys.readouterr().out)
-    assert record["ok"] is False and "kernels/bad.cu" in record["compile_log"]
+    assert record["status"] == "compile_error" and record["reward"] == -1
+    assert record["stages"]["build"] == "failed" and "kernels/bad.cu" in record["compile_log"]
 
 
 def test_compile_sh_entry_point_builds_with_relative_paths(

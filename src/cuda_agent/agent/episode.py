@@ -7,7 +7,7 @@ message on; at the end it holds the exit reason, the judge's outcome and the rew
 
 from __future__ import annotations
 
-import shutil
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from cuda_agent.agent.prompts import system_prompt, task_prompt
 from cuda_agent.agent.tools import ToolBox, ToolContext, build_sandbox
 from cuda_agent.agent.tools.sandbox import EPISODE_CACHE
 from cuda_agent.agent.trajectory import TrajectoryWriter
+from cuda_agent.judge.cache import prepare_episode_cache
 from cuda_agent.task import Task
 from cuda_agent.workspace import materialize
 
@@ -78,9 +79,13 @@ def run_episode(
     judge = judge or LocalJudge()
     start, started_at = time.monotonic(), time.time()
     workspace = materialize(task, Path(workspace), overwrite=overwrite)
-    if config.cache_seed_dir:
-        shutil.copytree(config.cache_seed_dir, workspace / EPISODE_CACHE, dirs_exist_ok=True)
+    # The judge's PCH and shared objects: read in place from the seed (or the machine's shared cache),
+    # never copied, so an episode adds only its own objects to disk (see cuda_agent.judge.cache).
+    seed = Path(config.cache_seed_dir) if config.cache_seed_dir else None
+    cache_env = prepare_episode_cache(workspace / EPISODE_CACHE, workspace, seed)
     sandbox = build_sandbox(workspace, config.sandbox)
+    if cache_env:
+        sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env})
     toolbox = ToolBox(
         ToolContext(
             workspace=sandbox.workspace,

@@ -4,7 +4,12 @@ Several folders are judged as a batch by one `JudgeService`: builds run in paral
 each GPU (`--gpus`) verifies and times one submission at a time. Progress goes to stderr; `--json` prints
 one verdict per line on stdout, in the order the folders were given, and `--out FILE` also writes them.
 Exit code 0 whenever verdicts were reached (even reward -1); 2 for bad arguments or a bad task file;
-3 when the judge cannot run here (no GPU). `--build-only` compiles without a GPU.
+3 when the judge cannot run here (no GPU).
+
+`--build-only` runs everything a CPU can check (task validation, static checks, build; see
+`judge/cpu_checks.py`) on every folder, in parallel, with the same progress, `--json` and `--out` as a
+full judgment and the same verdict schema (status `built`, reward 0, when all passed; the GPU stages
+marked `skipped`). Its exit code says whether every folder passed: 0 if so, 1 if any failed.
 """
 
 from __future__ import annotations
@@ -12,9 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from cuda_agent.commands.render import verdict_table
@@ -33,7 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
     parser.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
-    parser.add_argument("--build-only", action="store_true", help="only compile kernels/ (no GPU needed)")
+    parser.add_argument("--build-only", action="store_true",
+                        help="CPU checks only: task, static checks, build (no GPU needed); exit 1 if any fail")
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call (60)")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file (180)")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
@@ -62,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout)
     if args.build_only:
-        return _build_only(args.submissions, build, args.json)
+        cpu_config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=build)
+        return _build_only(args.submissions, task, cpu_config, args)
     from cuda_agent.judge.service import JudgeService
 
     config = JudgeConfig(
@@ -143,22 +150,40 @@ class Progress:
             print(f"{self.count} verdicts in {elapsed:.0f} s ({rate:.0f} per hour)", file=sys.stderr, flush=True)
 
 
-def _build_only(submissions: list[Path], config: object, as_json: bool) -> int:
-    from cuda_agent.judge.build import build_extension
+def _build_only(submissions: list[Path], task: object, config: object, args: argparse.Namespace) -> int:
+    """CPU checks of every folder, `--build-workers` at a time; verdicts in the order given."""
+    from cuda_agent.judge.cpu_checks import check_on_cpu, default_workers
+    from cuda_agent.judge.verdict import Status
 
-    for submission in submissions:
-        with tempfile.TemporaryDirectory(prefix="cuda-agent-build-") as out:
-            result = build_extension(submission / "kernels", Path(out), config)  # type: ignore[arg-type]
-        record = {
-            "submission": str(submission), "ok": result.ok, "seconds": round(result.seconds, 2),
-            "compiled": list(result.compiled), "cached": list(result.cached), "compile_log": result.log,
-        }  # fmt: skip
-        if as_json:
-            print(json.dumps(record, sort_keys=True))
-        else:
-            state = "built" if result.ok else "FAILED"
-            print(f"{submission}: {state} in {result.seconds:.1f} s "
-                  f"({len(result.compiled)} compiled, {len(result.cached)} from cache)")  # fmt: skip
-            if result.log:
-                print(result.log)
-    return 0
+    workers = max(1, min(len(submissions), args.build_workers or default_workers()))
+    progress = Progress(len(submissions))
+    print(f"CPU checks (task, static checks, build) of {len(submissions)} folder(s), {workers} at a time; "
+          "verification and timing need a GPU", file=sys.stderr, flush=True)  # fmt: skip
+    verdicts: dict[int, Verdict] = {}
+    sink = open(args.out, "w") if args.out else None  # noqa: SIM115 - closed below
+    try:
+        with ThreadPoolExecutor(workers, thread_name_prefix="cpu-check") as pool:
+            futures = {pool.submit(check_on_cpu, path, task, config): i for i, path in enumerate(submissions)}
+            printed = 0
+            for future in as_completed(futures):
+                index = futures[future]
+                verdicts[index] = future.result()[0]
+                progress.update(submissions[index], verdicts[index])
+                while printed in verdicts:
+                    line = _json_line(submissions[printed], verdicts[printed])
+                    if args.json:
+                        print(line, flush=True)
+                    if sink:
+                        sink.write(line + "\n")
+                        sink.flush()
+                    printed += 1
+        progress.done()
+    finally:
+        if sink:
+            sink.close()
+    ordered = [(submissions[i], verdicts[i]) for i in range(len(submissions))]
+    if not args.json:
+        print(verdict_table(ordered))
+        if len(ordered) > 1:
+            print("\n" + summary_line(ordered))
+    return 0 if all(v.status is Status.BUILT for _, v in ordered) else 1

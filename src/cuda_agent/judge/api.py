@@ -38,7 +38,15 @@ from cuda_agent.judge.reward import milestone_reward
 from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
 from cuda_agent.judge.static_checks import describe as describe_findings
 from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
-from cuda_agent.judge.verdict import Environment, Status, Timing, Verdict, failure
+from cuda_agent.judge.verdict import (
+    Environment,
+    Status,
+    Timing,
+    Verdict,
+    failed_stage,
+    failure,
+    stage_outcomes,
+)
 from cuda_agent.task import Task
 
 
@@ -191,6 +199,10 @@ class Judgment:
                 k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()
             },
             task=self.task.name,
+            stages=stage_outcomes(
+                failed_stage(verdict, self.stages, self.config.time_candidate),
+                () if self.config.time_candidate else ("timing",),
+            ),
         )
 
     @contextlib.contextmanager
@@ -265,7 +277,7 @@ class Judgment:
             ref, "prepare", self.config.prepare_timeout_s,
             task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
             input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
-            atol=self.config.atol, rtol=self.config.rtol,
+            atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -285,8 +297,11 @@ class Judgment:
         self.checks["degeneracy_audit"] = "passed"
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]
-        self.timing_seeds: list[int] = reply["timing_seeds"]
-        self.timing_print: str = reply["timing_print"]
+        self.checks["parameter_audit"] = reply.get("parameter_audit", {})
+        self.checks["precision_audit"] = (
+            f"{reply.get('precision', 'off')}, k = {self.config.precision_k:g}"
+            if self.config.precision_audit else "off (tolerance only)"
+        )  # fmt: skip
         self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
         self.checks["inputs"] = "drawn from secret seeds in each worker"
 
@@ -296,10 +311,40 @@ class Judgment:
             return {"inputs_path": str(self.io_dir / f"inputs_{set_index}.tensors")}
         return {"inputs_seed": self.input_seeds[set_index]}
 
-    def timing_args(self) -> dict[str, Any]:
+    def warmup_args(self) -> dict[str, Any]:
+        """Warm-up sets of their own: fresh seeds (or, in input-file mode, the first input file)."""
         if self.input_files:
-            return {"timing_path": str(self.io_dir / "timing_inputs.tensors")}
-        return {"timing_seeds": self.timing_seeds}
+            return {"warmup_path": str(self.io_dir / "inputs_0.tensors")}
+        return {"warmup_seeds": [secrets.randbits(62) for _ in range(2)]}
+
+    def precision_k(self) -> float | None:
+        return self.config.precision_k if self.config.precision_audit else None
+
+    # ---- timed calls: fresh content for every call, the checked ones chosen after the round -------------
+    def draw_round(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """Give the candidate the next round's inputs, one set per call, from seeds made now for this
+        round alone (or a file of sets the reference drew, in input-file mode). Outside the host clock
+        that brackets `time_round`."""
+        samples = self.config.timing.samples_per_round
+        self.round_seeds = [secrets.randbits(62) for _ in range(samples)]
+        if self.input_files:
+            made = self._reference_call(ref, "draw_round", self.config.prepare_timeout_s,
+                                        seeds=self.round_seeds, workdir=str(self.io_dir))  # fmt: skip
+            args: dict[str, Any] = {"inputs_path": made["path"]}
+        else:
+            args = {"seeds": self.round_seeds}
+        self._candidate_call(cand, "draw_round", self.config.forward_timeout_s, "drawing timed inputs", **args)
+
+    def check_round(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """After a round: compare the outputs of `timed_checks_per_round` calls chosen now, by this
+        process, with the reference on those calls' inputs. The candidate kept every call's output and
+        could not tell, while it ran, which would be asked for."""
+        chosen = list(range(len(self.round_seeds)))
+        picks = []
+        for _ in range(min(self.config.timed_checks_per_round, len(chosen))):
+            picks.append(chosen.pop(secrets.randbelow(len(chosen))))
+        for index in picks:
+            self.spot_check(ref, cand, index)
 
     def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
         """The candidate worker drew other inputs than the reference (a task whose get_inputs() a seed does
@@ -395,7 +440,8 @@ class Judgment:
                 settle()
                 request = self._reference_send(
                     ref, "compare", ref_index=set_index, **self.handed_over(cand, reply, output_path),
-                    atol=self.config.atol, rtol=self.config.rtol,
+                    atol=self.config.atol, rtol=self.config.rtol, aliases=reply.get("aliases"),
+                    precision_k=self.precision_k(),
                 )  # fmt: skip
                 pending = (request, label)
             settle()
@@ -420,6 +466,7 @@ class Judgment:
             )
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
+        self.note_error_ratio(verdict)
 
     def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None) -> None:
         """GPU memory the candidate holds after a call: its own (NVML, context included) where NVML can
@@ -446,13 +493,9 @@ class Judgment:
         cache = BaselineCache(self.config.cache_dir)
         key = cache_key(self.task.digest, self.environment.key())
         cached = cache.get(key)
-        while True:
-            reply = self._candidate_call(
-                cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.timing_args()
-            )  # fmt: skip
-            if self.input_files or reply["timing_print"] == self.timing_print:
-                break
-            self.switch_to_input_files(ref, "timing inputs")
+        self._candidate_call(
+            cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.warmup_args()
+        )  # fmt: skip
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
         if cached is None:
@@ -465,10 +508,10 @@ class Judgment:
         # the candidate cannot touch this clock, so forged or escaped times show up here.
         overhead: dict[str, list[float]] = {"candidate": [], "eager": []}
         contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
-        # Timed outputs are checked after the first round, one secret random round, and the last one.
-        spot_rounds = {1, 2 + secrets.randbelow(max(1, tc.max_rounds // 3))}
         for _ in range(tc.max_rounds):
             for who in contenders:
+                if who == "candidate":
+                    self.draw_round(ref, cand)  # fresh content for every call, outside the host clock
                 began = time.perf_counter()
                 if who == "candidate":
                     reply = self._candidate_call(
@@ -497,11 +540,9 @@ class Judgment:
                 rounds[who].append(samples)
                 if who in overhead:
                     overhead[who].append((wall_ms - sum(samples)) / len(samples))
-            if len(rounds["candidate"]) in spot_rounds:
-                self.spot_check(ref, cand)
+            self.check_round(ref, cand)
             if self._timing_done(rounds, contenders):
                 break
-        self.spot_check(ref, cand)
         self.check_leftovers(cand, "timing")
         if cached is None:
             cached = BaselineRecord(
@@ -563,6 +604,7 @@ class Judgment:
         tc = self.config.timing
         medians = []
         for _ in range(tc.recheck_rounds):
+            self.draw_round(ref, cand)
             began = time.perf_counter()
             reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, "re-timing",
                                          samples=tc.samples_per_round,
@@ -572,7 +614,7 @@ class Judgment:
             # Charge the host clock, not the events, on this strict pass (minus the protocol's own cost).
             host_per_sample = (wall_ms / len(samples)) - self.reference_overhead_ms
             medians.append(max(statistics.median(samples), host_per_sample))
-            self.spot_check(ref, cand)
+            self.check_round(ref, cand)
         return medians
 
     @contextlib.contextmanager
@@ -589,20 +631,28 @@ class Judgment:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(cand.pid, signal.SIGCONT)
 
-    def spot_check(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
-        """Compare the output of the last timed call with the reference on that call's inputs."""
+    def spot_check(self, ref: WorkerHandle, cand: WorkerHandle, index: int) -> None:
+        """Compare the output of timed call `index` of the last round with the reference's on its inputs."""
         path = self.out_dir / "timed_output.tensors"
         with self.timed("spot_checks"):
-            reply = self._candidate_call(cand, "dump_last", self.config.forward_timeout_s,
-                                         "saving a timed output", output_path=str(path),
+            reply = self._candidate_call(cand, "dump_call", self.config.forward_timeout_s,
+                                         "saving a timed output", index=index, output_path=str(path),
                                          shared=self.shared_outputs)  # fmt: skip
             verdict = self._reference_call(
-                ref, "compare_timing", self.config.prepare_timeout_s, set_index=int(reply["set_index"]),
+                ref, "compare_timing", self.config.prepare_timeout_s, seed=self.round_seeds[index],
                 **self.handed_over(cand, reply, path), atol=self.config.atol, rtol=self.config.rtol,
+                aliases=reply.get("aliases"), precision_k=self.precision_k(),
             )  # fmt: skip
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")
+        self.note_error_ratio(verdict)
         self.checks["timed_spot_checks"] = self.checks.get("timed_spot_checks", 0) + 1
+
+    def note_error_ratio(self, verdict: dict) -> None:
+        """The largest precision-audit ratio seen (candidate error / reference error), for the record."""
+        ratio = verdict.get("error_ratio")
+        if isinstance(ratio, int | float):
+            self.checks["precision_error_ratio"] = round(max(float(ratio), self.checks.get("precision_error_ratio", 0.0)), 3)
 
     def check_leftovers(self, cand: WorkerHandle, when: str) -> None:
         """No threads or processes may outlive a call: count them from /proc, outside the candidate."""

@@ -12,6 +12,9 @@ a precompiled header (PCH) built once from the judge's own `PCH_HEADER` (never f
 exactly the flags of those units, cached beside the objects and shared by concurrent builds; a unit gets
 it through `-include`, so its own `#include`s of the same headers become no-ops. If the PCH cannot be
 built, units compile without it (slower, same result). `ensure_pch` lets a service build it ahead of time.
+`BuildConfig.read_only_caches` are object caches (an episode's shared layer, see cache.py) where a build
+looks the PCH and objects up, uses them in place and never writes; what it compiles goes to `cache_dir`,
+whose least recently used entries are pruned beyond `cache_budget_bytes`.
 `.cpp` units compile at `-O1` (`BuildConfig.host_optimization`): they are host glue (argument checks,
 kernel launches), and measured against -O2/-O3 it cuts what remains of their compile time (instantiating
 and emitting pybind11's inline code, which a PCH cannot save) by about a third; `.cu` files keep -O3.
@@ -33,6 +36,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cuda_agent.judge import cache as caches
 from cuda_agent.judge.procs import GIB, Completed, Limits, run_limited, scrubbed_env
 from cuda_agent.judge.toolchain import Toolchain, discover, gencode_flags
 from cuda_agent.workspace.files import INFRASTRUCTURE_FILES, template_path
@@ -58,6 +62,10 @@ class BuildConfig:
     total_timeout_s: float = 300.0
     memory_bytes: int = 16 * GIB
     cache_dir: Path | None = None  # object cache; None uses ~/.cache/cuda-agent/objects
+    # Object caches only read from (an episode's shared layer): never written, never pruned by this build.
+    read_only_caches: tuple[Path, ...] = ()
+    # Bytes the cache root of `cache_dir` may hold before its least recently used entries go (None: no cap).
+    cache_budget_bytes: int | None = field(default_factory=caches.budget_from_env)
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,7 @@ class SubmissionError(ValueError):
 
 def cache_root() -> Path:
     """Where the judge caches objects and baselines: $CUDA_AGENT_CACHE or ~/.cache/cuda-agent."""
-    return Path(os.environ.get("CUDA_AGENT_CACHE") or Path.home() / ".cache" / "cuda-agent")
+    return caches.cache_root()
 
 
 def default_cache_dir() -> Path:
@@ -211,6 +219,15 @@ def _pch_folder(tc: Toolchain, config: BuildConfig, cache: Path, text: str) -> P
         digest.update(part.encode())
         digest.update(b"\0")
     return cache / "pch" / digest.hexdigest()[:40]
+
+
+def _read_only_pch(tc: Toolchain, config: BuildConfig) -> Path | None:
+    """The judge's PCH header in a read-only layer, when one holds the finished .gch for these flags."""
+    for layer in config.read_only_caches:
+        header, gch, _ = _pch_paths(tc, config, layer)
+        if gch.is_file() and header.is_file():
+            return header
+    return None
 
 
 def pch_command(header: Path, gch: Path, tc: Toolchain, config: BuildConfig) -> list[str]:
@@ -363,21 +380,30 @@ def _compile_and_link(
     wanting = {s for s in sources if config.precompiled_header and _wants_pch(s)}
     pch = _Pch(None)
     planned: Path | None = None
-    if wanting:
-        header, _, failed = _pch_paths(tc, config, cache)
+    shared_pch = _read_only_pch(tc, config) if wanting else None
+    if shared_pch is not None:  # a shared layer has it: used in place, nothing to build or wait for
+        pch, planned = _Pch(shared_pch), shared_pch
+    elif wanting:
+        header, gch, failed = _pch_paths(tc, config, cache)
         if failed.exists():
             pch = _Pch(None, f"precompiled header failed to compile earlier (see {failed})")
         else:
             planned = header
+            caches.touch(gch)
 
     def plan(source: Path, header: Path | None) -> _Plan:
         use = header if source in wanting else None
         command = compile_command(source, stage / (source.name + ".o"), tc, config, use)
-        return command, cache / f"{_object_key(source, stage, command, tc)}.o", use is not None
+        name = f"{_object_key(source, stage, command, tc)}.o"
+        found = next((layer / name for layer in config.read_only_caches if (layer / name).is_file()), None)
+        if found is None:
+            found = cache / name
+            caches.touch(found)  # a hit is a use (LRU); a miss touches nothing
+        return command, found, use is not None
 
     plans = {source: plan(source, planned) for source in sources}
     pending = [s for s in sources if not plans[s][1].exists()]
-    waits_for_pch = [s for s in pending if plans[s][2]]
+    waits_for_pch = [s for s in pending if plans[s][2] and shared_pch is None]
 
     def compile_one(source: Path, command: list[str], cached_obj: Path) -> Completed:
         remaining = config.total_timeout_s - (time.monotonic() - start)
@@ -414,6 +440,8 @@ def _compile_and_link(
                         continue
                 futures[source] = pool.submit(compile_one, source, *plans[source][:2])
         results = [(s, plans[s][0], futures[s].result()) for s in sources if s in futures]
+    if futures or pch.command:  # this build wrote to its cache: keep the cache within its budget
+        caches.maybe_prune(cache, config.cache_budget_bytes)
 
     cached = [_display(s, stage) for s in sources if s not in futures]
     objects = [plans[s][1] for s in sources]

@@ -24,7 +24,7 @@ from pathlib import Path
 from cuda_agent.judge.api import Judgment, require_gpu, scratch_root
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.pool import WorkerPool, pin_current_thread
-from cuda_agent.judge.verdict import Status, Verdict, failure
+from cuda_agent.judge.verdict import Status, Verdict, failure, stage_outcomes
 from cuda_agent.task import Task, TaskError, load_task
 
 Item = Path | tuple[Path, Task | None]
@@ -206,7 +206,7 @@ def _resolve_task(submission: Path, task: Task | None) -> tuple[Task | None, Ver
     try:
         return load_task(submission / "model.py"), None
     except TaskError as exc:
-        return None, failure(Status.TASK_ERROR, str(exc))
+        return None, failure(Status.TASK_ERROR, str(exc), stages=stage_outcomes("task"))
 
 
 def _warm_pch(config: JudgeConfig) -> None:

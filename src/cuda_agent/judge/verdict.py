@@ -24,6 +24,15 @@ class Status(str, Enum):
     # The task itself is unusable (broken or degenerate reference): not the candidate's fault, but still
     # reward -1 (fail closed); RL code can filter on this status.
     TASK_ERROR = "task_error"
+    # `judge --build-only` / `utils/compile.sh`: every check a CPU can make passed (task, static checks,
+    # build), but nothing was verified or timed. Reward 0: no reward was earned (nor lost) yet.
+    BUILT = "built"
+
+
+# The stages of a judgment, in order, and what `Verdict.stages` says of each: it ran and passed, it ran
+# and failed, it was not run by choice (`--build-only`, `--no-timing`, no GPU), or an earlier stage failed.
+STAGES = ("task", "static", "build", "reference", "verify", "timing")
+PASSED, FAILED, SKIPPED, NOT_REACHED = "passed", "failed", "skipped", "not_reached"
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,7 @@ class Verdict:
     checks: dict[str, Any] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     task: str = ""
+    stages: dict[str, str] = field(default_factory=dict)  # STAGES -> PASSED / FAILED / SKIPPED / NOT_REACHED
 
     @property
     def passed(self) -> bool:
@@ -108,6 +118,40 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def stage_outcomes(failed: str | None, skipped: tuple[str, ...] = ()) -> dict[str, str]:
+    """The `stages` map of a judgment that failed at stage `failed` (None: nothing failed): the stages
+    before it passed, those after it were not reached, and `skipped` ones were not run by choice."""
+    outcomes: dict[str, str] = {}
+    reached_failure = False
+    for stage in STAGES:
+        if stage == failed:
+            outcomes[stage], reached_failure = FAILED, True
+        elif stage in skipped:
+            outcomes[stage] = SKIPPED
+        else:
+            outcomes[stage] = NOT_REACHED if reached_failure else PASSED
+    return outcomes
+
+
+def failed_stage(verdict: Verdict, ran: set[str] | dict[str, float], timed: bool = True) -> str | None:
+    """Which stage of a full judgment ended it, from its verdict and the stages that recorded a time
+    (a stage records its time when it completes; checks after verification count as timing when timed)."""
+    if verdict.status in (Status.OK, Status.BUILT):
+        return None
+    reason = verdict.reason
+    if reason.startswith(("static checks failed", "no model_new.py")):
+        return "static"
+    if verdict.status is Status.COMPILE_ERROR or reason.startswith("build failed"):
+        return "build"
+    if verdict.status is Status.TASK_ERROR:
+        return "reference" if "build" in ran else "task"
+    if "build" not in ran:
+        return "build"
+    if "reference" not in ran:
+        return "reference"
+    return "timing" if "verify" in ran and timed else "verify"
 
 
 def failure(status: Status, reason: str, **extra: Any) -> Verdict:

@@ -10,25 +10,44 @@ import shutil
 import sys
 from pathlib import Path
 
-from cuda_agent.judge.build import MODULE_NAME, BuildConfig, build_extension
+from cuda_agent.judge.build import MODULE_NAME, BuildConfig
+from cuda_agent.judge.cache import shared_caches_from_env
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
 from cuda_agent.judge.toolchain import default_arch
 from cuda_agent.task import TaskError, load_task
 
 
 def compile_main(root: Path = Path(".")) -> int:
-    result = build_extension(root / "kernels", root / "build", BuildConfig(arch=default_arch()))
-    if not result.ok:
+    """Build kernels/ and check what the judge checks before it needs a GPU: model.py is a valid task,
+    model_new.py and kernels/ pass the static checks, kernels/ builds. Exit 0 only when all of it passed;
+    the module is installed whenever the build itself succeeded (so it can be tried while fixing the rest)."""
+    from cuda_agent.judge.cpu_checks import check_on_cpu
+    from cuda_agent.judge.verdict import Status
+
+    config = JudgeConfig(build=BuildConfig(arch=default_arch(), read_only_caches=shared_caches_from_env()))
+    verdict, result = check_on_cpu(root, None, config, out_dir=root / "build")
+    built = result is not None and result.ok and result.module_path is not None
+    if built:
+        assert result is not None and result.module_path is not None
+        shutil.copyfile(result.module_path, root / f"{MODULE_NAME}.so")
+    how = f"in {result.seconds:.1f} s ({len(result.compiled)} compiled, {len(result.cached)} reused)" if result else ""
+    if verdict.status is Status.BUILT:
+        print(f"Compile success: {MODULE_NAME}.so {how}; model.py and the static checks passed too")
+        return 0
+    failures = verdict.checks.get("failures", {})
+    if built:
+        print(f"Built {MODULE_NAME}.so {how}, but the judge would not accept this submission:", file=sys.stderr)
+    if "build" in failures:
         print("Compilation failed:", file=sys.stderr)
-        print(result.log, file=sys.stderr)
-        return 1
-    assert result.module_path is not None
-    shutil.copyfile(result.module_path, root / f"{MODULE_NAME}.so")
-    print(
-        f"Compile success: {MODULE_NAME}.so in {result.seconds:.1f} s "
-        f"({len(result.compiled)} compiled, {len(result.cached)} reused)"
-    )
-    return 0
+        print(verdict.compile_log, file=sys.stderr)
+    if "static" in failures:
+        print("Static checks failed (the judge rejects this submission):", file=sys.stderr)
+        for finding in verdict.checks.get("static", []):
+            print(f"  {finding}", file=sys.stderr)
+    if "task" in failures:
+        print(f"model.py is not a valid task: {failures['task']}", file=sys.stderr)
+    print(f"FAIL [{verdict.status.value}]: {verdict.reason}", file=sys.stderr)
+    return 1
 
 
 def _judge(root: Path, timed: bool) -> int:
