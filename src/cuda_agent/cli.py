@@ -56,6 +56,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        message = _missing_tool(e)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_MISSING_TOOL
+
+
+# The machine lacks something a command needs (nvcc, a C++ compiler, a GPU): a message, not a traceback.
+EXIT_MISSING_TOOL = 3
+
+
+def _missing_tool(error: BaseException) -> str | None:
+    """The message for an error that means "install X", wherever in a command it surfaced, else None."""
+    from cuda_agent.judge.config import JudgeUnavailable
+    from cuda_agent.judge.toolchain import ToolchainError
+
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:  # a worker's error may arrive wrapped
+        seen.add(id(error))
+        if isinstance(error, (ToolchainError, JudgeUnavailable)):
+            return str(error)
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return None
 
 
 if __name__ == "__main__":
