@@ -5,6 +5,13 @@ and never holds the reference outputs, the tolerances or the verdict: outputs go
 for the reference worker to compare. One process per candidate, killed afterwards, so a CUDA context a
 candidate broke is never reused.
 Started as `python -I -m cuda_agent.judge.candidate_worker FD` with the candidate folder as cwd.
+
+Everything in this process is the candidate's to read and change (docs/design/trust_boundary.md): no
+fact of the reward is decided here. What it holds is chosen so that reading it gains nothing: one
+seed per input set, given only when that set is due (a timed round's seeds with that round), and no
+knowledge of which timed calls will be checked: every call of a round keeps its inputs and output
+(`Sampler.kept`) until the parent, after the round, asks for the ones it chose (`dump_call`). The
+facts it reports (aliasing of outputs, `layout.aliases`) are decided in the reference worker.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge import tensorfile
+from cuda_agent.judge import layout, tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.opgate import OpGate
@@ -74,6 +81,7 @@ class CandidateWorker:
         self.sampler: Sampler | None = None
         self.inputs: InputSource | None = None
         self.outputs = OutputBuffers()
+        self.round_inputs: list[Any] = []
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         """Before any candidate code exists: create the CUDA context and run the profiler once, whose
@@ -166,8 +174,9 @@ class CandidateWorker:
         for k, t in enumerate(outputs):
             if type(t) is not torch.Tensor:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        aliases = layout.aliases(outputs, list(inputs))
         handed = self._hand_over(outputs, output_path, shared)
-        return {"forbidden": dict(gate.forbidden), "input_print": drawn, **handed}
+        return {"forbidden": dict(gate.forbidden), "input_print": drawn, "aliases": aliases, **handed}
 
     def profile(self, inputs_seed: int | None = None, inputs_path: str | None = None) -> dict[str, Any]:
         """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
@@ -185,29 +194,43 @@ class CandidateWorker:
                 kernels[event.name] = kernels.get(event.name, 0.0) + float(event.device_time_total)
         return {"kernels": kernels}
 
-    def dump_last(self, output_path: str, shared: bool = False) -> dict[str, Any]:
-        """Save the output of the last timed call (spot check of what was timed)."""
+    def dump_call(self, index: int, output_path: str, shared: bool = False) -> dict[str, Any]:
+        """Hand over the output of call `index` of the last timed round (chosen by the parent after it)."""
         assert self.sampler is not None
-        index, result = self.sampler.last
+        if not 0 <= index < len(self.sampler.kept):
+            raise CandidateError(f"no timed call {index} in the last round")
+        inputs, result = self.sampler.kept[index]
         outputs = flatten_tensors(result)
         if any(type(t) is not torch.Tensor for t in outputs):
             raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
-        return {"set_index": index, **self._hand_over(outputs, output_path, shared)}
+        aliases = layout.aliases(outputs, list(inputs))
+        return {"aliases": aliases, **self._hand_over(outputs, output_path, shared)}
 
-    def time_setup(
-        self, timing_seeds: list[int] | None = None, timing_path: str | None = None
-    ) -> dict[str, Any]:
-        if timing_path is not None:
-            sets = _load(timing_path)
+    def time_setup(self, warmup_seeds: list[int] | None = None, warmup_path: str | None = None) -> dict[str, Any]:
+        """Warm up on sets of their own (never the timed or the verification content)."""
+        if warmup_path is not None:
+            sets = [self._inputs(None, warmup_path)]
         else:
-            sets = [self._inputs(seed, None) for seed in timing_seeds or []]
-        drawn = fingerprint(sets)
+            sets = [self._inputs(seed, None) for seed in warmup_seeds or []]
         self.sampler = Sampler(self.model, sets)
-        return {"warmup_ms": self.sampler.warmup(), "timing_print": drawn}
+        return {"warmup_ms": self.sampler.warmup()}
+
+    def draw_round(self, seeds: list[int] | None = None, inputs_path: str | None = None) -> dict[str, Any]:
+        """The next round's inputs, one set per timed call, drawn now (outside the parent's clock around
+        `time_round`): from seeds the parent made for this round alone, or a file the reference wrote."""
+        assert self.sampler is not None, "time_setup first"
+        self.sampler.kept, self.sampler._round_copies, self.round_inputs = [], {}, []  # free the last round
+        if inputs_path is not None:
+            self.round_inputs = list(_load(inputs_path))
+        else:
+            self.round_inputs = [self._inputs(seed, None) for seed in seeds or []]
+        torch.cuda.synchronize()
+        return {"calls": len(self.round_inputs)}
 
     def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
         assert self.sampler is not None, "time_setup first"
-        result = self.sampler.round(samples, keep)
+        fresh, self.round_inputs = self.round_inputs, []
+        result = self.sampler.round(samples, keep, fresh=fresh or None)
         self.check_settings("a timed forward")
         return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
 
@@ -223,7 +246,8 @@ def main() -> None:
             "load": worker.load,
             "run": worker.run,
             "profile": worker.profile,
-            "dump_last": worker.dump_last,
+            "dump_call": worker.dump_call,
+            "draw_round": worker.draw_round,
             "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,

@@ -79,8 +79,14 @@ def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
     return bool(torch.isclose(fake.to(ref.dtype)[finite], ref[finite], rtol=tol.rtol, atol=tol.atol).all())
 
 
-def degenerate_baselines(ref: torch.Tensor, tol: Tolerance) -> list[str]:
-    """Which trivial answers pass for this reference output: zeros, its mean, or a constant of its median."""
+def degenerate_baselines(
+    ref: torch.Tensor, tol: Tolerance, inputs: tuple[Any, ...] | list[Any] = (), low_order: bool = True
+) -> list[str]:
+    """Which trivial answers pass for this reference output: zeros, its mean, or a constant of its median,
+    its first slice repeated, an input returned as it is, and (with `low_order`) a quadratic polynomial
+    of an input fitted to the output (a cheap stand-in for the real function: gelu(x) ~ x/2 + x^2/4 near
+    zero, x + 1e-4 * branch(x) ~ x). The caller turns off `low_order` for tasks that are themselves
+    polynomial in their inputs (x * scale + shift), where the fit is the task, not a trivial answer."""
     if ref.numel() == 0:
         return ["empty output"]
     passing = []
@@ -99,4 +105,28 @@ def degenerate_baselines(ref: torch.Tensor, tol: Tolerance) -> list[str]:
         if size > 1 and passes_with(ref, ref.narrow(dim, 0, 1).expand_as(ref).contiguous(), tol):
             passing.append(f"its first slice along dim {dim} repeated")
             break
+    for k, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor) or x.numel() != ref.numel() or x.device != ref.device:
+            continue
+        same = x.reshape(ref.shape)
+        comparable = x.dtype == ref.dtype or (x.is_floating_point() and ref.is_floating_point())
+        if comparable and passes_with(ref, same.to(ref.dtype), tol):
+            passing.append(f"input {k} returned as it is")
+            continue
+        if low_order and ref.is_floating_point() and x.is_floating_point():
+            fit = polynomial_fit(same, ref, degree=2)
+            if fit is not None and passes_with(ref, fit.to(ref.dtype), tol):
+                passing.append(f"a quadratic polynomial of input {k}")
     return passing
+
+
+def polynomial_fit(x: torch.Tensor, y: torch.Tensor, degree: int) -> torch.Tensor | None:
+    """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`."""
+    xd, yd = x.double().flatten(), y.double().flatten()
+    keep = torch.isfinite(xd) & torch.isfinite(yd)
+    if int(keep.sum()) <= degree + 1:
+        return None
+    scale = float(xd[keep].abs().max()) or 1.0
+    basis = torch.stack([(xd / scale) ** p for p in range(degree + 1)], dim=1)
+    solution = torch.linalg.lstsq(basis[keep].cpu(), yd[keep].cpu().unsqueeze(1)).solution
+    return (basis @ solution.to(basis.device)).reshape(y.shape)

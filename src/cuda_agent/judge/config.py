@@ -35,6 +35,13 @@ class JudgeConfig:
     atol: float = 1e-2
     rtol: float = 1e-2
     input_sets: int = 5
+    # Precision audit (precision.py): a candidate further than `precision_k` times the reference's own
+    # error from a float64 evaluation of the reference is rejected. False restores the paper's
+    # tolerance-only rule.
+    precision_audit: bool = True
+    precision_k: float = 32.0
+    # Timed calls whose outputs are compared with the reference after each round (chosen after it).
+    timed_checks_per_round: int = 1
     build: BuildConfig = field(default_factory=BuildConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_candidate: bool = True

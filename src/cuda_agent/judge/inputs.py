@@ -10,12 +10,21 @@ its own draw only computes on inputs the reference did not (its outputs are comp
 reference's outputs for the true inputs). Each worker reports a fingerprint of what it drew; when they
 differ (a task whose `get_inputs()` reads a clock or an unseeded generator), the judge falls back to
 files written by the reference for that judgment.
+
+What a seed may reveal (docs/design/trust_boundary.md): every seed is an independent secret
+(`secrets.randbits`), used for one input set only, and the candidate worker receives it only when that
+set is due: a verification set's seed with its call, a timed call's seed with the round it belongs to.
+So a seed tells the candidate nothing beyond the content it is about to be given anyway; in particular
+nothing of later rounds, of the baselines' sets, or of which timed calls the parent will check. After
+each draw the generators are reseeded from the OS (`scrub_generators`), so torch's RNG state in the
+candidate's process never holds a seed for longer than the draw.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import secrets
 import sys
 from types import ModuleType
 from typing import Any
@@ -34,6 +43,11 @@ def seed_everything(seed: int) -> None:
         numpy.random.seed(seed % 2**32)
 
 
+def scrub_generators() -> None:
+    """Reseed every generator from the OS: the state after a draw must not keep its seed recoverable."""
+    seed_everything(secrets.randbits(62))
+
+
 def to_cuda(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.cuda()
@@ -47,8 +61,11 @@ def draw_inputs(module: ModuleType, seed: int, device: str = "cuda") -> Any:
     the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host). Anything but
     a list or tuple comes back as it is, for `task.check_inputs` to name."""
     seed_everything(seed)
-    with torch.device(device):
-        inputs = module.get_inputs()
+    try:
+        with torch.device(device):
+            inputs = module.get_inputs()
+    finally:
+        scrub_generators()
     if not isinstance(inputs, list | tuple):
         return inputs
     return [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)

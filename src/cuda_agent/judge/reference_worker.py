@@ -3,6 +3,15 @@
 It never imports candidate code; candidate outputs reach it only as tensor files, bounds-checked as
 untrusted (tensorfile.py). Inputs are not sent: both workers draw them from the same seeds (inputs.py).
 Started by the judge as `python -I -m cuda_agent.judge.reference_worker FD`.
+
+Facts of the reward established here, outside the candidate's reach (docs/design/trust_boundary.md):
+- the reference outputs, for the verification sets and for every timed call the parent chose to check
+  (drawn again here from that call's seed, which the candidate held only for the round it ran);
+- the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
+  the comparison, inputs that do not matter reported; the degeneracy audit (compare.py);
+- the comparison itself: values within the tolerance, the reference's strides, no aliasing the
+  reference does not have (layout.py), and the precision audit against a float64 evaluation
+  (precision.py).
 """
 
 from __future__ import annotations
@@ -14,11 +23,12 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge import tensorfile
+from cuda_agent.judge import layout, precision, tensorfile
+from cuda_agent.judge.audit import inputs_that_do_not_matter, make_parameters_matter, vary_constant_state
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines, describe
 from cuda_agent.judge.inputs import draw_inputs, fingerprint
-from cuda_agent.judge.opgate import OpGate
+from cuda_agent.judge.opgate import ALLOWED_OPS, OpGate
 from cuda_agent.judge.shared_outputs import SharedOutputReader, UnsafeBuffer
 from cuda_agent.judge.timing import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
@@ -32,6 +42,11 @@ MAX_TIMING_SETS = 8
 # rounding to 2 MB), and a probe buffer this large.
 SHARED_SLACK_BYTES = 16 << 20
 PROBE_BYTES = 16 << 20
+# A task running only these (and allocation, views) is a polynomial of its inputs: a fitted polynomial
+# is then the task itself, not a trivial answer (compare.degenerate_baselines, `low_order`).
+POLYNOMIAL_OPS = frozenset({"mul", "add", "sub", "rsub", "neg", "clone", "copy_", "_to_copy", "contiguous"})
+
+__all__ = ["ReferenceWorker", "judge_outputs", "main", "vary_constant_state"]
 
 
 class ReferenceWorker:
@@ -43,12 +58,16 @@ class ReferenceWorker:
         self.samplers: dict[str, Sampler] = {}
         self.input_seeds: list[int] = []
         self.input_prints: list[str] = []
+        self.aliases: list[list[list[str]]] = []  # per input set, per output: what it shares memory with
+        self.exact_outputs: list[list[torch.Tensor | None] | None] = []  # float64 evaluations
+        self.exact: precision.Exact | None = None
+        self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
 
     def prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
-        atol: float, rtol: float,
+        atol: float, rtol: float, precision_audit: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -58,40 +77,70 @@ class ReferenceWorker:
         out = Path(workdir)
         torch.manual_seed(init_seed)
         model, init_inputs = build_model(self.module, task.name)
-        vary_constant_state(model)
+        varied = vary_constant_state(model)
         self.model = model.cuda().eval()
-        torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
 
         tol = Tolerance(atol, rtol)
+        self.input_seeds, self.input_prints = list(input_seeds), []
+        drawn = [check_inputs(draw_inputs(self.module, seed), task.name) for seed in input_seeds]
+        # Every parameter must matter at the tolerance (scaled up until zeroing it fails), before the
+        # state is handed to the candidate; every input should (reported).
+        audit = make_parameters_matter(self.model, drawn[0], tol)
+        audit["varied"] = varied
+        audit["inputs_that_do_not_matter"] = (
+            inputs_that_do_not_matter(self.model, drawn[0], drawn[1], tol) if len(drawn) > 1 else []
+        )
+        torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
+        self.exact = precision.Exact(self.model) if precision_audit else None
+
         degenerate: list[list[str]] = []
         specs: list[dict[str, Any]] = []
         recorder = OpGate(poison=False)
-        self.input_seeds, self.input_prints = list(input_seeds), []
-        for index, seed in enumerate(input_seeds):
-            inputs = check_inputs(draw_inputs(self.module, seed), task.name)
+        for index, inputs in enumerate(drawn):
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
+            exact = self.exact.outputs(inputs) if self.exact else None
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
-            outputs = [t.detach().clone() for t in flatten_tensors(result)]
-            if not outputs:
+            raw = flatten_tensors(result)
+            if not raw:
                 raise ValueError("Model.forward returned no tensors")
+            self.aliases.append(layout.aliases(raw, list(inputs)))
+            outputs = [_keep(t) for t in raw]
             self.outputs.append(outputs)
+            self.exact_outputs.append(exact)
             specs = [describe(t) for t in outputs]
-            degenerate.append(sorted({d for t in outputs for d in degenerate_baselines(t, tol)}))
+            low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
+            degenerate.append(
+                sorted({d for t in outputs for d in degenerate_baselines(t, tol, inputs, low_order=low_order)})
+            )
+        # Baselines only (eager, torch.compile): these sets never reach the candidate, whose timed calls
+        # each get inputs of their own (draw_round / compare_timing).
         first = draw_inputs(self.module, timing_seed)
         self.shared_limit = 2 * tensor_bytes(self.outputs[0]) + SHARED_SLACK_BYTES
         input_bytes = tensor_bytes(first)
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
-        timing_seeds = [timing_seed + k for k in range(n_sets)]
-        self.timing_sets = [first, *(draw_inputs(self.module, seed) for seed in timing_seeds[1:])]
+        self.timing_sets = [first, *(draw_inputs(self.module, timing_seed + k) for k in range(1, n_sets))]
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
+        precision_state = (
+            "off" if self.exact is None
+            else (self.exact.problem or "float64 reference") if not any(self.exact_outputs)
+            else "float64 reference"
+        )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
-            "ops": sorted(recorder.seen), "input_prints": self.input_prints, "timing_seeds": timing_seeds,
-            "timing_print": fingerprint(self.timing_sets),
+            "ops": sorted(recorder.seen), "input_prints": self.input_prints, "parameter_audit": audit,
+            "precision": precision_state,
         }  # fmt: skip
+
+    def draw_round(self, seeds: list[int], workdir: str) -> dict[str, Any]:
+        """Input-file mode (a task whose inputs a seed does not reproduce in the candidate worker): draw
+        one input set per timed call of the next round, keep them for its checks, write them as a file."""
+        self.round_sets = {seed: draw_inputs(self.module, seed) for seed in seeds}
+        path = Path(workdir) / "round_inputs.tensors"
+        tensorfile.save([self.round_sets[seed] for seed in seeds], path)
+        return {"path": str(path)}
 
     def save_inputs(self, workdir: str) -> dict[str, Any]:
         """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
@@ -105,21 +154,31 @@ class ReferenceWorker:
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
                 self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
             tensorfile.save(inputs, out / f"inputs_{index}.tensors")
-        tensorfile.save(self.timing_sets, out / "timing_inputs.tensors")
         return {"sets": len(self.input_seeds)}
 
     def compare_timing(
-        self, set_index: int, path: str, atol: float, rtol: float, shared: bool = False
-    ) -> dict[str, Any]:
-        """Spot check of a timed call: compare its output with the reference on that timing input set."""
-        if not 0 <= set_index < len(self.timing_sets):
-            return {"match": False, "reason": f"the timed call reported an unknown input set {set_index}"}
+        self, seed: int, path: str, atol: float, rtol: float, shared: bool = False,
+        aliases: Any = None, precision_k: float | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Check of a timed call the parent chose after its round: the reference's output for that call's
+        inputs (drawn again from its seed, or kept in input-file mode) against what the candidate kept."""
+        inputs = self.round_sets.get(seed)
+        if inputs is None:
+            inputs = draw_inputs(self.module, seed)
+            exact = self.exact.outputs(inputs) if self.exact and precision_k else None
         with torch.no_grad():
-            expected = [t.detach() for t in flatten_tensors(self.model(*self.timing_sets[set_index]))]
-        return self._compare_file(expected, path, atol, rtol, shared)
+            raw = flatten_tensors(self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        ref_aliases = layout.aliases(raw, list(inputs))
+        expected = [t.detach() for t in raw]
+        return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k)
 
-    def compare(self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False) -> dict[str, Any]:
-        return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared)
+    def compare(
+        self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False,
+        aliases: Any = None, precision_k: float | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        exact = self.exact_outputs[ref_index] if precision_k else None
+        return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared, self.aliases[ref_index],
+                                  aliases, exact, precision_k)  # fmt: skip
 
     def _read_outputs(self, path: str, shared: bool) -> Any:
         """What the candidate handed over: a tensor file in its shared buffer, or a file it wrote (read
@@ -144,13 +203,16 @@ class ReferenceWorker:
         """Drop everything of the judgment that ended (model, outputs, timing sets, the candidate's
         mapped buffers): a kept worker then holds little more than its CUDA context between judgments."""
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
+        self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
 
     def _compare_file(
-        self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool
-    ) -> dict[str, Any]:
+        self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool,
+        ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
+        exact: list[torch.Tensor | None] | None = None, precision_k: float | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         try:
             produced = self._read_outputs(path, shared)
         except UnsafeBuffer as exc:
@@ -160,12 +222,8 @@ class ReferenceWorker:
         if not isinstance(produced, list) or len(produced) != len(expected):
             count = len(produced) if isinstance(produced, list) else "?"
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
-        for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
-            label = "output" if len(expected) == 1 else f"output {k}"
-            problem = compare_tensor(ref, got, Tolerance(atol, rtol), label)
-            if problem:
-                return {"match": False, "reason": problem}
-        return {"match": True}
+        return judge_outputs(expected, produced, Tolerance(atol, rtol), ref_aliases, got_aliases, exact,
+                             precision_k)  # fmt: skip
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         if gpu:
@@ -212,25 +270,56 @@ class ReferenceWorker:
         return {}
 
 
-def vary_constant_state(model: torch.nn.Module) -> list[str]:
-    """Replace every constant floating parameter or buffer (default-initialised ones, zeros, norms'
-    weight 1 / bias 0 / running stats) with random values of the same sign, drawn from the secret seed.
+def _keep(t: torch.Tensor) -> torch.Tensor:
+    """A private copy of a reference output with the same strides (clone would make an expanded or
+    overlapping view contiguous)."""
+    t = t.detach()
+    copy = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    if layout.significant_strides(copy) == layout.significant_strides(t):
+        try:
+            return copy.copy_(t)
+        except RuntimeError:
+            pass
+    return t.clone()
 
-    Reference and candidate load the same state, so the comparison stays exact; what changes is that a
-    submission can no longer assume the default values (e.g. skip an identity BatchNorm)."""
-    varied = []
-    with torch.no_grad():
-        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
-            if not tensor.is_floating_point() or tensor.numel() < 2:
-                continue
-            first = tensor.flatten()[0]
-            if not bool((tensor == first).all()):
-                continue
-            value = float(first)
-            noise = torch.empty_like(tensor).uniform_(0.5, 1.5)
-            tensor.copy_(noise * value if value != 0.0 else noise - 1.0)
-            varied.append(name)
-    return varied
+
+def _aliases_of(value: Any, count: int) -> list[list[str]] | None:
+    """The candidate worker's aliasing report, checked to be a list of lists of short strings."""
+    if not isinstance(value, list) or len(value) != count:
+        return None
+    if not all(isinstance(v, list) and all(isinstance(a, str) and len(a) < 32 for a in v) for v in value):
+        return None
+    return value
+
+
+def judge_outputs(
+    expected: list[torch.Tensor], produced: list[Any], tol: Tolerance,
+    ref_aliases: list[list[str]] | None, got_aliases: Any,
+    exact: list[torch.Tensor | None] | None, precision_k: float | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The whole decision on one call's outputs: values, layout and aliasing, precision. Pure tensors in,
+    a verdict out, so it is tested on the CPU."""
+    reported = _aliases_of(got_aliases, len(expected)) if ref_aliases is not None else None
+    if ref_aliases is not None and reported is None:
+        return {"match": False, "reason": "the candidate worker gave no valid report of its outputs' memory"}
+    ratios = []
+    for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
+        label = "output" if len(expected) == 1 else f"output {k}"
+        problem = compare_tensor(ref, got, tol, label)
+        if problem:
+            return {"match": False, "reason": problem}
+        if ref_aliases is not None and reported is not None:
+            problem = layout.problem(ref, got, ref_aliases[k], reported[k], label)
+            if problem:
+                return {"match": False, "reason": problem, "kind": "layout"}
+        truth = exact[k] if exact is not None and k < len(exact) else None
+        if precision_k and truth is not None and precision.auditable(ref):
+            found = precision.errors(got, ref, truth)
+            ratios.append(found.ratio)
+            problem = precision.verdict(found, precision_k, label)
+            if problem:
+                return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.ratio}
+    return {"match": True, "error_ratio": max(ratios) if ratios else None}
 
 
 def _driver_version() -> str:
@@ -259,6 +348,7 @@ def main() -> None:
             "read_probe": worker.read_probe,
             "end_judgment": worker.end_judgment,
             "compare_timing": worker.compare_timing,
+            "draw_round": worker.draw_round,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
