@@ -121,12 +121,21 @@ def degenerate_baselines(
 
 
 def polynomial_fit(x: torch.Tensor, y: torch.Tensor, degree: int) -> torch.Tensor | None:
-    """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`."""
+    """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`, from
+    the normal equations (power sums on the tensors' device; only a tiny system is solved on the CPU)."""
     xd, yd = x.double().flatten(), y.double().flatten()
     keep = torch.isfinite(xd) & torch.isfinite(yd)
     if int(keep.sum()) <= degree + 1:
         return None
-    scale = float(xd[keep].abs().max()) or 1.0
-    basis = torch.stack([(xd / scale) ** p for p in range(degree + 1)], dim=1)
-    solution = torch.linalg.lstsq(basis[keep].cpu(), yd[keep].cpu().unsqueeze(1)).solution
-    return (basis @ solution.to(basis.device)).reshape(y.shape)
+    xs, ys = xd[keep], yd[keep]
+    scale = float(xs.abs().max()) or 1.0
+    xs = xs / scale
+    sums = [float(xs.pow(p).sum()) for p in range(2 * degree + 1)]
+    gram = torch.tensor([[sums[i + j] for j in range(degree + 1)] for i in range(degree + 1)], dtype=torch.float64)
+    rhs = torch.tensor([[float((ys * xs.pow(i)).sum())] for i in range(degree + 1)], dtype=torch.float64)
+    coef = torch.linalg.lstsq(gram, rhs).solution.flatten().tolist()
+    z = xd / scale
+    fit = torch.zeros_like(z)
+    for c in reversed(coef):  # Horner
+        fit = fit * z + c
+    return fit.reshape(y.shape)
