@@ -464,9 +464,9 @@ class Judgment:
             verdict = self._reference_result(
                 "compare", lambda: ref.receive("compare", request, self.config.prepare_timeout_s)
             )
+        self.note_error_ratio(verdict)  # refused ones too: the record shows how far off they were
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
-        self.note_error_ratio(verdict)
 
     def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None) -> None:
         """GPU memory the candidate holds after a call: its own (NVML, context included) where NVML can
@@ -643,9 +643,9 @@ class Judgment:
                 **self.handed_over(cand, reply, path), atol=self.config.atol, rtol=self.config.rtol,
                 aliases=reply.get("aliases"), precision_k=self.precision_k(),
             )  # fmt: skip
+        self.note_error_ratio(verdict)
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")
-        self.note_error_ratio(verdict)
         self.checks["timed_spot_checks"] = self.checks.get("timed_spot_checks", 0) + 1
 
     def note_error_ratio(self, verdict: dict) -> None:
