@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "synth": "synth",
     "workspace": "workspace",
     "solve": "solve",
+    "serve": "serve",
     "cache": "cache",
     "train": "train",
 }

@@ -73,6 +73,8 @@ class JudgeService:
             for d, cpus in zip(self.devices, lane_cpus, strict=True)
         ]
         self._free_lanes: queue.Queue[WorkerPool] = queue.Queue()
+        self.lanes_busy = 0  # GPU lanes of judge_many running a judgment now (the server's metrics)
+        self._busy_lock = threading.Lock()
         self._started = False
         self.keep_warm = keep_warm
 
@@ -120,10 +122,12 @@ class JudgeService:
     def judge_many(self, items: Iterable[Item], task: Task | None = None) -> Iterator[tuple[int, Verdict]]:
         """Judge many submissions: yields (index into `items`, verdict) as verdicts are reached.
 
-        Each item is a folder (judged against `task`, or its own model.py) or (folder, task)."""
+        Each item is a folder (judged against `task`, or its own model.py) or (folder, task). `items` is
+        read lazily by a thread of its own, so it may be a stream that blocks for the next submission (the
+        HTTP server feeds one); verdicts come as soon as they are reached, and the batch ends when the
+        stream does."""
         self.start()
-        work = [(Path(i), task) if not isinstance(i, tuple) else (Path(i[0]), i[1]) for i in items]
-        results: queue.Queue[tuple[int, Verdict]] = queue.Queue()
+        results: queue.Queue[tuple[int, Verdict] | int] = queue.Queue()  # an int: how many items there were
         built: queue.Queue[tuple[int, Judgment] | None] = queue.Queue()
         waiting = threading.BoundedSemaphore(self.build_workers + 2 * len(self.pools))
         stop = threading.Event()
@@ -161,12 +165,16 @@ class JudgeService:
                     return
                 index, judgment = item
                 verdict: Verdict | None = None
+                with self._busy_lock:
+                    self.lanes_busy += 1
                 try:
                     if not stop.is_set():
                         verdict = judgment.run_built(pool)
                 except Exception as exc:  # never lose a verdict: the consumer waits for every index
                     verdict = failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})")
                 finally:
+                    with self._busy_lock:
+                        self.lanes_busy -= 1
                     judgment.cleanup()
                     waiting.release()
                 if verdict is not None:
@@ -180,11 +188,35 @@ class JudgeService:
             self.build_workers, thread_name_prefix="judge-build", initializer=pin_current_thread,
             initargs=(self.build_cpus,),
         )  # fmt: skip
+        feed_error: list[BaseException] = []
+
+        def feed() -> None:
+            count = 0
+            try:
+                for item in items:
+                    if stop.is_set():
+                        break
+                    submission, given = (Path(item[0]), item[1]) if isinstance(item, tuple) else (Path(item), task)
+                    builders.submit(build, count, submission, given)
+                    count += 1
+            except BaseException as exc:  # raised to the consumer once the verdicts already due are out
+                if not stop.is_set():
+                    feed_error.append(exc)
+            finally:
+                results.put(count)
+
+        threading.Thread(target=feed, name="judge-feed", daemon=True).start()
         try:
-            for index, (submission, given) in enumerate(work):
-                builders.submit(build, index, submission, given)
-            for _ in range(len(work)):
-                yield results.get()
+            total, given_out = None, 0
+            while total is None or given_out < total:
+                got = results.get()
+                if isinstance(got, int):
+                    total = got
+                    continue
+                given_out += 1
+                yield got
+            if feed_error:
+                raise feed_error[0]
         finally:
             stop.set()
             builders.shutdown(wait=True, cancel_futures=True)

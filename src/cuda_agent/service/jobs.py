@@ -1,0 +1,170 @@
+"""The bounded queue between the HTTP front and an executor.
+
+`submit` admits a judgment only while fewer than `max_pending` are unfinished (else `QueueFull`, which the
+app answers with 429 and Retry-After): memory and scratch stay bounded however fast clients send. An
+admitted judgment is committed to the store before `submit` returns, then laid out in a scratch folder
+and handed to the executor. The executor's report is recorded with `Store.finish`, which keeps the first
+verdict only, and wakes whoever waits for it (long polls and event streams, on the app's event loop).
+
+On start, judgments the store holds unfinished (a crash or a restart) are dispatched again; one that has
+already been dispatched `max_attempts` times (its judge died each time) ends as `judge_error` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.service.executors import Executor, Job, judge_error
+from cuda_agent.service.metrics import Metrics
+from cuda_agent.service.store import KeyConflict, Store
+from cuda_agent.service.submission import Submission
+from cuda_agent.task import TaskError, load_task
+
+
+class QueueFull(Exception):
+    def __init__(self, pending: int, retry_after_s: int) -> None:
+        super().__init__(f"the judge queue is full ({pending} judgments pending); retry in {retry_after_s} s")
+        self.retry_after_s = retry_after_s
+
+
+class JobQueue:
+    def __init__(self, store: Store, executor: Executor, scratch: Path, max_pending: int = 64,
+                 max_attempts: int = 3) -> None:  # fmt: skip
+        self.store = store
+        self.executor = executor
+        self.scratch = Path(scratch)
+        self.max_pending = max_pending
+        self.max_attempts = max_attempts
+        self.metrics = Metrics(
+            queued=lambda: max(0, self.pending - self.executor.busy()), running=lambda: self.executor.busy(),
+            lanes_busy=lambda: self.executor.busy(), lanes=lambda: self.executor.lanes,
+        )  # fmt: skip
+        self.pending = 0
+        self.ready = False
+        self._lock = threading.Lock()
+        self._watchers: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._seconds_per_verdict = 10.0  # a running estimate, for Retry-After
+
+    # ---- life --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.executor.start(self._report)
+        unfinished = self.store.recover()
+        with self._lock:
+            self.pending += len(unfinished)
+        for judgment_id in unfinished:
+            self._dispatch(judgment_id)
+        if unfinished:
+            print(f"resumed {len(unfinished)} unfinished judgment(s)", file=sys.stderr, flush=True)
+        self.ready = True
+
+    def close(self) -> None:
+        self.ready = False
+        self.executor.close()
+
+    # ---- admitting ---------------------------------------------------------------------------------
+    def submit(self, client: str, submission: Submission, key: str | None = None) -> tuple[str, bool]:
+        """(judgment id, created). A key this client used before returns that judgment (even when the
+        queue is full); KeyConflict when it was for other content."""
+        return self.submit_many(client, [(submission, key)])[0]
+
+    def submit_many(self, client: str, items: list[tuple[Submission, str | None]]) -> list[tuple[str, bool]]:
+        """All or nothing: a batch that does not fit in the queue is refused whole (429), and one key
+        conflict refuses the batch before anything of it is added."""
+        digests = [s.digest() for s, _ in items]
+        answers: list[tuple[str, bool] | None] = []
+        with self._lock:
+            for (_, key), digest in zip(items, digests, strict=True):
+                found = self.store.find(client, key) if key is not None else None
+                if found is not None and found[1] != digest:
+                    raise KeyConflict(found[0])
+                answers.append((found[0], False) if found is not None else None)
+            new = answers.count(None)
+            if new and self.pending + new > self.max_pending:
+                self.metrics.refused.labels("queue_full").inc()
+                raise QueueFull(self.pending, self.retry_after())
+            created = []
+            for index, ((submission, key), digest) in enumerate(zip(items, digests, strict=True)):
+                if answers[index] is None:
+                    if key is not None and self.store.find(client, key) is not None:  # twice in this batch
+                        answers[index] = (self.store.find(client, key)[0], False)  # type: ignore[index]
+                        continue
+                    judgment_id = self.store.add(client, digest, submission.to_blob(), submission.task_name, key)
+                    answers[index] = (judgment_id, True)
+                    created.append(judgment_id)
+            self.pending += len(created)
+        for judgment_id in created:
+            self.metrics.accepted.inc()
+            self._dispatch(judgment_id)
+        return [a for a in answers if a is not None]
+
+    def retry_after(self) -> int:
+        lanes = max(1, self.executor.lanes)
+        return max(1, min(300, round(self._seconds_per_verdict / lanes)))
+
+    # ---- running -----------------------------------------------------------------------------------
+    def _dispatch(self, judgment_id: str) -> None:
+        started = self.store.start(judgment_id)
+        if started is None:
+            return
+        payload, attempt = started
+        if attempt > self.max_attempts:
+            self._report(judgment_id, judge_error(
+                f"dispatched {attempt - 1} times without a verdict (its judge died each time); not retried"
+            ))  # fmt: skip
+            return
+        folder = self.scratch / judgment_id
+        shutil.rmtree(folder, ignore_errors=True)
+        submission = Submission.from_blob(payload)
+        submission.write_to(folder)
+        try:
+            task = load_task(folder / "model.py", name=submission.task_name or "task")
+        except TaskError:
+            task = None  # the judge reports the broken task as its verdict, as it does locally
+        if attempt > 1:
+            self.metrics.retries.inc()
+        self.executor.submit(Job(judgment_id, folder, task, submission, attempt))
+
+    def _report(self, judgment_id: str, outcome: dict[str, Any]) -> None:
+        """An executor's outcome (any thread). Only the first outcome of a judgment is recorded."""
+        if not self.store.finish(judgment_id, outcome):
+            return
+        record = self.store.get(judgment_id)
+        latency = record.finished - record.submitted if record and record.finished else None
+        self.metrics.observe(outcome, latency)
+        with self._lock:
+            self.pending -= 1
+            if latency is not None:
+                self._seconds_per_verdict = 0.8 * self._seconds_per_verdict + 0.2 * latency
+        shutil.rmtree(self.scratch / judgment_id, ignore_errors=True)
+        self._wake(judgment_id)
+
+    # ---- waiting -----------------------------------------------------------------------------------
+    def watch(self, judgment_id: str) -> asyncio.Event:
+        """An event set when the judgment's verdict is recorded (check the store after calling this)."""
+        event = asyncio.Event()
+        with self._lock:
+            self._watchers.setdefault(judgment_id, []).append((asyncio.get_running_loop(), event))
+        return event
+
+    def unwatch(self, judgment_id: str, event: asyncio.Event) -> None:
+        with self._lock:
+            left = [(lp, ev) for lp, ev in self._watchers.get(judgment_id, []) if ev is not event]
+            if left:
+                self._watchers[judgment_id] = left
+            else:
+                self._watchers.pop(judgment_id, None)
+
+    def _wake(self, judgment_id: str) -> None:
+        with self._lock:
+            watchers = self._watchers.pop(judgment_id, [])
+        for loop, event in watchers:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(event.set)
+

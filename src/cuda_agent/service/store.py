@@ -1,0 +1,176 @@
+"""The durable record of judgments: SQLite in WAL mode, fsynced on every commit.
+
+A judgment is accepted only once its row (with the submission's files) is committed, so a crash after
+the 202 loses nothing: on restart, `recover()` puts judgments that were running back in the queue and the
+server resumes them. The first verdict recorded for a judgment is final (`finish` only updates rows not
+yet done), so a retried or duplicated run can never give one judgment two verdicts. An idempotency key is
+unique per client: a resubmission with the same key finds the judgment it made the first time.
+
+States: queued -> running -> done. `attempts` counts how often a judgment was dispatched; a judgment
+that keeps taking its judge down ends as `judge_error` after a bounded number of tries (see jobs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judgments (
+    id TEXT PRIMARY KEY,
+    client TEXT NOT NULL,
+    idempotency_key TEXT,
+    digest TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    submitted REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    task_name TEXT,
+    payload BLOB,
+    result TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS judgments_key ON judgments (client, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS judgments_state ON judgments (state, submitted);
+"""
+
+
+class KeyConflict(ValueError):
+    """The idempotency key was used before for a different submission."""
+
+    def __init__(self, judgment_id: str) -> None:
+        super().__init__(f"idempotency key already used for judgment {judgment_id} with different content")
+        self.judgment_id = judgment_id
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    state: str
+    attempts: int
+    submitted: float
+    started: float | None
+    finished: float | None
+    task_name: str | None
+    result: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id, "state": self.state, "attempts": self.attempts, "task": self.task_name,
+            "submitted": self.submitted, "started": self.started, "finished": self.finished,
+        }  # fmt: skip
+        if self.result is not None:
+            out.update(self.result)  # status, reward, reason, verdict (the JudgeOutcome fields)
+        return out
+
+
+class Store:
+    """One SQLite database; safe to use from many threads (one connection, serialised by a lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")  # the commit is on disk before the 202 goes out
+            self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ---- accepting ------------------------------------------------------------------------------
+    def add(self, client: str, digest: str, payload: bytes, task_name: str | None, key: str | None = None) -> str:
+        """Record a new judgment (committed and fsynced when this returns); its id."""
+        judgment_id = secrets.token_hex(12)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO judgments (id, client, idempotency_key, digest, state, submitted, task_name, payload)"
+                " VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (judgment_id, client, key, digest, time.time(), task_name, payload),
+            )
+        return judgment_id
+
+    def find(self, client: str, key: str) -> tuple[str, str] | None:
+        """(id, content digest) of the judgment this client made with idempotency key `key`."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, digest FROM judgments WHERE client = ? AND idempotency_key = ?", (client, key)
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    # ---- running --------------------------------------------------------------------------------
+    def start(self, judgment_id: str) -> tuple[bytes, int] | None:
+        """Mark a queued judgment running (one more attempt); its payload and attempt count, or None
+        when it is already done."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT payload, attempts FROM judgments WHERE id = ? AND state != 'done'", (judgment_id,)
+                ).fetchone()
+                if row is None:
+                    self._db.execute("COMMIT")
+                    return None
+                attempts = row[1] + 1
+                self._db.execute(
+                    "UPDATE judgments SET state = 'running', attempts = ?, started = ? WHERE id = ?",
+                    (attempts, time.time(), judgment_id),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return row[0], attempts
+
+    def requeue(self, judgment_id: str) -> None:
+        """Back to the queue (its judge died); the attempt it used stays counted."""
+        with self._lock:
+            self._db.execute("UPDATE judgments SET state = 'queued' WHERE id = ? AND state = 'running'", (judgment_id,))
+
+    def finish(self, judgment_id: str, result: dict[str, Any]) -> bool:
+        """Record the verdict unless one is recorded already; True when this one is the verdict."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE judgments SET state = 'done', finished = ?, result = ?, payload = NULL"
+                " WHERE id = ? AND state != 'done'",
+                (time.time(), json.dumps(result, sort_keys=True), judgment_id),
+            )
+            return cursor.rowcount == 1
+
+    def recover(self) -> list[str]:
+        """After a restart: judgments left running go back to the queue; all unfinished ids, oldest first."""
+        with self._lock:
+            self._db.execute("UPDATE judgments SET state = 'queued' WHERE state = 'running'")
+            rows = self._db.execute(
+                "SELECT id FROM judgments WHERE state = 'queued' ORDER BY submitted, rowid"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    # ---- reading --------------------------------------------------------------------------------
+    def get(self, judgment_id: str, client: str | None = None) -> Record | None:
+        """The judgment, if it exists (and belongs to `client` when one is given)."""
+        query = "SELECT id, state, attempts, submitted, started, finished, task_name, result FROM judgments WHERE id = ?"
+        args: tuple[Any, ...] = (judgment_id,)
+        if client is not None:
+            query += " AND client = ?"
+            args += (client,)
+        with self._lock:
+            row = self._db.execute(query, args).fetchone()
+        if row is None:
+            return None
+        return Record(*row[:7], json.loads(row[7]) if row[7] else None)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM judgments GROUP BY state").fetchall()
+        return {"queued": 0, "running": 0, "done": 0, **dict(rows)}
