@@ -35,7 +35,7 @@ Report = Callable[[str, dict[str, Any]], None]
 class Job:
     id: str
     folder: Path  # the submission laid out on this host (model.py = the task)
-    task: Task
+    task: Task | None  # None: model.py does not load, and the judge reports that as its verdict
     submission: Submission
     attempt: int
 

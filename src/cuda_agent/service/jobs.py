@@ -120,16 +120,19 @@ class JobQueue:
             ))  # fmt: skip
             return
         folder = self.scratch / judgment_id
-        shutil.rmtree(folder, ignore_errors=True)
-        submission = Submission.from_blob(payload)
-        submission.write_to(folder)
         try:
-            task = load_task(folder / "model.py", name=submission.task_name or "task")
-        except TaskError:
-            task = None  # the judge reports the broken task as its verdict, as it does locally
-        if attempt > 1:
-            self.metrics.retries.inc()
-        self.executor.submit(Job(judgment_id, folder, task, submission, attempt))
+            shutil.rmtree(folder, ignore_errors=True)
+            submission = Submission.from_blob(payload)
+            submission.write_to(folder)
+            try:
+                task = load_task(folder / "model.py", name=submission.task_name or "task")
+            except TaskError:
+                task = None  # the judge reports the broken task as its verdict, as it does locally
+            if attempt > 1:
+                self.metrics.retries.inc()
+            self.executor.submit(Job(judgment_id, folder, task, submission, attempt))
+        except Exception as exc:  # accepted, so it ends with an outcome: this one says why
+            self._report(judgment_id, judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"))
 
     def _report(self, judgment_id: str, outcome: dict[str, Any]) -> None:
         """An executor's outcome (any thread). Only the first outcome of a judgment is recorded."""

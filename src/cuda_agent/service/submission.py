@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from cuda_agent.task import Task, load_task
+from cuda_agent.task import Task
 
 KEPT_FILES = ("model.py", "model_new.py")
 KEPT_FOLDER = "kernels"
@@ -80,8 +80,8 @@ class Submission:
         files = {p: base64.b64decode(b) for p, b in record["files"].items()}
         return cls(files, record.get("task_source"), record.get("task_name"))
 
-    def write_to(self, folder: Path) -> Task:
-        """Lay the files out in `folder` (model.py = the task) and return the task, loaded from there."""
+    def write_to(self, folder: Path) -> None:
+        """Lay the files out in `folder` (model.py = the task)."""
         folder.mkdir(parents=True, exist_ok=True)
         for path, data in self.files.items():
             target = folder / path
@@ -89,7 +89,6 @@ class Submission:
             target.write_bytes(data)
         if self.task_source is not None:
             (folder / "model.py").write_text(self.task_source, encoding="utf-8")
-        return load_task(folder / "model.py", name=self.task_name or "task")
 
 
 def check_path(name: str) -> str:
