@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.coverage import coverage_report, kernel_names
+from cuda_agent.judge.coverage import coverage_report
 from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -69,7 +69,7 @@ CPP_CHEATS = {
     'auto m = py::module_::import("torch");': "Python interpreter",
     "__attribute__((constructor)) static void init() {}": "at load time",
     "auto y = at::native::relu(x);": "operator implementations",
-    "cublasSaxpy(h, n, &a, x, 1, y, 1);": "other than a GEMM",
+    "cublasSaxpy(h, n, &a, x, 1, y, 1);": "other than a matrix product",
     "cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);": "lowers the precision",
     'system("ls");': "starts a process",
     'FILE* f = fopen("x", "w");': "files",
@@ -102,23 +102,26 @@ def test_bundled_honest_examples_pass_static_checks() -> None:
         assert check_kernel_sources(example / "kernels", {"addmm"}) == [], name
 
 
-def test_kernel_names_and_coverage_share(tmp_path: Path) -> None:
-    (tmp_path / "k.cu").write_text(
-        "template <int B> __global__ void __launch_bounds__(256) fused_kernel(float* x) {}\n"
-        "__global__ void helper(float* x) {}\n"
-    )
-    names = kernel_names(tmp_path)
-    assert names == {"fused_kernel", "helper"}
+def test_coverage_share_attributes_by_exact_binary_names() -> None:
+    """Submitted = an entry of the extension's device code by its exact (demangled) name; cuBLAS counts
+    only for a GEMM task; fills and copies are neutral; a kernel in PyTorch's namespace is never library."""
+    names = {"void fused_kernel<256>(float*)", "helper(float*)"}
     kernels = {
         "void fused_kernel<256>(float*)": 80.0,
         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>": 5.0,
         "sm90_xmma_gemm_f32f32_tf32f32": 100.0,
+        "Memcpy DtoD (Device -> Device)": 30.0,
     }
     with_gemm = coverage_report(kernels, names, {"addmm"})
-    assert with_gemm.share == 1.0
+    assert with_gemm.share == 1.0 and with_gemm.copies_us == 30.0
     without_gemm = coverage_report(kernels, names, {"relu"})
     assert without_gemm.share == pytest.approx(80 / 180)
     assert "sm90_xmma_gemm" in without_gemm.describe_foreign()
+    # the same base name with other template arguments (a different function) is not submitted
+    other = coverage_report({"void fused_kernel<128>(float*)": 10.0}, names, {"relu"})
+    assert other.share == 0.0
+    aten_gemm = coverage_report({"void at::native::cutlass_gemm_kernel<float>(float*)": 10.0}, names, {"addmm"})
+    assert aten_gemm.share == 0.0
 
 
 STATEFUL = [
@@ -192,3 +195,73 @@ def test_the_examples_in_skill_md_pass_the_static_checks(tmp_path: Path) -> None
         else:
             (tmp_path / f"k{index}{'.cu' if lang == 'cuda' else '_binding.cpp'}").write_text(code)
     assert check_kernel_sources(tmp_path) == []
+
+
+# ---- preprocessed matching (issue 12): spelling no longer hides a call; harmless calls are not refused ----
+EVASIONS = {
+    "splice": ('void f() { int fd = open\\\nat(0, "x", 0); }\n', "opens or changes files"),
+    "paste": ('#define CAT(a, b) a##b\nvoid f() { CAT(posix_, spawnp)(0, "x", 0, 0, 0, 0); }\n', "starts a process"),
+    "macro_type": ("#include <fstream>\n#define OUT std::basic_ofstream<char>\nvoid f() { OUT o; }\n", "files"),
+    "inc_body": ('#include "helper.inc"\n', "starts a thread"),
+    "aliased_pybind": (
+        "#include <pybind11/pybind11.h>\nnamespace q = pybind11;\n"
+        'void f() { q::module_::import("torch").attr("cuda"); }\n',
+        "Python interpreter",
+    ),
+    "line_directive": ('#line 1 "/usr/include/stdio.h"\nvoid f() {}\n', "#line directives"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EVASIONS))
+def test_spelling_tricks_are_seen_through_the_preprocessor(tmp_path: Path, case: str) -> None:
+    source, expected = EVASIONS[case]
+    (tmp_path / "helper.inc").write_text("#include <thread>\ninline void g() { std::thread t([]{}); t.join(); }\n")
+    (tmp_path / "x_binding.cpp").write_text(source)
+    findings = check_kernel_sources(tmp_path)
+    assert any(expected in str(f) for f in findings), [str(f) for f in findings]
+
+
+HARMLESS = [
+    "int w = at::cuda::warp_size();",
+    "cudaStream_t s = at::cuda::getDefaultCUDAStream().stream();",
+    "auto side = at::cuda::getStreamFromPool(); at::cuda::CUDAEvent e; e.record(); e.block(side);",
+    "cudaMemcpy2DAsync(dst, 8, src, 4, 4, 16, cudaMemcpyDeviceToDevice, stream);",
+    'TORCH_CHECK(x.is_cuda(), "PyTorch wants open(files) here");',
+    "cudaFuncAttributes attr; cudaFuncGetAttributes(&attr, (const void*)nullptr);",
+]
+
+
+def test_harmless_calls_are_not_refused(tmp_path: Path) -> None:
+    """One unit holding them all (preprocessing torch's headers costs seconds)."""
+    body = "\n    ".join(HARMLESS)
+    (tmp_path / "ok_binding.cpp").write_text(
+        "#include <torch/types.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <ATen/cuda/CUDAEvent.h>\n"
+        f"void f(torch::Tensor x, void* dst, const void* src, cudaStream_t stream) {{\n    {body}\n}}\n"
+    )
+    assert check_kernel_sources(tmp_path) == []
+
+
+def test_gemv_needs_a_matrix_product_and_streams_must_be_joined(tmp_path: Path) -> None:
+    (tmp_path / "mv.cpp").write_text("void g(void* h) { cublasSgemv_v2(h, 0, 4, 4, 0, 0, 4, 0, 1, 0, 0, 1); }\n")
+    assert check_kernel_sources(tmp_path, {"mv"}) == []
+    assert "no matrix product" in str(check_kernel_sources(tmp_path, {"relu"}))
+    (tmp_path / "mv.cpp").unlink()
+    (tmp_path / "s.cpp").write_text("void g() { cudaStream_t s; cudaStreamCreate(&s); }\n")
+    assert "never joins" in str(check_kernel_sources(tmp_path))
+    (tmp_path / "s.cpp").write_text("void g(cudaEvent_t e) { cudaStream_t s; cudaStreamCreate(&s); cudaStreamWaitEvent(0, e, 0); }\n")
+    assert check_kernel_sources(tmp_path) == []
+    (tmp_path / "h.cpp").write_text("void g() { cublasHandle_t h; cublasCreate(&h); }\n")
+    assert "private cuBLAS handle" in str(check_kernel_sources(tmp_path))
+
+
+def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
+    from cuda_agent.judge.static_checks import check_imports
+
+    honest = {"kernels/a_binding.cpp": {"PyObject_SetAttrString", "PyGILState_Ensure", "cudaLaunchKernel"}}
+    assert check_imports(honest, {"relu"}) == []
+    for symbol, expected in [("PyRun_SimpleStringFlags", "Python"), ("PyImport_ImportModule", "Python"),
+                             ("posix_spawnp", "processes"), ("openat", "files"), ("pthread_create", "threads"),
+                             ("cublasSaxpy_v2", "matrix product"), ("cublasCreate_v2", "private cuBLAS")]:  # fmt: skip
+        found = check_imports({"kernels/x.cpp": {symbol}}, {"addmm"})
+        assert any(expected in str(f) for f in found), (symbol, found)
+    assert "no convolution" in str(check_imports({"kernels/c.cpp": {"cudnnSoftmaxForward"}}, {"relu"}))

@@ -31,11 +31,11 @@ from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
 from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-from cuda_agent.judge.coverage import coverage_report, kernel_names
+from cuda_agent.judge.coverage import binary_attribution, coverage_report
 from cuda_agent.judge.gpumem import process_gpu_bytes
 from cuda_agent.judge.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
 from cuda_agent.judge.reward import milestone_reward
-from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
+from cuda_agent.judge.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.static_checks import describe as describe_findings
 from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
 from cuda_agent.judge.verdict import (
@@ -153,6 +153,7 @@ class Judgment:
     def candidate_stages(self, pool: WorkerPool, ref_slot: ReferenceSlot) -> Verdict:
         # Rules that depend on what the reference runs (cuBLAS only for a GEMM, cuDNN only for a conv).
         findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
+        findings += check_imports(self.imports, self.reference_ops)
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         waited = time.monotonic()
@@ -237,9 +238,21 @@ class Judgment:
             status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR
             first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
             raise self.fail(status, f"build failed: {first.strip()}", compile_log=result.log)
+        self.imports = result.imports
+        findings = check_imports(result.imports)  # what the linker binds, whatever the source spelled
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         self.model_new_file = model_new
         self.module_file = result.module_path
-        self.kernel_names = kernel_names(self.submission / "kernels")
+        # Attribution from the built binary (device_code.py), never from the source text.
+        self.kernel_names, reserved = binary_attribution(result.module_path)
+        self.checks["device_kernels"] = len({n for n in self.kernel_names if "(" in n or not n.startswith("_Z")})
+        if reserved:
+            raise self.fail(
+                Status.REJECTED,
+                f"kernels/ defines kernels in PyTorch's or a library's namespace ({', '.join(reserved[:3])}); "
+                "their launches could not be told from PyTorch's own: rename them",
+            )
         self.built = True
 
     def install(self, slot: CandidateSlot) -> None:

@@ -82,6 +82,9 @@ class BuildResult:
     # Every .cpp unit that includes torch/pybind11 (compiled now or from the cache) used the judge's PCH.
     pch: bool = False
     pch_note: str = ""  # why the PCH was not used (a fallback, not an error); empty when it was
+    # Undefined symbols of each submission object (by source under kernels/): what the linker binds for it,
+    # checked by static_checks.check_imports whatever the source spelled (the judge's binding.cpp excluded).
+    imports: dict[str, set[str]] = field(default_factory=dict, repr=False)
 
 
 class SubmissionError(ValueError):
@@ -484,8 +487,11 @@ def _compile_and_link(
                            tuple(cached), linked.timed_out, (*commands, " ".join(link)), used_pch,
                            pch_note)  # fmt: skip
     os.replace(tmp_module, module_path)
+    from cuda_agent.judge.device_code import imported_symbols
+
+    imports = {_display(s, stage): imported_symbols(plans[s][1]) for s in sources if s != stage / "binding.cpp"}
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
-                       False, (*commands, " ".join(link)), used_pch, pch_note)  # fmt: skip
+                       False, (*commands, " ".join(link)), used_pch, pch_note, imports)  # fmt: skip
 
 
 def _display(source: Path, stage: Path) -> str:

@@ -201,27 +201,50 @@ def _root_name(node: ast.AST) -> str | None:
 
 
 # --- C++ / CUDA -----------------------------------------------------------------------------------
+# Rules match the submission's own code *after preprocessing* (preprocess.py: line splices joined, macros
+# and token pastes expanded, comments gone), so the spelling of a call does not matter; what the linker
+# binds is checked too (`check_imports`), which no spelling changes.
 
+_PY_OBJECTS = r"(?<!std)::\s*(?:object|handle|function|cpp_function|capsule|dict|globals|exec|eval)\b"
 CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (
-        re.compile(r"\bstd::(thread|jthread|async)\b|\bpthread_create\b"),
+        re.compile(r"\bstd::(thread|jthread|async)\b|\bpthread_create\b|\bthrd_create\b"),
         "starts a thread; all work must finish inside the call",
     ),
-    (re.compile(r"\b(fork|vfork|execv\w*|execl\w*|system|popen|posix_spawn)\s*\("), "starts a process"),
-    (re.compile(r"\b(dlopen|dlsym)\s*\("), "loads libraries at run time"),
+    (
+        re.compile(r"\b(fork|vfork|clone|execv\w*|execl\w*|system|popen|posix_spawnp?|syscall)\s*\("),
+        "starts a process",
+    ),
+    (re.compile(r"\b(dlopen|dlmopen|dlsym|dlvsym)\s*\("), "loads libraries at run time"),
     (re.compile(r"\b(socket|connect|getaddrinfo)\s*\("), "opens network connections"),
     (
-        re.compile(r"\b(fopen|freopen|open|creat|unlink|remove|rename)\s*\(|\bstd::[io]?fstream\b"),
+        re.compile(
+            r"\b(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|"
+            r"renameat2?)\s*\(|\bstd::(basic_)?[io]?fstream\b|\bbasic_filebuf\b|\bstd::filesystem\b"
+        ),
         "opens or changes files",
     ),
-    (re.compile(r"\b(getenv|setenv|putenv|unsetenv)\s*\("), "reads or changes the environment"),
+    (re.compile(r"\b(getenv|secure_getenv|setenv|putenv|unsetenv)\s*\("), "reads or changes the environment"),
     (
         re.compile(
-            r"\bPy[A-Z][A-Za-z_]*\s*\(|\b(py|pybind11)::(exec|eval|module_?::import)\b|\.attr\s*\(\s*\"__"
+            r"\b_?Py[A-Z_]\w*|\bpybind11::detail\b|(?:\.|->|::)\s*(?:import|attr)\b|\bimport\s*\(|"
+            r"\b(getattr|setattr|hasattr|delattr)\s*\(|\b(reinterpret_borrow|reinterpret_steal|gil_scoped_acquire)\b|"
+            + _PY_OBJECTS
         ),
-        "calls into the Python interpreter; bindings may only define functions",
+        "calls into the Python interpreter; bindings may only define functions (m.def with py::arg)",
     ),
-    (re.compile(r"__attribute__\s*\(\s*\(\s*constructor"), "runs code at load time"),
+    (
+        re.compile(r"__attribute__\s*\(\s*\(\s*(constructor|destructor|init_priority|alias|weakref|ifunc|section)"),
+        "runs code at load time or renames symbols",
+    ),
+    (
+        re.compile(r"\)\s*(?:asm|__asm__|__asm)\s*\(\s*\"[A-Za-z_][\w@.$]*\"\s*\)"),
+        "renames a symbol with an asm label",
+    ),
+    (
+        re.compile(r"\.(init_array|preinit_array|fini_array|ctors|dtors|incbin)\b"),
+        "places code or data in load-time sections",
+    ),
     (
         re.compile(
             r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
@@ -246,8 +269,8 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "changes PyTorch's global math settings (TF32, precision); the reference runs with the defaults",
     ),
     (
-        re.compile(r"\bcudaDeviceReset\b|\bcudaSetDevice\b|\bcudaDeviceSetCacheConfig\b"),
-        "changes device state",
+        re.compile(r"\bcudaDeviceReset\b|\bcudaSetDevice\b|\bcudaDeviceSetCacheConfig\b|\bcuCtxCreate\w*"),
+        "changes device state or creates a CUDA context",
     ),
     (
         re.compile(r"\bcudaMallocManaged\b|\bcudaHostAlloc\b|\bcudaMallocHost\b"),
@@ -255,55 +278,46 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(
-            r"\bat::native::|\bat::_ops::|\bat::cuda::blas::|\bat::cpu::|\bat::cuda::(?!getCurrentCUDA\w*Handle|getCurrentCUDAStream|getCurrentDeviceProperties|CUDAStream|OptionalCUDAGuard|CUDAGuard)\w+\s*\("
+            r"\bat::native::|\bat::_ops::|\bat::cuda::blas::|\bat::cpu::|\bc10::Dispatcher\b|\bfindSchema\w*\s*\(|"
+            r"\bat::cuda::(?!(?:getCurrentCUDA\w*Handle|getCurrentCUDABlasLtHandle|getCurrentCUDAStream|"
+            r"getDefaultCUDAStream|getStreamFromPool|getStreamFromExternal|getCurrentDeviceProperties|"
+            r"getDeviceProperties|warp_size|CUDAStream|CUDAEvent|OptionalCUDAGuard|CUDAGuard|CUDAStreamGuard|"
+            r"OptionalCUDAStreamGuard|device_count|current_device|is_available)\b)\w+\s*\("
         ),
         "calls PyTorch's operator implementations directly; write the kernel",
     ),
     (
         re.compile(
-            r"\bcublas[SDCZH](axpy|scal|copy|swap|dot\w*|nrm2|asum|amax|amin|rot\w*|gemv\w*|ger\w*|sym\w*|hem\w*|tr[ms][mv]\w*|geam|dgmm)(_v2)?\b|\bcublasLt?(Axpy|Scal|Dot|Nrm2)Ex\b"
+            r"\bcublas[SDCZH](axpy|scal|copy|swap|dot\w*|nrm2|asum|amax|amin|rot\w*|ger\w*|sym\w*|hem\w*|"
+            r"tr[ms][mv]\w*|geam|dgmm)(_v2)?\b|\bcublasLt?(Axpy|Scal|Dot|Nrm2)Ex\b"
         ),
-        "uses cuBLAS for something other than a GEMM (cuBLAS is allowed for GEMMs only)",
+        "uses cuBLAS for something other than a matrix product (cuBLAS is allowed for GEMM/GEMV only)",
     ),
     (
         re.compile(r"CUBLAS_COMPUTE_32F_FAST_\w+|CUBLAS_TF32_TENSOR_OP_MATH|CUBLAS_COMPUTE_32F_FAST_TF32"),
         "lowers the precision of an fp32 GEMM (fast fp16/bf16/tf32 modes) beyond what the reference uses",
     ),
+    (
+        re.compile(r"\bcublas(Lt)?Create(_v2)?\b"),
+        "creates a private cuBLAS handle; use at::cuda::getCurrentCUDABlasHandle() (bound to torch's "
+        "current stream, workspace and default math mode)",
+    ),
 ]
+# A stream the submission creates must be joined back to the caller's stream (cudaStreamWaitEvent on it).
+STREAM_CREATE = re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(")
+STREAM_JOIN = re.compile(r"\bcudaStreamWaitEvent\s*\(|\bcuStreamWaitEvent\s*\(|\.wait\s*\(")
 CUBLAS_USE = re.compile(r"\bcublas\w*\s*\(")
+CUBLAS_GEMV = re.compile(r"\bcublas[SDCZH]gemv\w*|\bcublasGemv\w*")
 CUDNN_USE = re.compile(r"\bcudnn\w*\s*\(")
 GEMM_OPS = frozenset(
-    {
-        "mm",
-        "addmm",
-        "bmm",
-        "baddbmm",
-        "matmul",
-        "linear",
-        "addmv",
-        "mv",
-        "_scaled_mm",
-        "addbmm",
-        "einsum",
-        "tensordot",
-        "dot",
-        "vdot",
-    }
-)
+    {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "_scaled_mm", "addbmm", "einsum",
+     "tensordot", "dot", "vdot"}
+)  # fmt: skip
 CONV_OPS = frozenset(
-    {
-        "convolution",
-        "_convolution",
-        "conv1d",
-        "conv2d",
-        "conv3d",
-        "conv_transpose1d",
-        "conv_transpose2d",
-        "conv_transpose3d",
-        "cudnn_convolution",
-        "cudnn_convolution_transpose",
-    }
-)
+    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+     "conv_transpose3d", "cudnn_convolution", "cudnn_convolution_transpose"}
+)  # fmt: skip
+CPP_SUFFIXES = (".cu", ".cpp", ".h", ".cuh", ".hpp", ".inc", ".inl")
 
 
 def _strip_comments(text: str) -> str:
@@ -311,25 +325,162 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
-def check_kernel_sources(kernels_dir: Path, reference_ops: set[str] | None = None) -> list[Finding]:
-    """Findings for kernels/. `reference_ops` (ATen op names the reference ran) decides whether cuBLAS
-    and cuDNN are allowed; None skips that rule (unknown task)."""
+@dataclass(frozen=True)
+class _Code:
+    """Code of one file as (line, text) pairs, searchable as one string with a line for each match."""
+
+    path: str
+    lines: tuple[tuple[int, str], ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(code for _, code in self.lines)
+
+    def line_of(self, offset: int, searched: str | None = None) -> int:
+        """The file line of `offset` in `searched` (the text, or a copy with the same newlines)."""
+        index = (self.text if searched is None else searched).count("\n", 0, offset)
+        return self.lines[index][0] if index < len(self.lines) else 0
+
+
+_RAW_STRING = re.compile(r'R"([^()\\\s]{0,16})\((.*?)\)\1"', re.S)
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.){1,8}\'')
+# Rules about what strings say (symbol names in asm labels, section names) look at them; the rest do not,
+# so an error message mentioning "PyTorch" or "open(" is not a call.
+_STRING_RULES = ("renames a symbol", "load-time sections", "runs code at load time")
+
+
+def _strip_strings(text: str) -> str:
+    """String and character literals emptied (newlines kept, so offsets map to the same lines)."""
+    text = _RAW_STRING.sub(lambda m: '""' + "\n" * m.group(0).count("\n"), text)
+    return _STRING.sub('""', text)
+
+
+def _file_rules(code: _Code, reference_ops: set[str] | None) -> list[Finding]:
+    full = code.text
+    text = _strip_strings(full)
+    findings = []
+    for pattern, message in CPP_RULES:
+        searched = full if message.startswith(_STRING_RULES) else text
+        match = pattern.search(searched)
+        if match:
+            line = code.line_of(match.start(), searched)
+            findings.append(Finding(code.path, line, f"`{match.group(0).strip()}` {message}"))
+    created = STREAM_CREATE.search(text)
+    if created and not STREAM_JOIN.search(text):
+        findings.append(Finding(code.path, code.line_of(created.start(), text),
+                                "creates a CUDA stream it never joins to the caller's stream (cudaStreamWaitEvent); "
+                                "use at::cuda::getStreamFromPool() and join it with events, or launch on the "
+                                "current stream"))  # fmt: skip
+    if reference_ops is not None:
+        gemm = bool(reference_ops & GEMM_OPS)
+        if CUBLAS_USE.search(text) and not gemm:
+            findings.append(Finding(code.path, 0, "uses cuBLAS but the task has no matrix product"))
+        elif (gemv := CUBLAS_GEMV.search(text)) and not ({"mv", "addmv", "matmul", "linear"} & reference_ops or gemm):
+            findings.append(Finding(code.path, code.line_of(gemv.start(), text), "uses cuBLAS gemv without a matrix product"))
+        if CUDNN_USE.search(text) and not (reference_ops & CONV_OPS):
+            findings.append(Finding(code.path, 0, "uses cuDNN but the task has no convolution"))
+    return findings
+
+
+def _own_code(kernels_dir: Path, preprocess: bool) -> tuple[list[_Code], list[Finding]]:
+    """The submission's code per file: preprocessed where the preprocessor ran, raw (comments removed)
+    otherwise; plus findings about the raw text itself (line directives)."""
+    raw: dict[str, str] = {}
     findings: list[Finding] = []
     for path in sorted(kernels_dir.rglob("*")):
-        if not path.is_file() or path.suffix not in (".cu", ".cpp", ".h", ".cuh", ".hpp", ".inc", ".inl"):
+        if path.is_file() and path.suffix in CPP_SUFFIXES:
+            shown = f"kernels/{path.relative_to(kernels_dir)}"
+            raw[shown] = path.read_text(errors="replace")
+    from cuda_agent.judge.preprocess import line_directives, preprocess_submission
+
+    for shown, text in raw.items():
+        for line in line_directives(_strip_comments(text)):
+            findings.append(Finding(shown, line, "#line directives and line markers are not allowed in kernels/"))
+    units: dict[str, object] = {}
+    if preprocess and raw:
+        try:
+            units = preprocess_submission(kernels_dir)  # type: ignore[assignment]
+        except Exception:  # a kernels/ folder the build refuses, or no toolchain: raw text only
+            units = {}
+    codes: list[_Code] = []
+    covered: set[str] = set()
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for name, unit in units.items():
+        if not getattr(unit, "ok", False):
             continue
-        shown = f"kernels/{path.relative_to(kernels_dir)}"
-        text = _strip_comments(path.read_text(errors="replace"))
-        for pattern, message in CPP_RULES:
-            match = pattern.search(text)
-            if match:
-                line = text.count("\n", 0, match.start()) + 1
-                findings.append(Finding(shown, line, f"`{match.group(0).strip()}` {message}"))
+        covered.add(f"kernels/{name}")
+        for file, line, code in unit.lines:  # type: ignore[attr-defined]
+            by_file.setdefault(f"kernels/{file}", []).append((line, code))
+            covered.add(f"kernels/{file}")
+    codes += [_Code(path, tuple(lines)) for path, lines in sorted(by_file.items())]
+    for shown, text in raw.items():
+        if shown not in covered:  # not reached by a unit that preprocessed (or preprocessing unavailable)
+            stripped = _strip_comments(text)
+            codes.append(_Code(shown, tuple(enumerate(stripped.split("\n"), start=1))))
+    return codes, findings
+
+
+def check_kernel_sources(
+    kernels_dir: Path, reference_ops: set[str] | None = None, preprocess: bool = True
+) -> list[Finding]:
+    """Findings for kernels/. `reference_ops` (ATen op names the reference ran) decides whether cuBLAS
+    and cuDNN are allowed; None skips those rules (unknown task). `preprocess` matches the code as the
+    compiler sees it (see preprocess.py); without it, the raw text with comments removed."""
+    codes, findings = _own_code(Path(kernels_dir), preprocess)
+    seen: set[tuple[str, str]] = set()
+    for code in codes:
+        for finding in _file_rules(code, reference_ops):
+            key = (finding.path, finding.message)
+            if key not in seen:
+                seen.add(key)
+                findings.append(finding)
+    return findings
+
+
+# --- what the linker binds ----------------------------------------------------------------------------
+# Symbols a submission's host objects import, whatever the source spelled: the Python C API beyond what
+# pybind11's function bindings use, processes, threads, files, environment, run-time loading, and library
+# routines outside the task (device_code.imported_symbols gives the list).
+_IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"^(_?PyRun_\w+|Py_CompileString\w*|PyEval_Eval\w+|PyEval_Get(Globals|Locals|Frame)\w*|"
+                   r"PyImport_\w+|PySys_\w+|PyMarshal_\w+|PyCode_\w+|PyFunction_\w+|_?PyObject_(Call|Vectorcall)\w*|"
+                   r"PyVectorcall_\w+|PyObject_(SetAttr|GenericSetAttr|DelAttr\w*)|PyFrame_Get(Globals|Locals|Builtins)|"
+                   r"PyThreadState_GetFrame|PyEval_Set(Trace|Profile)\w*|Py_AddPendingCall|PyThread_start_new_thread)$"),
+        "calls into the Python interpreter (runs, imports or patches Python objects)",
+    ),
+    (re.compile(r"^(fork|vfork|clone|clone3|execv\w*|execl\w*|execve\w*|system|popen|posix_spawnp?|syscall)$"),
+     "starts processes"),
+    (re.compile(r"^(pthread_create|thrd_create|_ZNSt6thread\w*_M_start_thread\w*)$"), "starts threads"),
+    (re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$"), "loads libraries at run time"),
+    (re.compile(r"^(socket|connect|getaddrinfo)$"), "opens network connections"),
+    (re.compile(r"^(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|"
+                r"renameat2?|_ZNSt13basic_filebuf\w*|_ZNSt\d+basic_[io]?fstream\w*|_ZNSt10filesystem\w*)$"),
+     "opens or changes files"),
+    (re.compile(r"^(getenv|secure_getenv|setenv|putenv|unsetenv)$"), "reads or changes the environment"),
+    (re.compile(r"^(cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache|cudaDeviceReset|cudaSetDevice|cuCtxCreate\w*|"
+                r"cudaMallocManaged|cudaHostAlloc|cudaMallocHost|cuMemAllocManaged)$"),
+     "changes device state, limits or memory kinds"),
+    (re.compile(r"^cublas[SDCZH](axpy|scal|copy|swap|dot\w*|nrm2|asum|amax|amin|rot\w*|ger\w*|sym\w*|hem\w*|"
+                r"tr[ms][mv]\w*|geam|dgmm)(_v2)?(_64)?$"),
+     "uses cuBLAS for something other than a matrix product"),
+    (re.compile(r"^cublas(Lt)?Create(_v2)?$"), "creates a private cuBLAS handle"),
+]
+
+
+def check_imports(imports: dict[str, set[str]], reference_ops: set[str] | None = None) -> list[Finding]:
+    """Findings for what each submission object (by its source under kernels/) imports from the linker."""
+    findings = []
+    for source, symbols in sorted(imports.items()):
+        for pattern, message in _IMPORT_RULES:
+            hits = sorted(s for s in symbols if pattern.match(s))
+            if hits:
+                findings.append(Finding(source, 0, f"the built object imports {', '.join(hits[:4])}: it {message}"))
         if reference_ops is not None:
-            if CUBLAS_USE.search(text) and not (reference_ops & GEMM_OPS):
-                findings.append(Finding(shown, 0, "uses cuBLAS but the task has no matrix product"))
-            if CUDNN_USE.search(text) and not (reference_ops & CONV_OPS):
-                findings.append(Finding(shown, 0, "uses cuDNN but the task has no convolution"))
+            if any(s.startswith("cublas") for s in symbols) and not (reference_ops & GEMM_OPS):
+                findings.append(Finding(source, 0, "links cuBLAS but the task has no matrix product"))
+            if any(s.startswith("cudnn") for s in symbols) and not (reference_ops & CONV_OPS):
+                findings.append(Finding(source, 0, "links cuDNN but the task has no convolution"))
     return findings
 
 
