@@ -3,13 +3,22 @@
 Runs the synthesis pipeline into DIR (journal.jsonl, tasks.parquet, summary.json); running it again on the
 same DIR resumes. `--cpu-only` runs every stage but GPU timing on the CPU; `--static-only` stops after the
 static stages; `--export` only rewrites the parquet from the journal. Exit code 0 when the run ended
-normally (whatever was accepted), 2 for bad arguments.
+normally (whatever was accepted), 2 for bad arguments (checked before the slow crawl: an --out folder
+that cannot be written, a --benchmark that is missing or empty), 130 after Ctrl-C (what was accepted is
+saved; the same command resumes). `--quiet` drops the progress bar and library warnings, in the workers
+too.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -70,7 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         "--cache-dir", type=Path, help="catalog cache folder (default ~/.cache/cuda_agent/synth)"
     )
     parser.add_argument("--export", action="store_true", help="only rewrite tasks.parquet from the journal")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no library warnings")
     parser.set_defaults(handler=run)
 
 
@@ -113,9 +122,57 @@ def build_config(args: argparse.Namespace) -> object:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def check_writable(out: Path) -> None:
+    """Fail in a second, not after the crawl: create `out` and write a probe file in it."""
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot write to --out {out}: {exc.strerror or exc}; pick a writable folder") from exc
+
+
+@contextlib.contextmanager
+def silence_libraries() -> Iterator[None]:
+    """--quiet: no Python warnings and no library log records below errors, here and in spawned workers.
+
+    Undone on exit, so that `main()` called in-process (tests, notebooks) leaves no global state behind.
+    """
+    from cuda_agent.synth.workers import QUIET_ENV
+
+    names = ("PYTHONWARNINGS", QUIET_ENV, "TRANSFORMERS_VERBOSITY", "TORCH_CPP_LOG_LEVEL")
+    saved_env = {name: os.environ.get(name) for name in names}
+    saved_disable = logging.root.manager.disable
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore")
+        logging.disable(logging.WARNING)
+        os.environ["PYTHONWARNINGS"] = "ignore"  # read at start-up by the spawned worker interpreters
+        os.environ[QUIET_ENV] = "1"  # and this by the workers' own set-up
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+        try:
+            yield
+        finally:
+            logging.disable(saved_disable)
+            for name, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def run(args: argparse.Namespace) -> int:
+    with silence_libraries() if args.quiet else contextlib.nullcontext():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        if args.tasks < 1:
+            raise ValueError("--tasks must be at least 1")
         config = build_config(args)
+        if not args.export:
+            check_writable(args.out)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -135,8 +192,20 @@ def run(args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             print("error: no CUDA GPU visible; use --cpu-only or --static-only", file=sys.stderr)
             return 2
-    pipeline = Pipeline(config)  # type: ignore[arg-type]
-    summary = pipeline.run()
+    from cuda_agent.synth.decontam import BenchmarkError
+
+    try:
+        pipeline = Pipeline(config)  # type: ignore[arg-type]
+    except BenchmarkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = pipeline.run()
+    except KeyboardInterrupt:
+        done = pipeline.summary.total_accepted
+        print(f"\ninterrupted: {done} accepted task(s) are saved in {args.out} (journal.jsonl, tasks.parquet); "
+              "run the same command again to resume", file=sys.stderr)  # fmt: skip
+        return 130
     print(summary.format())
     print(f"dataset: {args.out / 'tasks.parquet'}")
     return 0

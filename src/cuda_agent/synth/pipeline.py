@@ -8,7 +8,9 @@ accepted task: run it again with the same output folder and it continues where i
 Composition aims at the requested mix *of accepted tasks*: each new task goes to the bucket whose
 accepted-plus-expected count is furthest below its share (expected = in flight times that bucket's
 acceptance rate so far), and buckets stop once their quota of accepted tasks is met. A time-limited run
-therefore keeps the mix at any moment, not only at the end.
+therefore keeps the mix at any moment, not only at the end. A run stops at exactly the requested count:
+results of tasks still in flight when a bucket's quota is met are journaled as `surplus` (kept, never
+exported), and no run waits for them once every quota is met.
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ class Summary:
     finished: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)  # (stage, reason) -> count
     stage_counts: Counter = field(default_factory=Counter)  # tasks that reached each stage
+    skipped_stages: Counter = field(default_factory=Counter)  # stages not run (timing under --cpu-only)
+    surplus: int = 0  # results that arrived after their bucket's quota was met
+    benchmark: dict[str, Any] | None = None  # what decontamination used (path, tasks, digest)
     decontaminated: list[tuple[str, str]] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     first_submit: float | None = None
@@ -117,6 +122,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         total = max(1, self.total_accepted)
         norm = sum(self.mix.values()) or 1.0
+        new = self.total_accepted - self.resumed  # a resumed run's rate counts only what it made itself
         return {
             "accepted": self.total_accepted,
             "accepted_by_bucket": dict(self.accepted),
@@ -125,10 +131,13 @@ class Summary:
             "accepted_mix": {b: self.accepted.get(b, 0) / total for b in self.mix},
             "rejected": {f"{s}:{r}": n for (s, r), n in sorted(self.rejected.items())},
             "reached_stage": dict(self.stage_counts),
+            "skipped_stage": dict(self.skipped_stages),
+            "surplus": self.surplus,
+            "benchmark": self.benchmark,
             "decontaminated": self.decontaminated,
             "elapsed_s": round(self.elapsed(), 1),
             "filter_elapsed_s": round(self.filter_elapsed(), 1),
-            "accepted_per_hour": round(self.total_accepted * 3600 / max(1e-9, self.filter_elapsed()), 1),
+            "accepted_per_hour": round(new * 3600 / max(1e-9, self.filter_elapsed()), 1),
             "resumed_accepted": self.resumed,
             "worker_restarts": self.restarts,
             "exhausted_buckets": self.exhausted,
@@ -136,9 +145,10 @@ class Summary:
 
     def format(self) -> str:
         d = self.to_json()
+        resumed = f", {self.resumed} resumed from the journal" if self.resumed else ""
         lines = [
-            f"accepted {d['accepted']} tasks in {d['elapsed_s']} s "
-            f"({d['accepted_per_hour']} per hour through the filter stage, {d['filter_elapsed_s']} s)",
+            f"accepted {d['accepted']} tasks in {d['elapsed_s']} s{resumed} "
+            f"({d['accepted_per_hour']} new per hour through the filter stage, {d['filter_elapsed_s']} s)",
             "acceptance by stage (tasks reaching the stage -> rejected there):",
         ]
         for stage, n in self.stage_counts.items():
@@ -146,13 +156,19 @@ class Summary:
             lines.append(
                 f"  {stage:<18} {n:>7}   rejected {sum(rej.values()):>6}  {dict(rej) if rej else ''}"
             )
+        for stage, n in self.skipped_stages.items():
+            if stage not in self.stage_counts:
+                lines.append(f"  {stage:<18} {'-':>7}   skipped on {n} task(s) (not run, not passed)")
         lines.append(f"  {'accepted':<18} {d['accepted']:>7}")
-        lines.append("mix (requested -> accepted):")
+        lines.append("mix: requested -> accepted share (tasks requested -> accepted):")
         for b in self.mix:
             lines.append(
                 f"  {b:<14} {100 * d['requested_mix'][b]:6.2f}%  -> {100 * d['accepted_mix'][b]:6.2f}%"
-                f"  ({self.accepted.get(b, 0)}/{self.requested.get(b, 0)})"
+                f"  ({self.requested.get(b, 0)} -> {self.accepted.get(b, 0)})"
             )
+        if self.benchmark:
+            b = self.benchmark
+            lines.append(f"decontaminated against {b['path']} ({b['tasks']} tasks, digest {b['digest'][:12]})")
         for b, why in self.exhausted.items():
             lines.append(f"bucket {b} exhausted: {why}")
         if self.decontaminated:
@@ -186,14 +202,15 @@ class Pipeline:
         self.config = config
         self.out = Path(config.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
+        # Before the (slow) catalog: a missing or empty benchmark is an error, not a pass that removes nothing.
+        self.bench = (
+            BenchmarkIndex.from_dir(config.benchmark_dir, config.decontam) if config.benchmark_dir else None
+        )
         self.catalog = (
             catalog if catalog is not None else load_catalog(config.crawl, cache_dir=config.cache_dir)
         )
         self.composer = Composer(self.catalog, config.compose_config())
         self.static = StaticFilter(self.catalog.random_op_names())
-        self.bench = (
-            BenchmarkIndex.from_dir(config.benchmark_dir, config.decontam) if config.benchmark_dir else None
-        )
         self.llm = (
             LLMComposer(self.catalog, config.llm, llm_client, self.composer.config.target)
             if config.llm
@@ -201,6 +218,7 @@ class Pipeline:
         )
         self.requested = quotas(config.mix, config.num_tasks)
         self.summary = Summary(self.requested, dict(config.mix))
+        self.summary.benchmark = self.bench.describe() if self.bench is not None else None
         self._journal_path = self.out / JOURNAL
         self._counter = 0
         self._inflight: dict[str, dict[str, Any]] = {}
@@ -225,7 +243,11 @@ class Pipeline:
         self.summary.finished[bucket] += 1
         for s in rec.get("stages", []):
             self.summary.stage_counts[s] += 1
-        if rec.get("status") == "accepted":
+        for s in rec.get("skipped_stages", []):
+            self.summary.skipped_stages[s] += 1
+        if rec.get("status") == "surplus":
+            self.summary.surplus += 1
+        elif rec.get("status") == "accepted":
             self.summary.accepted[bucket] += 1
             if resumed:
                 self.summary.resumed += 1
@@ -325,8 +347,10 @@ class Pipeline:
         return True
 
     def _finish(self, rec: dict[str, Any], result: Any) -> None:
-        for stage, _ in result.log:
-            if stage not in rec["stages"]:
+        for stage, note in result.log:
+            if str(note).startswith("skipped"):  # not run: neither reached nor passed
+                rec.setdefault("skipped_stages", []).append(stage)
+            elif stage not in rec["stages"]:
                 rec["stages"].append(stage)
         rec.update(
             code=result.code,
@@ -338,7 +362,12 @@ class Pipeline:
             log=[list(x) for x in result.log],
             wall_s=round(result.wall_s, 3),
         )
-        if result.accepted:
+        if result.accepted and self.summary.accepted[rec["bucket"]] >= self.requested.get(rec["bucket"], 0):
+            # In flight when the quota filled up: kept in the journal, not part of the requested count.
+            rec.update(status="surplus", stage="accepted", reason="quota already met")
+            if rec.get("ast_digest"):
+                self.static.forget(rec["ast_digest"])
+        elif result.accepted:
             rec.update(status="accepted", stage="accepted", reason=None)
         else:
             rec.update(status="rejected", stage=result.stage, reason=result.reason, detail=result.detail)
@@ -389,7 +418,9 @@ class Pipeline:
             drain_until = None
             while True:
                 now = time.time()
-                stopping = self._done() or (deadline is not None and now >= deadline)
+                if self._done():
+                    break  # what is still in flight could only be surplus: don't wait for it
+                stopping = deadline is not None and now >= deadline
                 if stopping and drain_until is None:
                     drain_until = now + cfg.drain_s
                 if not stopping:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -21,10 +22,19 @@ from typing import Any
 
 from cuda_agent.synth.filters.execute import ExecConfig, ExecResult, check_task
 
+# Set by `synth --quiet`: workers then drop library warnings and log records below errors as well.
+QUIET_ENV = "CUDA_AGENT_SYNTH_QUIET"
+
 
 def _worker_main(conn: Connection, cfg: ExecConfig, memory_fraction: float | None, threads: int) -> None:
     """Worker loop: receive (job_id, code), answer (job_id, ExecResult)."""
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    if os.environ.get(QUIET_ENV):
+        import logging
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        logging.disable(logging.WARNING)
     import torch
 
     torch.set_num_threads(threads)
@@ -90,7 +100,11 @@ class WorkerPool:
         proc = self._ctx.Process(
             target=_worker_main, args=(child, self.cfg, self.memory_fraction, self.threads), daemon=True
         )
-        proc.start()
+        # Ctrl-C reaches the whole process group. Workers are started with SIGINT ignored (an ignored signal
+        # stays ignored across exec, and Python then installs no handler), so only the parent reacts: it
+        # saves and stops them, instead of every worker printing its own KeyboardInterrupt traceback.
+        with _sigint_ignored():
+            proc.start()
         child.close()
         return _Slot(proc, parent, started=time.monotonic())
 
@@ -182,6 +196,19 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _failure(code: str, reason: str, detail: str, cfg: ExecConfig) -> ExecResult:
