@@ -265,3 +265,19 @@ def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
         found = check_imports({"kernels/x.cpp": {symbol}}, {"addmm"})
         assert any(expected in str(f) for f in found), (symbol, found)
     assert "no convolution" in str(check_imports({"kernels/c.cpp": {"cudnnSoftmaxForward"}}, {"relu"}))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch\nE = torch.cuda.Event\nE.elapsed_time = None", "other than self"),
+        ("import torch\ntorch.cuda.os.system('x')", "operating system"),
+        ("import torch\ndef f(m):\n    type(m).__setattr__(m, 'x', 1)", "patches attributes"),
+        ("import torch\ng = torch.nn.Module.__dict__", "namespace"),
+        ("import torch\ndel torch.cuda.synchronize", "deleting"),
+        ("import torch\ndef f(fn):\n    return fn.__globals__", "module globals"),
+    ],
+)
+def test_reaching_the_judges_objects_without_naming_them_is_refused(source: str, expected: str) -> None:
+    """Class 1 of issue 12: __dict__, type.__setattr__, aliases and module attributes, not just names."""
+    assert any(expected in str(f) for f in check_model_new(source)), check_model_new(source)

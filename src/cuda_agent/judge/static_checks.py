@@ -65,6 +65,41 @@ FORBIDDEN_NAMES = {
     "ops": "calls ATen ops directly (torch.ops)",
     "register_forward_hook": "installs hooks",
     "register_forward_pre_hook": "installs hooks",
+    # Reaching the judge's objects without naming them (issue 12, class 1): namespaces, class attributes,
+    # code and frame objects, and the modules other modules expose as attributes (torch.cuda.os).
+    "__dict__": "reads or patches an object's namespace",
+    "__setattr__": "patches attributes",
+    "__delattr__": "patches attributes",
+    "__getattribute__": "looks attributes up dynamically",
+    "__class__": "reaches an object's class (to patch it)",
+    "__globals__": "reads a function's module globals",
+    "__code__": "reads or replaces code objects",
+    "__closure__": "reads closures",
+    "__func__": "reaches the function behind a method",
+    "__self__": "reaches the object behind a method",
+    "__mro__": "walks the class hierarchy",
+    "__bases__": "walks the class hierarchy",
+    "__base__": "walks the class hierarchy",
+    "__module__": "reaches a class's module",
+    "__traceback__": "walks stack frames",
+    "tb_frame": "walks stack frames",
+    "gi_frame": "walks stack frames",
+    "cr_frame": "walks stack frames",
+    "f_code": "walks stack frames",
+    "__loader__": "reaches the import system",
+    "__spec__": "reaches the import system",
+    "modules": "reads the table of loaded modules",
+    "os": "reaches the operating system through another module",
+    "sys": "reaches the interpreter through another module",
+    "subprocess": "starts processes",
+    "ctypes": "calls native code",
+    "importlib": "imports dynamically",
+    "builtins": "touches builtins",
+    "gc": "searches the garbage collector's objects",
+    "inspect": "inspects frames and objects",
+    "threading": "starts threads",
+    "multiprocessing": "starts processes",
+    "locals": "reads frame variables",
 }
 
 
@@ -133,6 +168,13 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
                 root = _root_name(target)
                 if isinstance(target, ast.Attribute) and root in modules:
                     add(node, f"assigning to {ast.unparse(target)} patches a module; not allowed")
+                elif isinstance(target, ast.Attribute) and root != "self":
+                    # an alias (`E = torch.cuda.Event; E.elapsed_time = f`) patches just the same
+                    add(node, f"assigning to {ast.unparse(target)} patches an object other than self; not allowed")
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    add(node, f"deleting {ast.unparse(target)} patches an object; not allowed")
     findings.extend(_stateful_forward(tree, path))
     return findings
 
@@ -184,8 +226,9 @@ def _locals(fn: ast.FunctionDef) -> set[str]:
 
 
 BUILTIN_NAMES = frozenset(
-    {"eval", "exec", "compile", "open", "setattr", "delattr", "getattr", "globals", "vars", "__import__"}
-)
+    {"eval", "exec", "compile", "open", "setattr", "delattr", "getattr", "globals", "vars", "__import__",
+     "locals", "breakpoint"}
+)  # fmt: skip
 
 
 def _is_builtin_or_private(name: str) -> bool:
