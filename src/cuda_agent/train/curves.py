@@ -11,6 +11,22 @@ def loss_points(log_history: list[dict[str, Any]], key: str = "loss") -> list[tu
     return [(int(e.get("step", i)), float(e[key])) for i, e in enumerate(log_history) if key in e]
 
 
+def stderr_logging(trainer: Any, label: str) -> None:
+    """Replace the trainer's stdout printer (stdout is for `--json`) with one line per log on stderr."""
+    import sys
+
+    from transformers import PrinterCallback, TrainerCallback
+
+    class StderrLogger(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+            if state.is_world_process_zero and logs:
+                shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in logs.items())
+                print(f"[{label}] step {state.global_step}/{state.max_steps}: {shown}", file=sys.stderr, flush=True)
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(StderrLogger())
+
+
 def plot_loss(points: list[tuple[int, float]], path: Path, title: str, extra: dict[str, list] | None = None) -> Path:
     """Write the curve (and any `extra` named curves of (step, value)) to `path`; matplotlib without a display."""
     import matplotlib

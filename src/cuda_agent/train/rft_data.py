@@ -62,7 +62,7 @@ class Report:
             (f"dropped: {r}", str(self.dropped[r]), self.examples.get(r, "")) for r in REASONS if self.dropped[r]
         ]
         rows.append(("read", str(self.read), ""))
-        width = max(len(r[0]) for r in rows)
+        width = max(len("episodes"), *(len(r[0]) for r in rows))
         count = max(len(r[1]) for r in rows)
         lines = [f"{'episodes':<{width}}  {'n':>{count}}  example", f"{'-' * width}  {'-' * count}  -------"]
         lines += [f"{a:<{width}}  {b:>{count}}  {c}".rstrip() for a, b, c in rows]

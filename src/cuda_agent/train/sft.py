@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.train.curves import loss_points, plot_loss
+from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
 from cuda_agent.train.rft_data import read_rows
 
 
@@ -87,6 +87,7 @@ def run_sft(settings: SFTSettings) -> dict[str, Any]:
         disable_tqdm=True,
     )
     trainer = SFTTrainer(model=settings.model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    stderr_logging(trainer, "sft")
     result = trainer.train()
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.train.curves import loss_points, plot_loss
+from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
 from cuda_agent.train.masks import render
 from cuda_agent.train.rft_data import read_rows
 
@@ -53,7 +53,9 @@ def value_example(tokenizer: Any, row: dict[str, Any], max_length: int | None) -
 
 
 def split_episodes(rows: list[dict[str, Any]], eval_fraction: float, seed: int) -> tuple[list, list]:
-    """Held-out episodes drawn from each reward level, so both successes and failures are evaluated."""
+    """Held-out episodes drawn from each reward level: every level with two or more episodes gives at
+    least one to the held-out set and keeps at least one for training (a level seen once stays in
+    training), so the explained variance is measured across successes and failures."""
     if len(rows) < 2:
         raise ValueError(f"value training needs at least 2 episodes (one held out); got {len(rows)}")
     if not 0 < eval_fraction < 1:
@@ -184,6 +186,7 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         disable_tqdm=True,
     )
     trainer = make_trainer_class()(model=model, args=args, train_dataset=train, data_collator=collator)
+    stderr_logging(trainer, "value")
     before = evaluate_values(trainer.model, held, collator)
     trainer.train()
     after = evaluate_values(trainer.model, held, collator)

@@ -1,0 +1,140 @@
+"""A few real CPU steps of `train sft` (TRL) and `train value` (HF Trainer) on the tiny model, the value
+targets and masks, and the tiny model's tool calls read back by transformers' own response parser."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+from train_helpers import judged, write_jsonl
+
+from cuda_agent.cli import main
+from cuda_agent.train.rft_data import read_rows
+from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, value_example
+
+
+def shortened(record: dict) -> dict:
+    out = copy.deepcopy(record)
+    out["messages"][0]["content"] = "You write CUDA kernels."
+    out["messages"][1]["content"] = "Make torch.relu fast."
+    out["tools"] = [t for t in out["tools"] if t["function"]["name"] in ("Read", "Write")]
+    return out
+
+
+@pytest.fixture(scope="module")
+def data(records, tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    # Short conversations keep CPU steps fast: a one-line system prompt and the two tools the episode used.
+    short = {k: shortened(r) for k, r in records.items()}
+    episodes = [judged(short["a"], 2), judged(short["b"], -1, "incorrect"),
+                judged(short["a"], 2), judged(short["b"], -1, "compile_error")]  # fmt: skip
+    runs = write_jsonl(root / "runs.jsonl", episodes)
+    out = root / "mix.parquet"
+    assert main(["train", "rft-data", str(runs), "--out", str(out), "--min-reward", "-1", "--keep-duplicates"]) == 0
+    return out
+
+
+def test_value_targets_and_masks(data, tiny_model) -> None:
+    from transformers import AutoTokenizer
+
+    from cuda_agent.train.masks import render
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    rows = read_rows(data)
+    for row in rows:
+        example = value_example(tokenizer, row, None)
+        rendered = render(tokenizer, row["messages"], row["tools"])
+        assert example["value_mask"] == rendered["assistant_masks"] and example["value_target"] == row["reward"]
+    short = value_example(tokenizer, rows[0], 50)
+    assert len(short["input_ids"]) == len(short["value_mask"]) == 50
+
+    best, failed = (next(r for r in rows if r["reward"] == v) for v in (2.0, -1.0))
+    assert len(json.loads(failed["tools"])) == 2
+    a, b = value_example(tokenizer, best, None), value_example(tokenizer, failed, 40)
+    batch = ValueCollator(pad_id=tokenizer.pad_token_id)([a, b])
+    width = len(a["input_ids"])
+    assert batch["input_ids"].shape == (2, width) and batch["attention_mask"][1].sum() == 40
+    assert batch["value_mask"][1, 40:].sum() == 0 and batch["value_mask"][0].sum() == sum(a["value_mask"])
+    assert torch.all(batch["value_targets"][1] == -1.0) and torch.all(batch["value_targets"][0] == 2.0)
+    # the loss counts masked tokens only
+    values = torch.zeros(2, width)
+    assert math.isclose(float(masked_mse(values, batch["value_targets"], batch["value_mask"])),
+                        (4 * sum(a["value_mask"]) + 1 * sum(b["value_mask"])) / (sum(a["value_mask"]) + sum(b["value_mask"])),
+                        rel_tol=1e-6)  # fmt: skip
+
+    train, held = split_episodes(rows, 0.5, seed=0)
+    assert len(train) + len(held) == 4 and {r["reward"] for r in held} == {r["reward"] for r in train} == {2.0, -1.0}
+    one_success = [rows[0], *(r for r in rows if r["reward"] == -1.0)]
+    train, held = split_episodes(one_success, 0.3, seed=0)
+    assert [r["reward"] for r in held] == [-1.0] and sorted(r["reward"] for r in train) == [-1.0, 2.0]
+    with pytest.raises(ValueError, match="at least 2"):
+        split_episodes(rows[:1], 0.5, 0)
+
+
+def test_sft_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = tmp_path / "sft"
+    code = main(["train", "sft", "--data", str(data), "--model", str(tiny_model), "--out", str(out), "--max-steps", "4",
+                 "--lr", "3e-3", "--batch-size", "2", "--no-bf16", "--no-gradient-checkpointing", "--json"])  # fmt: skip
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["steps"] == 4 and math.isfinite(summary["train_loss"])
+    assert summary["last_loss"] < summary["first_loss"], summary["loss_curve"]
+    assert (out / "sft_loss.png").stat().st_size > 1000
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert AutoTokenizer.from_pretrained(out).chat_template is not None
+    assert model.config.model_type == "qwen2"
+
+
+def test_value_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
+    from transformers import AutoModelForTokenClassification
+
+    out = tmp_path / "critic"
+    code = main(["train", "value", "--data", str(data), "--model", str(tiny_model), "--out", str(out), "--max-steps",
+                 "4", "--lr", "1e-3", "--eval-fraction", "0.5", "--no-bf16", "--json"])  # fmt: skip
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["steps"] == 4 and summary["heldout_episodes"] >= 1
+    for key in ("value_loss", "explained_variance"):
+        assert math.isfinite(summary["heldout_after"][key])
+    critic = AutoModelForTokenClassification.from_pretrained(out)
+    assert critic.config.num_labels == 1
+    assert critic(input_ids=torch.tensor([[1, 2, 3]])).logits.shape == (1, 3, 1)
+
+
+def test_value_refuses_one_sided_data(records, tiny_model, tmp_path, capsys) -> None:
+    runs = write_jsonl(tmp_path / "ok.jsonl", [judged(records["a"], 2), judged(records["b"], 2)])
+    data = tmp_path / "ok.parquet"
+    assert main(["train", "rft-data", str(runs), "--out", str(data)]) == 0
+    assert main(["train", "value", "--data", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "c")]) == 2
+    assert "successes AND failures" in capsys.readouterr().err
+
+
+def test_transformers_reads_the_tiny_models_tool_calls(data, tiny_model) -> None:
+    """What the template trains the model to emit is what `transformers serve` parses into tool_calls."""
+    pytest.importorskip("fastapi")
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.cli.serving.utils import get_response_template
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+
+    class Model:  # get_response_template only reads the config's model_type
+        config = AutoConfig.from_pretrained(tiny_model)
+
+    template = get_response_template(tokenizer, Model())
+    assert template is not None
+    messages = read_rows(data)[0]["messages"]
+    turn = 4  # the assistant turn with two Write calls
+    assert messages[turn]["role"] == "assistant" and len(messages[turn]["tool_calls"]) == 2
+    prompt = tokenizer.apply_chat_template(messages[:turn], tokenize=False, add_generation_prompt=True)
+    full = tokenizer.apply_chat_template(messages[: turn + 1], tokenize=False)
+    assert full.startswith(prompt)
+    parsed = tokenizer.parse_response(full[len(prompt):].rstrip("\n"), template, prefix=prompt)
+    calls = parsed["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["Write", "Write"]
+    assert [c["function"]["arguments"] for c in calls] == [json.loads(c["function"]["arguments"])
+                                                           for c in messages[turn]["tool_calls"]]  # fmt: skip
