@@ -15,7 +15,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import statistics
 import tempfile
 import time
@@ -27,17 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.judge.authkey import judge_key
 from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
 from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
 from cuda_agent.judge.coverage import binary_attribution, coverage_report
+from cuda_agent.judge.freeze import FreezeFailed, ProcessTree
 from cuda_agent.judge.gpumem import process_gpu_bytes
 from cuda_agent.judge.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
 from cuda_agent.judge.reward import milestone_reward
 from cuda_agent.judge.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.static_checks import describe as describe_findings
-from cuda_agent.judge.timing import PROTOCOL_VERSION, median_rse, ratio_with_bound, stat_of
+from cuda_agent.judge.timing import (
+    PROTOCOL_VERSION,
+    HostClock,
+    baseline_spread,
+    median_rse,
+    pad_for,
+    ratio_with_bound,
+    reward_threshold,
+    round_time,
+    stat_of,
+)
 from cuda_agent.judge.verdict import (
     Environment,
     Status,
@@ -262,6 +273,9 @@ class Judgment:
         self.candidate_dir = slot.folder
         self.out_dir = slot.out_dir  # the only place the candidate writes
         self.checks["sandbox"] = slot.sandbox.protections
+        # Frozen while baselines run, counted for leftovers: the worker and all it starts (freeze.py).
+        self.candidate_tree = slot.tree or ProcessTree(slot.worker.pid, slot.folder)
+        self.candidate_separate_user = slot.sandbox.uid is not None
 
     def prepare_reference(self, pool: WorkerPool, slot: ReferenceSlot) -> None:
         """Fresh secret seeds, inputs, weights and reference outputs for this judgment (GPU, locked)."""
@@ -500,94 +514,101 @@ class Judgment:
             )
 
     def time(self, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
+        """Interleaved rounds of candidate, eager and torch.compile, by the protocol of timing.py: device
+        time with host launch overhead hidden by one pad for all three, every stream of the context
+        waited for, the parent's clock as a bound on every round, work still running after a candidate
+        round charged to it, baselines timed with the candidate's process tree frozen on an idle GPU."""
         start = time.monotonic()
         tc = self.config.timing
         assert self.environment is not None
-        cache = BaselineCache(self.config.cache_dir)
+        secret, where = judge_key(self.candidate_separate_user)
+        cache = BaselineCache(self.config.cache_dir, secret=secret)
         key = cache_key(self.task.digest, self.environment.key())
         cached = cache.get(key)
-        self._candidate_call(
+        self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
+        setup = self._candidate_call(
             cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.warmup_args()
         )  # fmt: skip
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
+        hosts = {"candidate": _finite(setup.get("host_ms"))}
+        builds_ms: list[float] = []
         if cached is None:
-            with self.candidate_stopped(cand):
-                self._reference_call(
-                    ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"]
-                )
+            with self.baselines_window(cand, ref):
+                made = self._reference_call(
+                    ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
+                    compile_builds=tc.compile_builds, build_windows=tc.build_windows,
+                    samples=tc.samples_per_round,
+                )  # fmt: skip
+            hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
+            builds_ms = [float(x) for x in made["compile_builds_ms"]]
+            pad = pad_for(max(hosts.values()))
+            self._reference_call(ref, "time_pad", 60, pad_ms=pad)
+        else:
+            builds_ms = list(cached.compile_builds_ms)
+            pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
+        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
-        # Host-clock cost per sample beyond the events, measured by this process around each round:
-        # the candidate cannot touch this clock, so forged or escaped times show up here.
-        overhead: dict[str, list[float]] = {"candidate": [], "eager": []}
-        contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
+        walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
+        reference_rounds: list[tuple[float, float, list[float]]] = []  # for the HostClock
+        outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
+        escaped_ms = 0.0  # work the candidate worker itself reported past its end events
         for _ in range(tc.max_rounds):
-            for who in contenders:
-                if who == "candidate":
-                    self.draw_round(ref, cand)  # fresh content for every call, outside the host clock
-                began = time.perf_counter()
-                if who == "candidate":
-                    reply = self._candidate_call(
-                        cand,
-                        "time_round",
-                        self.config.timing_timeout_s,
-                        "timing",
-                        samples=tc.samples_per_round,
-                        keep=secrets.randbelow(tc.samples_per_round),
-                    )
-                else:
-                    with self.candidate_stopped(cand):  # nothing of the candidate's runs while baselines do
-                        reply = self._reference_call(
-                            ref,
-                            "time_round",
-                            self.config.timing_timeout_s,
-                            mode=who,
-                            samples=tc.samples_per_round,
-                        )
-                wall_ms = (time.perf_counter() - began) * 1000
-                samples = [float(x) for x in reply["samples"]]
-                if len(samples) != tc.samples_per_round or min(samples) <= 0 or sum(samples) > wall_ms:
-                    raise self.fail(
-                        Status.REJECTED, f"{who} timing samples are impossible for the host clock"
-                    )
-                rounds[who].append(samples)
-                if who in overhead:
-                    overhead[who].append((wall_ms - sum(samples)) / len(samples))
+            self.draw_round(ref, cand)  # fresh content for every call, outside the host clock
+            began = time.perf_counter()
+            reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, "timing",
+                                         samples=tc.samples_per_round,
+                                         keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
+            wall_ms = (time.perf_counter() - began) * 1000
+            samples = self._samples("candidate", reply, wall_ms)
+            escaped_ms += _finite(reply.get("escaped_ms"))
+            with self.baselines_window(cand, ref) as busy_ms:
+                # Work of the candidate's still on the GPU after its round: its calls' cost.
+                outstanding_ms += busy_ms
+                samples = [s + busy_ms / len(samples) for s in samples]
+                rounds["candidate"].append(samples)
+                walls["candidate"].append(wall_ms + busy_ms)
+                for who in ([] if cached else ["eager", "compile"]):
+                    began = time.perf_counter()
+                    reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
+                                                 samples=tc.samples_per_round)  # fmt: skip
+                    wall_ms = (time.perf_counter() - began) * 1000
+                    got = self._samples(who, reply, wall_ms)
+                    rounds[who].append(got)
+                    walls[who].append(wall_ms)
+                    reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
             self.check_round(ref, cand)
-            if self._timing_done(rounds, contenders):
+            if self._timing_done(rounds, ["candidate"] if cached else ["candidate", "eager", "compile"]):
                 break
         self.check_leftovers(cand, "timing")
         if cached is None:
+            self.host_clock = HostClock.from_reference(reference_rounds)
+            eager_rounds = [round_time(r, w, self.host_clock)[0] for r, w in zip(rounds["eager"], walls["eager"], strict=True)]
+            compile_rounds = [round_time(r, w, self.host_clock)[0] for r, w in zip(rounds["compile"], walls["compile"], strict=True)]
             cached = BaselineRecord(
                 eager_samples=[s for r in rounds["eager"] for s in r],
                 compile_samples=[s for r in rounds["compile"] for s in r],
-                eager_rounds=[statistics.median(r) for r in rounds["eager"]],
-                compile_rounds=[statistics.median(r) for r in rounds["compile"]],
-                overhead_ms=statistics.median(overhead["eager"]),
-            )
+                eager_rounds=eager_rounds, compile_rounds=compile_rounds,
+                overhead_ms=self.host_clock.overhead_ms, overhead_margin_ms=self.host_clock.margin_ms,
+                compile_builds_ms=builds_ms, eager_spread=baseline_spread(eager_rounds),
+                compile_spread=baseline_spread(compile_rounds), pad_ms=pad,
+            )  # fmt: skip
             cache.put(key, cached)
             paired, source = True, "measured"
         else:
+            self.host_clock = HostClock(cached.overhead_ms, cached.overhead_margin_ms)
             paired, source = False, "cached"
-        cand_rounds = [statistics.median(r) for r in rounds["candidate"]]
+        charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
+        cand_rounds = [t for t, _ in charged]
         cand_samples = [s for r in rounds["candidate"] for s in r]
-        cand_overhead = statistics.median(overhead["candidate"])
-        self.reference_overhead_ms = cached.overhead_ms
-        escaped = cand_overhead > cached.overhead_ms * tc.escape_ratio + tc.escape_slack_ms
         self.checks["host_clock"] = {
-            "candidate_overhead_ms": round(cand_overhead, 4),
-            "reference_overhead_ms": round(cached.overhead_ms, 4),
-            "escaped_work_detected": escaped,
+            "overhead_ms": round(self.host_clock.overhead_ms, 5),
+            "margin_ms": round(self.host_clock.margin_ms, 5),
+            "candidate_rounds_charged_by_host_clock": sum(by_clock for _, by_clock in charged),
+            "outstanding_gpu_work_ms": round(outstanding_ms, 4),
+            "work_after_end_events_ms": round(escaped_ms, 4),
         }
-        if escaped:
-            # Work escaped the events (side stream, deferred work, forged samples): charge the host clock.
-            extra = cand_overhead - cached.overhead_ms
-            cand_rounds = [r + extra for r in cand_rounds]
-            cand_samples = [s + extra for s in cand_samples]
-        eager_rounds = [statistics.median(r) for r in rounds["eager"]] if paired else cached.eager_rounds
-        compile_rounds = (
-            [statistics.median(r) for r in rounds["compile"]] if paired else cached.compile_rounds
-        )
+        eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
         s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
         if s_comp_low > tc.plausible_speedup:
@@ -605,13 +626,32 @@ class Judgment:
         eager_stat = stat_of(cached.eager_samples)
         compile_stat = stat_of(cached.compile_samples)
         self.stages["timing"] = time.monotonic() - start
+        policy = {
+            "measures": "device time per call, host launch overhead hidden up to the pad, every stream",
+            "pad_ms": round(pad, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
+            "compile_builds_ms": [round(b, 5) for b in builds_ms],
+            "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
+        }  # fmt: skip
         return Timing(
             candidate_ms=cand_stat.median, eager_ms=eager_stat.median, compile_ms=compile_stat.median,
             speedup_vs_eager=s_eager, speedup_vs_compile=s_comp,
             speedup_vs_eager_low=s_eager_low, speedup_vs_compile_low=s_comp_low,
             candidate=cand_stat, eager=eager_stat, compile=compile_stat,
             rounds=len(cand_rounds), baseline_source=source, protocol=PROTOCOL_VERSION,
+            eager_threshold=reward_threshold(cached.eager_spread),
+            compile_threshold=reward_threshold(cached.compile_spread), policy=policy,
         )  # fmt: skip
+
+    def _samples(self, who: str, reply: dict, wall_ms: float) -> list[float]:
+        """A round's samples, refused when they cannot be true by this process's clock."""
+        tc = self.config.timing
+        try:
+            samples = [float(x) for x in reply["samples"]]
+        except (KeyError, TypeError, ValueError):
+            samples = []
+        if len(samples) != tc.samples_per_round or not all(0 < s < 1e9 for s in samples) or sum(samples) > wall_ms:
+            raise self.fail(Status.REJECTED, f"{who} timing samples are impossible for the host clock")
+        return samples
 
     def recheck_rounds(self, cand: WorkerHandle, ref: WorkerHandle) -> list[float]:
         tc = self.config.timing
@@ -623,26 +663,53 @@ class Judgment:
                                          samples=tc.samples_per_round,
                                          keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
             wall_ms = (time.perf_counter() - began) * 1000
-            samples = [float(x) for x in reply["samples"]]
-            # Charge the host clock, not the events, on this strict pass (minus the protocol's own cost).
-            host_per_sample = (wall_ms / len(samples)) - self.reference_overhead_ms
-            medians.append(max(statistics.median(samples), host_per_sample))
+            samples = self._samples("candidate", reply, wall_ms)
+            with self.baselines_window(cand, ref) as busy_ms:
+                wall_ms += busy_ms
+            # Charge the host clock, not the events, on this strict pass (no margin).
+            host_per_call = self.host_clock.bound(wall_ms, len(samples)) + self.host_clock.margin_ms
+            medians.append(max(statistics.median(samples) + busy_ms / len(samples), host_per_call))
             self.check_round(ref, cand)
         return medians
 
     @contextlib.contextmanager
-    def candidate_stopped(self, cand: WorkerHandle) -> Iterator[None]:
-        """Freeze the candidate's whole process group (SIGSTOP) while the reference works on the GPU.
+    def baselines_window(self, cand: WorkerHandle, ref: WorkerHandle) -> Iterator[float]:
+        """The candidate's whole process tree frozen and the GPU verified idle: what the reference runs
+        inside is timed on a GPU the candidate cannot touch. Yields how long the GPU stayed busy after
+        the candidate's last reply (its work, charged to its round by the caller).
 
-        The candidate synchronised the device before its last reply, so nothing of it is queued; stopped,
-        it cannot launch more: baselines are never slowed by a candidate's background work."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(cand.pid, signal.SIGSTOP)
+        First the trusted reference probes the GPU while the candidate is still running (anything busy
+        now is work the candidate left behind: a second context, a helper process, a patched timer), then
+        the tree is frozen (cgroup v2 where available, and SIGSTOP of every process found in /proc,
+        setsid children included), then the GPU must drain: work queued before the freeze keeps running,
+        and must end before a baseline is timed."""
+        with self.timed("baseline_windows"):
+            first = self._reference_call(ref, "drain", 60, timeout_s=2.0)
+            try:
+                report = self.tree_of(cand).freeze()
+            except FreezeFailed as exc:
+                raise self.fail(Status.REJECTED, f"the judge could not freeze the candidate's processes: {exc}") from None
         try:
-            yield
+            with self.timed("baseline_windows"):
+                second = self._reference_call(ref, "drain", 60, timeout_s=self.config.timing.drain_timeout_s)
+            if not second["drained"]:
+                raise self.fail(
+                    Status.REJECTED,
+                    f"the GPU stayed busy for {self.config.timing.drain_timeout_s:g} s after every process of the "
+                    "candidate was frozen: GPU work queued outside forward (a helper process, a second "
+                    "context, deferred kernels) is not allowed",
+                )
+            self.checks["baseline_freeze"] = f"{report.method}; GPU verified idle before each baseline round"
+            yield _finite(first.get("busy_ms")) + _finite(second.get("busy_ms"))
         finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(cand.pid, signal.SIGCONT)
+            self.tree_of(cand).thaw()
+
+    def tree_of(self, cand: WorkerHandle) -> ProcessTree:
+        """The candidate's process tree: the pool's (with its cgroup), else one found by /proc alone."""
+        tree = getattr(self, "candidate_tree", None)
+        if tree is None or tree.pid != cand.pid:
+            tree = self.candidate_tree = ProcessTree(cand.pid, getattr(self, "candidate_dir", None))
+        return tree
 
     def spot_check(self, ref: WorkerHandle, cand: WorkerHandle, index: int) -> None:
         """Compare the output of timed call `index` of the last round with the reference's on its inputs."""
@@ -670,7 +737,7 @@ class Judgment:
     def check_leftovers(self, cand: WorkerHandle, when: str) -> None:
         """No threads or processes may outlive a call: count them from /proc, outside the candidate."""
         threads = _thread_count(cand.pid)
-        children = _group_members(cand.pid) - {cand.pid}
+        children = self.tree_of(cand).walk() - {cand.pid}  # setsid children and daemons too (freeze.py)
         baseline = self.threads_after_load
         self.checks[f"candidate_threads_after_{when.split()[-1]}"] = threads
         if children:
@@ -721,6 +788,8 @@ class Judgment:
             True,
             timing.speedup_vs_eager_low if timing else None,
             timing.speedup_vs_compile_low if timing else None,
+            eager_threshold=timing.eager_threshold if timing else None,
+            compile_threshold=timing.compile_threshold if timing else None,
         )
         if timing:
             reason = (
@@ -804,14 +873,10 @@ def _thread_count(pid: int) -> int:
         return 0
 
 
-def _group_members(pgid: int) -> set[int]:
-    members = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.add(int(entry))
-    return members
+def _finite(value: Any) -> float:
+    """A worker's number, or 0.0 when it is not a finite non-negative float (a reply is never trusted)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if 0.0 <= number < 1e9 else 0.0

@@ -213,7 +213,13 @@ class CandidateWorker:
         else:
             sets = [self._inputs(seed, None) for seed in warmup_seeds or []]
         self.sampler = Sampler(self.model, sets)
-        return {"warmup_ms": self.sampler.warmup()}
+        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms}
+
+    def time_pad(self, pad_ms: float) -> dict[str, Any]:
+        """The pad length the parent chose for every contender (timing.py)."""
+        assert self.sampler is not None, "time_setup first"
+        self.sampler.set_pad(pad_ms)
+        return {}
 
     def draw_round(self, seeds: list[int] | None = None, inputs_path: str | None = None) -> dict[str, Any]:
         """The next round's inputs, one set per timed call, drawn now (outside the parent's clock around
@@ -232,7 +238,7 @@ class CandidateWorker:
         fresh, self.round_inputs = self.round_inputs, []
         result = self.sampler.round(samples, keep, fresh=fresh or None)
         self.check_settings("a timed forward")
-        return {"samples": result.samples_ms, "wall_ms": result.wall_ms}
+        return result.reply()
 
     def exit(self) -> dict[str, Any]:
         return {}
@@ -251,6 +257,7 @@ def main() -> None:
             "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
+            "time_pad": worker.time_pad,
             "exit": worker.exit,
         }
     )

@@ -34,6 +34,7 @@ from stat import S_ISDIR
 
 from cuda_agent.judge.build import cache_root
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.freeze import ProcessTree
 from cuda_agent.judge.procs import scrubbed_env
 from cuda_agent.judge.sandbox import Sandbox, candidate_sandbox
 
@@ -51,11 +52,14 @@ class CandidateSlot:
     folder: Path  # the candidate's cwd/HOME: model_new.py and cuda_extension.so go here
     out_dir: Path  # the only place the candidate writes outputs
     sandbox: Sandbox
+    tree: ProcessTree | None = None  # the worker and everything it starts (freeze.py)
     warm_error: str | None = None
     retire: Callable[[CandidateSlot], None] | None = None  # the pool's clean-up after the worker is gone
 
     def close(self) -> None:
         self.worker.close()
+        if self.tree is not None:
+            self.tree.close()  # setsid children and double-forked daemons too
         shutil.rmtree(self.root, ignore_errors=True)
         retire, self.retire = self.retire, None  # once, even if closed twice
         if retire:
@@ -157,7 +161,9 @@ class WorkerPool:
         )
         with self._lock:
             self._live_sessions.add(worker.pid)
-        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, retire=self._retire_candidate)
+        # Into a cgroup of its own (where the judge may create one) before any candidate code exists.
+        tree = ProcessTree.attach(worker.pid, folder)
+        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, tree, retire=self._retire_candidate)
         slot.warm_error = self._warm(worker)
         return slot
 

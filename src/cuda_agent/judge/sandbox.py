@@ -29,6 +29,17 @@ from cuda_agent.judge.procs import Limits
 
 SANDBOX_USER = "cuda-agent-sandbox"
 CLONE_NEWNET = 0x40000000
+PR_CAPBSET_DROP = 24
+# Dropped from a candidate that runs as root (no sandbox user): without them it cannot read the judge's
+# memory (ptrace, /proc/PID/mem of a non-dumpable process: where the process key of authkey.py lives),
+# load kernel modules or touch raw memory.
+DROPPED_CAPABILITIES = {"CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17, "CAP_SYS_PTRACE": 19}
+
+
+def drop_capabilities() -> bool:
+    """Remove DROPPED_CAPABILITIES from the bounding set (between fork and exec: gone after exec)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return all(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 for cap in DROPPED_CAPABILITIES.values())
 
 
 @dataclass
@@ -53,6 +64,8 @@ class Sandbox:
                 os.setgroups([])
                 os.setgid(gid)
                 os.setuid(uid)
+            elif os.geteuid() == 0 and not drop_capabilities():
+                os._exit(98)  # fail closed: a root candidate must not keep CAP_SYS_PTRACE
 
         return run
 
@@ -141,6 +154,8 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         protections["user"] = "NOT separated: runs as the judge's user" + str(
             _PROBED.get("user_reason") or " (needs root to drop privileges)"
         )
+        if os.geteuid() == 0:
+            protections["capabilities"] = "dropped: " + ", ".join(DROPPED_CAPABILITIES)
     protections["not_provided"] = "seccomp, Landlock (reads of world-readable files are possible)"
     sandbox.protections = protections
     return sandbox

@@ -71,6 +71,12 @@ class Timing:
     rounds: int
     baseline_source: str  # "measured" (interleaved in this run) or "cached"
     protocol: str
+    # What the reward compared (timing.md): the thresholds the lower bounds had to exceed (1.05 widened
+    # by each baseline's measured spread), and how the figures were made (pad, fresh compile builds,
+    # spreads, host-clock bound, work charged beyond the events).
+    eager_threshold: float = 1.05
+    compile_threshold: float = 1.05
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
