@@ -31,7 +31,7 @@ from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
 from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-from cuda_agent.judge.coverage import binary_attribution, coverage_report
+from cuda_agent.judge.coverage import CoverageReport, binary_attribution, coverage_report, merge
 from cuda_agent.judge.freeze import FreezeFailed, ProcessTree
 from cuda_agent.judge.gpumem import process_gpu_bytes
 from cuda_agent.judge.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
@@ -426,6 +426,7 @@ class Judgment:
         """Run the input sets; the reference compares output k while the candidate computes k + 1."""
         start = time.monotonic()
         n = self.config.input_sets
+        traced: list[dict[str, float]] = []  # the kernels of every verification call (coverage gate)
         # The five sets, then the first again from a fresh copy: the same input must give the same output.
         order = [*range(n), 0]
         pending: tuple[str, str] | None = None  # (request id, label) of the comparison in flight
@@ -445,13 +446,16 @@ class Judgment:
                 while True:
                     reply = self._candidate_call(
                         cand, "run", self.config.forward_timeout_s, f"forward on {label}",
-                        output_path=str(output_path), poison=True, shared=self.shared_outputs,
+                        output_path=str(output_path), poison=True, shared=self.shared_outputs, trace=True,
                         **self.input_args(set_index),
                     )  # fmt: skip
                     if self.input_files or reply["input_print"] == self.input_prints[set_index]:
                         break
                     settle()  # the reference takes one request at a time
                     self.switch_to_input_files(ref, "inputs")
+                if not traced:  # CUPTI starts its threads with the first traced call: count from here on
+                    self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
+                traced.append(reply.get("kernels") or {})
                 if reply["forbidden"]:
                     ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
                     raise self.fail(
@@ -482,7 +486,7 @@ class Judgment:
         self.checks["repeat_determinism"] = "passed"
         self.checks["op_gate"] = "passed"
         self.check_leftovers(cand, "its forward calls")
-        self.check_coverage(cand)
+        self.check_coverage(traced)
         self.stages["verify"] = time.monotonic() - start
 
     def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str]) -> None:
@@ -580,6 +584,7 @@ class Judgment:
             self.check_round(ref, cand)
             if self._timing_done(rounds, ["candidate"] if cached else ["candidate", "eager", "compile"]):
                 break
+        self.check_timed_coverage(ref, cand)
         self.check_leftovers(cand, "timing")
         if cached is None:
             self.host_clock = HostClock.from_reference(reference_rounds)
@@ -751,22 +756,45 @@ class Judgment:
                 "finish inside forward, on the current stream",
             )
 
-    def check_coverage(self, cand: WorkerHandle) -> None:
-        """Most forward GPU time must be in the submitted kernels (cuBLAS/cuDNN where the task has them)."""
-        with self.timed("coverage"):
-            reply = self._candidate_call(cand, "profile", self.config.forward_timeout_s,
-                                         "profiling the forward", **self.input_args(0))  # fmt: skip
-        # The profiler (CUPTI) starts threads of its own: count from here on.
-        self.threads_after_load = _thread_count(cand.pid)
-        report = coverage_report(reply["kernels"], self.kernel_names, self.reference_ops)
+    def check_coverage(self, traced: list[dict[str, float]]) -> None:
+        """Most GPU time of the verification calls (every one was traced) must be in the submitted kernels
+        (cuBLAS/cuDNN where the task has them), attributed by the built binary (coverage.py)."""
+        report = coverage_report(merge(traced), self.kernel_names, self.reference_ops, calls=len(traced))
         self.checks["coverage"] = report.summary()
+        self._gate_coverage(report, "forward")
+
+    def check_timed_coverage(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """One more round of timed calls, made exactly like the others (fresh inputs, the same sampler and
+        arguments), traced: a submission honest on the verification calls and calling PyTorch (or nothing)
+        on timed calls is seen here. Its samples are not used (tracing costs time); its outputs are checked
+        like every round's."""
+        tc = self.config.timing
+        with self.timed("coverage"):
+            draw = getattr(self, "draw_round", None)  # rounds with fresh content for every call
+            if draw is not None:
+                draw(ref, cand)
+            reply = self._candidate_call(cand, "profile_round", self.config.timing_timeout_s, "timing",
+                                         samples=tc.samples_per_round,
+                                         keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
+            check = getattr(self, "check_round", None) or getattr(self, "spot_check", None)
+            if check is not None:
+                check(ref, cand)
+        report = coverage_report(reply.get("kernels") or {}, self.kernel_names, self.reference_ops,
+                                 calls=tc.samples_per_round)  # fmt: skip
+        self.checks["coverage_timed"] = report.summary()
+        if report.submitted_us + report.library_us + report.copies_us <= 0:
+            raise self.fail(Status.REJECTED, "a round of timed calls ran none of your kernels (only "
+                            f"{report.describe_foreign()}): every call must compute its output")  # fmt: skip
+        self._gate_coverage(report, "timed calls'")
+
+    def _gate_coverage(self, report: CoverageReport, what: str) -> None:
         if not report.observed:
-            raise self.fail(Status.RUNTIME_ERROR, "the coverage gate saw no GPU kernels in forward (profiler "
+            raise self.fail(Status.RUNTIME_ERROR, f"the coverage gate saw no GPU kernels in {what} (profiler "
                             "unavailable, or forward launches nothing)")  # fmt: skip
         if report.share < self.config.min_coverage:
             raise self.fail(
                 Status.REJECTED,
-                f"only {100 * report.share:.0f}% of forward GPU time is in your kernels; the rest is in "
+                f"only {100 * report.share:.0f}% of {what} GPU time is in your kernels; the rest is in "
                 f"{report.describe_foreign()}: implement the work in kernels/",
             )
 

@@ -22,8 +22,10 @@ and emitting pybind11's inline code, which a PCH cannot save) by about a third; 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -152,6 +154,7 @@ def compile_command(
             config.optimization, f"-std={tc.cxx_standard}", *gencode_flags(config.arch),
             *(["--use_fast_math"] if config.fast_math else []),
             "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr", "--expt-extended-lambda",
+            "--no-compress",  # cubins stored as plain ELF: the judge reads the kernels from the binary
             # torch's own defaults, so that sources written for cpp_extension.load compile the same way
             "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
             "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
@@ -380,7 +383,8 @@ def _compile_and_link(
     # Which units take the PCH, and where it is (or will be): its folder is a pure function of the
     # judge's header, the toolchain and the flags, so objects made with it can be found in the cache
     # before it exists, and an all-cached build never waits for it.
-    wanting = {s for s in sources if config.precompiled_header and _wants_pch(s)}
+    judge_binding = stage / "binding.cpp"  # the judge's own unit: never from (or through) a shared cache
+    wanting = {s for s in sources if config.precompiled_header and s != judge_binding and _wants_pch(s)}
     pch = _Pch(None)
     planned: Path | None = None
     shared_pch = _read_only_pch(tc, config) if wanting else None
@@ -398,6 +402,11 @@ def _compile_and_link(
         use = header if source in wanting else None
         command = compile_command(source, stage / (source.name + ".o"), tc, config, use)
         name = f"{_object_key(source, stage, command, tc)}.o"
+        if source == judge_binding:
+            # Linked into every submission: a forged object in a cache the candidate can write would run
+            # in all later ones. Compiled once per judge process, without the shared PCH, into a folder
+            # only this process knows (_private_objects).
+            return command, _private_objects() / name, False
         found = next((layer / name for layer in config.read_only_caches if (layer / name).is_file()), None)
         if found is None:
             found = cache / name
@@ -492,6 +501,14 @@ def _compile_and_link(
     imports = {_display(s, stage): imported_symbols(plans[s][1]) for s in sources if s != stage / "binding.cpp"}
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
                        False, (*commands, " ".join(link)), used_pch, pch_note, imports)  # fmt: skip
+
+
+@functools.cache
+def _private_objects() -> Path:
+    """A 0700 folder of this judge process for the objects of its own sources (removed at exit)."""
+    folder = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-objects-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _display(source: Path, stage: Path) -> str:

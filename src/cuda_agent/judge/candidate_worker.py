@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge import layout, tensorfile
+from cuda_agent.judge import kernel_trace, layout, tensorfile
 from cuda_agent.judge.channel import serve
 from cuda_agent.judge.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.opgate import OpGate
@@ -161,13 +161,17 @@ class CandidateWorker:
 
     def run(
         self, output_path: str, poison: bool, inputs_seed: int | None = None, inputs_path: str | None = None,
-        shared: bool = False,
+        shared: bool = False, trace: bool = False,
     ) -> dict[str, Any]:  # fmt: skip
         inputs = self._inputs(inputs_seed, inputs_path)
+        kernels: dict[str, float] = {}
         drawn = fingerprint(inputs)  # before forward, which may write into its inputs
         gate = OpGate(poison=poison)
         with torch.no_grad(), gate:
-            result = self.model(*inputs)
+            if trace:  # the kernels of this call alone (kernel_trace.py), for the parent's coverage gate
+                result, kernels = kernel_trace.traced(lambda: self.model(*inputs))
+            else:
+                result = self.model(*inputs)
         torch.cuda.synchronize()  # surfaces asynchronous kernel faults here, not later
         self.check_settings("forward")
         outputs = flatten_tensors(result)
@@ -176,7 +180,8 @@ class CandidateWorker:
                 raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
         aliases = layout.aliases(outputs, list(inputs))
         handed = self._hand_over(outputs, output_path, shared)
-        return {"forbidden": dict(gate.forbidden), "input_print": drawn, "aliases": aliases, **handed}
+        return {"forbidden": dict(gate.forbidden), "input_print": drawn, "kernels": kernels, "aliases": aliases,
+                **handed}  # fmt: skip
 
     def profile(self, inputs_seed: int | None = None, inputs_path: str | None = None) -> dict[str, Any]:
         """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
@@ -240,6 +245,11 @@ class CandidateWorker:
         self.check_settings("a timed forward")
         return result.reply()
 
+    def profile_round(self, **round_args: Any) -> dict[str, Any]:
+        """A timed round exactly like `time_round` (same arguments, inputs, sampler), with the kernels it ran."""
+        reply, kernels = kernel_trace.traced(lambda: self.time_round(**round_args))
+        return {**reply, "kernels": kernels}
+
     def exit(self) -> dict[str, Any]:
         return {}
 
@@ -257,6 +267,7 @@ def main() -> None:
             "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
+            "profile_round": worker.profile_round,
             "time_pad": worker.time_pad,
             "exit": worker.exit,
         }
