@@ -1,6 +1,6 @@
 """The judge's answer: a typed, frozen verdict with a status, a reward and a reason someone can act on.
 
-The JSON form (`to_dict`) is the contract in shared/design/architecture.md: `reward`, `status`, `reason`,
+The JSON form (`to_dict`) is the contract in docs/design/architecture.md: `reward`, `status`, `reason`,
 `compile_log`, `timing` and the environment fingerprint, plus the tolerances and the checks that ran.
 """
 
