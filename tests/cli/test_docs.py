@@ -55,3 +55,17 @@ def test_the_verdict_doc_shows_every_field_of_the_schema() -> None:
         for f in dataclasses.fields(cls):
             assert f"`{f.name}`" in text, f"{cls.__name__}.{f.name} is not in docs/verdict.md"
     assert '"schema_version"' in text
+
+
+def test_readme_blocks_run_from_the_project_root() -> None:
+    """A block that `cd`s into a folder and then names that folder again fails when pasted (`cd ws` then
+    `judge ws/`): changes of directory in the README's shell blocks happen in subshells."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    assert blocks
+    for block in blocks:
+        for line in block.splitlines():
+            assert not re.match(r"\s*cd\s", line), f"README shell line changes directory for the lines after it: {line}"
+    front = readme.split("\n## ")[0]
+    assert "source .venv/bin/activate" in front and ".venv/bin/cuda-agent" in front
+    assert "bubblewrap" in front and "docs/" in front
