@@ -223,7 +223,7 @@ RESERVED_KERNEL_PREFIXES = (*TORCH_NAMESPACES, "cudnn", "cublas")
 
 def qualified_name(demangled: str) -> str:
     """`void at::native::foo<4>(float*)` -> `at::native::foo`: the function's qualified name."""
-    head = demangled.split("(", 1)[0]
+    head = demangled.replace("(anonymous namespace)", "{anonymous}").split("(", 1)[0]
     depth, cut = 0, len(head)
     for i, ch in enumerate(head):  # drop template arguments: the first '<' at depth 0
         if ch == "<":
@@ -233,7 +233,8 @@ def qualified_name(demangled: str) -> str:
         elif ch == ">":
             depth -= 1
     head = head[:cut].strip()
-    return head.split(" ")[-1] if " " in head else head
+    head = head.split(" ")[-1] if " " in head else head
+    return head.replace("{anonymous}", "(anonymous namespace)")
 
 
 def reserved_kernels(found: list[Kernel]) -> list[str]:
