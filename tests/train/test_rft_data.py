@@ -46,6 +46,9 @@ def test_filters_and_report(records, tmp_path, capsys) -> None:
                  "--keep-duplicates", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["kept"] == 5 and "exit" not in report["dropped"] and "reward" not in report["dropped"]
+    assert main(["train", "rft-data", str(runs), "--out", str(out), "--task", "other", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kept"] == 0 and report["dropped"] == {"task": 8, "unreadable": 1}
 
 
 def test_bad_arguments_are_clear(tmp_path, capsys) -> None:

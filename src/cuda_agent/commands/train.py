@@ -34,6 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     data.add_argument("--exits", default="finished,submitted",
                       help="exit statuses kept, comma-separated (default: finished,submitted)")
     data.add_argument("--any-exit", action="store_true", help="keep every exit status (value data)")
+    data.add_argument("--task", action="append", dest="tasks", help="keep only this task (repeatable)")
     data.add_argument("--keep-duplicates", action="store_true", help="keep episodes with the same final kernel")
     data.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     data.set_defaults(handler=run_rft_data)
@@ -83,6 +84,7 @@ def _common(parser: argparse.ArgumentParser, default_lr: float) -> None:
     parser.add_argument("--warmup-steps", type=int, default=0)
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
                         help="bf16 mixed precision (default: when the GPU supports it)")  # fmt: skip
+    parser.add_argument("--logging-steps", type=int, default=1, help="log the loss every N steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
@@ -103,7 +105,8 @@ def run_rft_data(args: argparse.Namespace) -> int:
 
     exits = None if args.any_exit else tuple(e.strip() for e in args.exits.split(",") if e.strip())
     filters = Filters(min_reward=args.min_reward, max_reward=args.max_reward, exits=exits,
-                      max_tokens=args.max_tokens, per_task=args.per_task, dedupe=not args.keep_duplicates)  # fmt: skip
+                      max_tokens=args.max_tokens, per_task=args.per_task, dedupe=not args.keep_duplicates,
+                      tasks=tuple(args.tasks) if args.tasks else None)  # fmt: skip
     if args.per_task is not None and args.per_task < 1:
         return _fail("--per-task must be at least 1")
     try:
@@ -135,6 +138,7 @@ def run_sft(args: argparse.Namespace) -> int:
                            learning_rate=args.lr, batch_size=args.batch_size, grad_accum=args.grad_accum,
                            max_length=args.max_length, bf16=args.bf16, warmup_steps=args.warmup_steps,
                            gradient_checkpointing=not args.no_gradient_checkpointing, seed=args.seed,
+                           logging_steps=args.logging_steps,
                            dtype=args.dtype)  # fmt: skip
     try:
         summary = run_sft(settings)
@@ -157,7 +161,7 @@ def run_value(args: argparse.Namespace) -> int:
                              max_steps=args.max_steps, learning_rate=args.lr, batch_size=args.batch_size,
                              grad_accum=args.grad_accum, max_length=args.max_length, eval_fraction=args.eval_fraction,
                              bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
-                             warmup_steps=args.warmup_steps, seed=args.seed)  # fmt: skip
+                             warmup_steps=args.warmup_steps, seed=args.seed, logging_steps=args.logging_steps)  # fmt: skip
     try:
         summary = run_value(settings)
     except (ValueError, OSError) as e:

@@ -25,7 +25,7 @@ from cuda_agent.train.chat import ChatFormatError, chat_tools, training_messages
 NO_VERDICT = ("judge_error", "unavailable", "skipped")
 NORMAL_EXITS = ("finished", "submitted")
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
-REASONS = ("unreadable", "unfinished", "exit", "no_verdict", "reward", "too_long", "bad_messages",
+REASONS = ("unreadable", "task", "unfinished", "exit", "no_verdict", "reward", "too_long", "bad_messages",
            "duplicate_kernel", "per_task_cap")  # fmt: skip
 
 
@@ -39,6 +39,7 @@ class Filters:
     max_tokens: int | None = 131_072
     per_task: int | None = None
     dedupe: bool = True
+    tasks: tuple[str, ...] | None = None  # only these task names
 
 
 @dataclass
@@ -136,6 +137,8 @@ def kernel_digest(record: dict[str, Any]) -> str:
 
 
 def _first_failure(record: dict[str, Any], filters: Filters) -> str | None:
+    if filters.tasks is not None and str((record.get("task") or {}).get("name")) not in filters.tasks:
+        return "task"
     if record.get("state") != "finished":
         return "unfinished"
     exit_status = (record.get("exit") or {}).get("status")

@@ -1,0 +1,377 @@
+"""The RFT loop, end to end on one GPU: collect -> judge -> rft-data -> sft -> serve -> solve -> reward.
+
+Run by scripts/device/train_rft.sh (which installs carried wheels). Every stage is the real command a
+user runs (`python3 -m cuda_agent.cli ...`, `transformers serve`); the only double is the scripted model
+that plays the collection episodes, as in the agent's scripted-episode test.
+
+1. Collect: a scripted policy plays episodes on two tasks (relu, abs) through `cuda-agent solve`, each
+   judged for real: careful ones (write, compile, verify, finish: reward >= 1), sloppy ones that stop at
+   a compile error and hasty ones that finish with a failing kernel (reward -1).
+2. `train rft-data` keeps the successful relu episode (the tiny model is to memorise one trajectory of
+   one task: a model trained for seconds cannot learn to write kernels, only to reproduce one);
+   `train tiny-model` builds the tokenizer and random weights; `train sft` overfits on purpose.
+3. The fine-tuned model is served by `transformers serve` and drives `cuda-agent solve` on relu in the
+   same workspace path (the prompt names it); the judge scores its episode. The same untrained model is
+   the baseline.
+4. `train value` pretrains a critic on all collected episodes (rewarded and failed) and reports the
+   held-out explained variance; the critic is reloaded with AutoModelForTokenClassification.
+
+Writes OUT/summary.json, OUT/sft_loss.png, OUT/value_loss.png and the logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests" / "agent"))
+
+from scripted_llm import Reply, ScriptedLLM, assistant_turns, call, last_tool_results  # noqa: E402
+
+TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.{op}(x)
+
+
+def get_inputs():
+    return [torch.randn(4096, 4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+EXPRESSIONS = {"relu": "fmaxf(x[i], 0.0f)", "abs": "fabsf(x[i])"}
+HEADERS = {
+    "careful": "// y = {op}(x), one grid-stride loop over all elements",
+    "sloppy": "// quick draft of {op}, not compiled yet",
+    "hasty": "// placeholder for {op}: copies x for now",
+}
+
+KERNEL = """#include <cuda_runtime.h>
+#include <cstdint>
+
+{header}
+__global__ void {op}_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {{
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {{
+        y[i] = {expr}{semicolon}
+    }}
+}}
+
+extern "C" void {op}_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {{
+    if (n <= 0) return;
+    const int threads = {threads};
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks > 8192) blocks = 8192;
+    {op}_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, n);
+}}
+"""
+
+BINDING = """#include <torch/types.h>
+#include <torch/csrc/utils/pybind.h>
+#include <cuda_runtime.h>
+#include <c10/cuda/CUDAStream.h>
+#include "../binding_registry.h"
+
+extern "C" void {op}_launch(const float* x, float* y, int64_t n, cudaStream_t stream);
+
+static torch::Tensor {op}_forward(torch::Tensor x) {{
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.scalar_type() == torch::kFloat32,
+                "x must be a contiguous float32 CUDA tensor");
+    auto y = torch::empty_like(x);
+    {op}_launch(x.data_ptr<float>(), y.data_ptr<float>(), x.numel(), c10::cuda::getCurrentCUDAStream().stream());
+    auto err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, "{op} launch failed: ", cudaGetErrorString(err));
+    return y;
+}}
+
+static void register_{op}(pybind11::module& m) {{ m.def("{op}_forward", &{op}_forward, py::arg("x")); }}
+REGISTER_BINDING({op}, register_{op});
+"""
+
+MODEL_NEW = """import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return cuda_extension.{op}_forward(x)
+"""
+
+COMPILE = "bash utils/compile.sh"
+VERIFY = "python3 -m utils.verification"
+# (task name, op, behaviour, threads): the relu careful episode is the one the tiny model memorises.
+EPISODES = [
+    ("relu", "relu", "careful", 256), ("abs", "abs", "careful", 256), ("abs_wide", "abs", "careful", 512),
+    ("relu_draft", "relu", "sloppy", 256), ("abs_draft", "abs", "sloppy", 256),
+    ("relu_draft_wide", "relu", "sloppy", 512), ("abs_draft_wide", "abs", "sloppy", 512),
+    ("relu_copy", "relu", "hasty", 256), ("abs_copy", "abs", "hasty", 256), ("relu_copy_wide", "relu", "hasty", 512),
+]  # fmt: skip
+BUDGET = ["--max-turns", "8", "--context-tokens", "32768", "--time-limit", "300"]  # same for every solve run
+
+
+def kernel(op: str, behaviour: str, threads: int) -> str:
+    expr = "x[i]" if behaviour == "hasty" else EXPRESSIONS[op]
+    return KERNEL.format(op=op, header=HEADERS[behaviour].format(op=op), expr=expr, threads=threads,
+                         semicolon="" if behaviour == "sloppy" else ";")  # fmt: skip
+
+
+def policy(request: dict[str, Any]) -> Reply:
+    """The scripted model: which episode is read from the task prompt, the step from the turn count.
+    Tool-calling turns carry no text, as a server renders them back without it."""
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    name = user.split("`", 2)[1]
+    _, op, behaviour, threads = next(e for e in EPISODES if e[0] == name)
+    step = assistant_turns(request)
+    if step == 0:
+        return Reply(tool_calls=[
+            call("Write", None, file_path=f"kernels/{op}.cu", content=kernel(op, behaviour, threads)),
+            call("Write", None, file_path=f"kernels/{op}_binding.cpp", content=BINDING.format(op=op)),
+            call("Write", None, file_path="model_new.py", content=MODEL_NEW.format(op=op)),
+        ])  # fmt: skip
+    if step == 1:
+        return Reply(tool_calls=[call("Bash", None, command=COMPILE, timeout=600000)])
+    if behaviour == "sloppy":
+        return Reply(content="The build fails; I stop here.")
+    if step == 2:
+        return Reply(tool_calls=[call("Bash", None, command=VERIFY, timeout=600000)])
+    passed = any("PASS" in r for r in last_tool_results(request))
+    return Reply(content="The kernel compiles and passes verification." if passed else "Done.")
+
+
+class Stages:
+    """Runs commands, records each stage's wall time and keeps the logs under OUT."""
+
+    def __init__(self, out: Path, env: dict[str, str]) -> None:
+        self.out, self.env, self.times = out, env, {}
+        self.summary: dict[str, Any] = {"stages_s": self.times}
+
+    def run(self, stage: str, argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+        print(f"== {stage}: {' '.join(argv)}", flush=True)
+        start = time.monotonic()
+        with open(self.out / f"{stage}.log", "w") as log:
+            done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env, timeout=timeout,
+                                  cwd=ROOT)  # fmt: skip
+        self.times[stage] = round(time.monotonic() - start, 1)
+        tail = (self.out / f"{stage}.log").read_text()[-1500:]
+        print(tail, flush=True)
+        if done.returncode != 0:
+            print(f"!! {stage} exited {done.returncode}", flush=True)
+        return done
+
+    def save(self) -> None:
+        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2, default=str) + "\n")
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cuda_agent.cli", *args]
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seed_cache(work: Path, env: dict[str, str]) -> None:
+    """Compile the workspace infrastructure once into work/seed, which episodes copy and nobody writes
+    afterwards, and start the judge's own cache (work/cache) from a copy of it."""
+    from cuda_agent.task import load_task
+    from cuda_agent.workspace import materialize
+
+    ws = materialize(load_task(TASK.format(op="relu"), name="seed"), work / "seed_ws", overwrite=True)
+    (ws / "kernels" / "seed.cu").write_text(kernel("relu", "careful", 128).replace("relu", "seed"))
+    (ws / "kernels" / "seed_binding.cpp").write_text(BINDING.format(op="seed"))
+    done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "CUDA_AGENT_CACHE": str(work / "seed")},
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit("seeding the build cache failed:\n" + done.stdout[-3000:] + done.stderr[-3000:])
+    shutil.copytree(work / "seed", work / "cache")
+
+
+def serve_and_solve(stages: Stages, label: str, model: Path, work: Path, max_tokens: int) -> dict[str, Any]:
+    """`transformers serve MODEL` on a free port, `cuda-agent solve` relu against it, the summary line."""
+    port = free_port()
+    log = open(stages.out / f"serve_{label}.log", "w")  # noqa: SIM115 (closed in the finally below)
+    server = subprocess.Popen([sys.executable, "-m", "transformers.cli.transformers", "serve", str(model),
+                               "--host", "127.0.0.1", "--port", str(port), "--device", "cuda:0", "--dtype", "float32"],
+                              stdout=log, stderr=subprocess.STDOUT, env=stages.env)  # fmt: skip
+    start = time.monotonic()
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() - start > 120:
+                    raise SystemExit(f"transformers serve did not start; see serve_{label}.log") from None
+                time.sleep(0.5)
+        stages.times[f"serve_start_{label}"] = round(time.monotonic() - start, 1)
+        done = stages.run(f"solve_{label}", cli(
+            "solve", str(work / "tasks" / "relu.py"), "--model", str(model), "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--temperature", "0", "--max-tokens", str(max_tokens), *BUDGET, "--config", str(work / "served.json"), "--runs-dir", str(work / "runs"), "--force",
+            "--cache-seed", str(work / "seed"), "--json", "--out", str(stages.out / f"trajectory_{label}.jsonl"),
+        ), timeout=400)  # fmt: skip
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    rows = json_lines(done.stdout)
+    return rows[0] if rows else {"error": f"solve exited {done.returncode} without a summary"}
+
+
+def memorised_turn(model: Path, data: Path) -> dict[str, Any]:
+    """Greedy first turn of the fine-tuned model vs the trajectory it was trained on (before serving it)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cuda_agent.train.rft_data import read_rows
+
+    row = read_rows(data)[0]
+    tools = json.loads(row["tools"])
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    lm = AutoModelForCausalLM.from_pretrained(model).to("cuda").eval()
+    prompt = tokenizer.apply_chat_template(row["messages"][:2], tools=tools, add_generation_prompt=True,
+                                           return_tensors="pt", return_dict=True)  # fmt: skip
+    full = tokenizer.apply_chat_template(row["messages"][:3], tools=tools, return_dict=True)["input_ids"]
+    target = full[prompt["input_ids"].shape[1]:]
+    with torch.no_grad():
+        generated = lm.generate(**prompt.to("cuda"), max_new_tokens=len(target) + 16, do_sample=False)
+    produced = generated[0, prompt["input_ids"].shape[1]:].tolist()
+    same = next((i for i, (a, b) in enumerate(zip(produced, target, strict=False)) if a != b), min(len(produced), len(target)))
+    return {"prompt_tokens": int(prompt["input_ids"].shape[1]), "turn_tokens": len(target), "matching_prefix": same,
+            "exact": produced[: len(target)] == target}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
+    parser.add_argument("--sft-steps", type=int, default=300)
+    parser.add_argument("--value-epochs", type=float, default=20)
+    args = parser.parse_args()
+    out, work = args.out.resolve(), args.work.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "tasks").mkdir(parents=True)
+    env = {**os.environ, "CUDA_AGENT_CACHE": str(work / "cache"), "HF_HUB_OFFLINE": "1", "PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    os.environ.update({k: env[k] for k in ("CUDA_AGENT_CACHE", "HF_HUB_OFFLINE")})
+    stages = Stages(out, env)
+    summary = stages.summary
+    start = time.monotonic()
+    import torch
+    import transformers
+
+    summary["environment"] = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                              "transformers": transformers.__version__}  # fmt: skip
+    # A broken reply from a served model is answered once more, not six times with backoff.
+    (work / "served.json").write_text(json.dumps({"model": {"max_retries": 1}}))
+    for name, op, _, _ in EPISODES:
+        (work / "tasks" / f"{name}.py").write_text(TASK.format(op=op))
+
+    # 1. collect, judged for real
+    t = time.monotonic()
+    seed_cache(work, env)
+    stages.times["seed_cache"] = round(time.monotonic() - t, 1)
+    with ScriptedLLM(policy) as scripted:
+        done = stages.run("collect", cli("solve", str(work / "tasks"), "--model", "scripted", "--base-url", scripted.url,
+                                         "--max-tokens", "4096", *BUDGET, "--runs-dir", str(work / "runs"), "-j", "5",
+                                         "--cache-seed", str(work / "seed"), "--json"), timeout=420)  # fmt: skip
+    summary["collected"] = {r["task"]: {"reward": r["reward"], "judge": (r.get("judge") or {}).get("status"),
+                                        "exit": r["exit"], "turns": r["turns"]} for r in json_lines(done.stdout)}  # fmt: skip
+    shutil.copytree(work / "runs", work / "collected", symlinks=True)  # runs/relu is reused by the served episodes
+    stages.save()
+
+    # 2. data, tiny model, sft
+    done = stages.run("rft_data", cli("train", "rft-data", str(work / "collected"), "--out", str(work / "sft.parquet"),
+                                      "--min-reward", "1", "--task", "relu", "--json"))  # fmt: skip
+    summary["rft_data"] = (json_lines(done.stdout) or [{}])[0]
+    done = stages.run("tiny_model", cli("train", "tiny-model", "--out", str(work / "tiny"), "--corpus",
+                                        str(work / "collected"), "--json"))  # fmt: skip
+    summary["tiny_model"] = (json_lines(done.stdout) or [{}])[0]
+    done = stages.run("sft", cli("train", "sft", "--data", str(work / "sft.parquet"), "--model", str(work / "tiny"),
+                                 "--out", str(work / "sft"), "--max-steps", str(args.sft_steps), "--lr", "1e-3",
+                                 "--warmup-steps", "10", "--max-length", "32768", "--no-gradient-checkpointing",
+                                 "--logging-steps", "5", "--json"))  # fmt: skip
+    sft = (json_lines(done.stdout) or [{}])[0]
+    summary["sft"] = {k: v for k, v in sft.items() if k != "loss_curve"}
+    summary["sft_loss_curve"] = sft.get("loss_curve")
+    if (work / "sft" / "sft_loss.png").is_file():
+        shutil.copy(work / "sft" / "sft_loss.png", out / "sft_loss.png")
+    stages.save()
+    if done.returncode != 0:
+        return 1
+    summary["memorised_first_turn"] = memorised_turn(work / "sft", work / "sft.parquet")
+    max_tokens = summary["memorised_first_turn"]["turn_tokens"] + 256
+    stages.save()
+
+    # 3. serve the fine-tuned model, then the untrained one, each driving solve on relu
+    summary["finetuned_episode"] = serve_and_solve(stages, "finetuned", work / "sft", work, max_tokens)
+    stages.save()
+    summary["baseline_episode"] = serve_and_solve(stages, "untrained", work / "tiny", work, max_tokens)
+    stages.save()
+
+    # 4. value pretraining on rewarded and failed episodes
+    done = stages.run("value_data", cli("train", "rft-data", str(work / "collected"), "--out",
+                                        str(work / "value.parquet"), "--min-reward", "-1", "--any-exit", "--json"))  # fmt: skip
+    summary["value_data"] = (json_lines(done.stdout) or [{}])[0]
+    done = stages.run("value", cli("train", "value", "--data", str(work / "value.parquet"), "--model",
+                                   str(work / "tiny"), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
+                                   "--lr", "3e-4", "--eval-fraction", "0.3", "--max-length", "32768", "--json"))  # fmt: skip
+    value = (json_lines(done.stdout) or [{}])[0]
+    summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
+    if (work / "critic" / "value_loss.png").is_file():
+        shutil.copy(work / "critic" / "value_loss.png", out / "value_loss.png")
+        from transformers import AutoModelForTokenClassification
+
+        critic = AutoModelForTokenClassification.from_pretrained(work / "critic")
+        summary["value"]["reloaded_num_labels"] = critic.config.num_labels
+
+    summary["wall_s"] = round(time.monotonic() - start, 1)
+    finetuned, baseline = summary["finetuned_episode"], summary["baseline_episode"]
+    after = summary["value"].get("heldout_after") or {}
+    summary["done_when"] = {
+        "finetuned_reward_ge_1": (finetuned.get("reward") or -1) >= 1,
+        "untrained_fails": (baseline.get("reward") or -1) < 1,
+        "value_loss_falls": (summary["value"].get("last_loss") or 1e9) < (summary["value"].get("first_loss") or 0),
+        "explained_variance_gt_0.5": (after.get("explained_variance") or 0) > 0.5,
+    }
+    stages.save()
+    print(json.dumps({k: summary[k] for k in ("done_when", "stages_s", "wall_s")}, indent=2))
+    return 0 if all(summary["done_when"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
