@@ -200,3 +200,19 @@ def test_sigkill_mid_queue_then_restart_every_judgment_has_one_verdict(tmp_path:
     db = sqlite3.connect(tmp_path / "kill" / "data" / "judgments.sqlite")
     rows = db.execute("SELECT state, COUNT(*), COUNT(result) FROM judgments GROUP BY state").fetchall()
     assert rows == [("done", 6, 6)]
+
+
+def test_solve_judge_url_switches_to_the_remote_judge(server: Server, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:  # fmt: skip
+    from cuda_agent.cli import build_parser
+    from cuda_agent.commands import solve
+
+    task_file = tmp_path / "model.py"
+    task_file.write_text(TASK)
+    argv = ["solve", str(task_file), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--judge-url", server.url]
+    monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
+    assert solve.run(build_parser().parse_args(argv)) == 2
+    assert "CUDA_AGENT_JUDGE_TOKEN" in capsys.readouterr().err
+    monkeypatch.setenv("CUDA_AGENT_JUDGE_TOKEN", TOKEN)
+    runner = solve.Runner(build_parser().parse_args(argv), None, [])
+    assert isinstance(runner.judge, RemoteJudge) and runner.judge.url == server.url + "/v1"

@@ -60,6 +60,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     runs.add_argument("--strict", action="store_true", help="abort when a task cannot be loaded (default: skip it)")
     runs.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder episodes read (read-only) for the precompiled header and objects")
     runs.add_argument("--no-judge", action="store_true", help="skip the final judgment (no reward)")
+    runs.add_argument("--judge-url", help="judge on a `cuda-agent serve` server at this URL (token in "
+                      "$CUDA_AGENT_JUDGE_TOKEN) instead of in this process")  # fmt: skip
     runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
     runs.add_argument("--allow-network", action="store_true", default=None, help="let Bash reach the network")
     out = parser.add_argument_group("output")
@@ -91,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.concurrency < 1:
         print("error: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    if args.judge_url and not os.environ.get("CUDA_AGENT_JUDGE_TOKEN"):
+        print("error: --judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN", file=sys.stderr)
         return 2
     return Runner(args, config, tasks, problems).run()
 
@@ -228,6 +233,10 @@ class Runner:
         self.print_lock = threading.Lock()
         self.out_lock = threading.Lock()
         self.judge = no_judge if args.no_judge else LocalJudge()
+        if args.judge_url and not args.no_judge:
+            from cuda_agent.service.client import RemoteJudge
+
+            self.judge = RemoteJudge(args.judge_url)
         self.rows: dict[str, dict[str, Any]] = {}
         self._sandbox_shown = threading.Event()
 
