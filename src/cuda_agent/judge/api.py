@@ -566,7 +566,7 @@ class Judgment:
             wall_ms = (time.perf_counter() - began) * 1000
             samples = self._samples("candidate", reply, wall_ms)
             escaped_ms += _finite(reply.get("escaped_ms"))
-            with self.baselines_window(cand, ref) as busy_ms:
+            with self.baselines_window(cand, ref, freeze=cached is None) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
                 outstanding_ms += busy_ms
                 samples = [s + busy_ms / len(samples) for s in samples]
@@ -669,7 +669,7 @@ class Judgment:
                                          keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
             wall_ms = (time.perf_counter() - began) * 1000
             samples = self._samples("candidate", reply, wall_ms)
-            with self.baselines_window(cand, ref) as busy_ms:
+            with self.baselines_window(cand, ref, freeze=False) as busy_ms:
                 wall_ms += busy_ms
             # Charge the host clock, not the events, on this strict pass (no margin).
             host_per_call = self.host_clock.bound(wall_ms, len(samples)) + self.host_clock.margin_ms
@@ -678,7 +678,7 @@ class Judgment:
         return medians
 
     @contextlib.contextmanager
-    def baselines_window(self, cand: WorkerHandle, ref: WorkerHandle) -> Iterator[float]:
+    def baselines_window(self, cand: WorkerHandle, ref: WorkerHandle, freeze: bool = True) -> Iterator[float]:
         """The candidate's whole process tree frozen and the GPU verified idle: what the reference runs
         inside is timed on a GPU the candidate cannot touch. Yields how long the GPU stayed busy after
         the candidate's last reply (its work, charged to its round by the caller).
@@ -687,9 +687,13 @@ class Judgment:
         now is work the candidate left behind: a second context, a helper process, a patched timer), then
         the tree is frozen (cgroup v2 where available, and SIGSTOP of every process found in /proc,
         setsid children included), then the GPU must drain: work queued before the freeze keeps running,
-        and must end before a baseline is timed."""
+        and must end before a baseline is timed. `freeze=False` (no baseline to time: cached ones) only
+        measures the work left behind."""
         with self.timed("baseline_windows"):
             first = self._reference_call(ref, "drain", 60, timeout_s=2.0)
+            if not freeze:
+                yield _finite(first.get("busy_ms"))
+                return
             try:
                 report = self.tree_of(cand).freeze()
             except FreezeFailed as exc:

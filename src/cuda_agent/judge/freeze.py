@@ -76,9 +76,15 @@ def create_cgroup(tag: str) -> Path | None:
 
 
 def _stat_fields(pid: int | str) -> list[str] | None:
-    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ..."""
+    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ... (raw reads: a walk reads
+    one per process, several times per timing round)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            raw = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+        return raw.rsplit(b")", 1)[1].decode().split()
     except (OSError, IndexError):
         return None
 
@@ -158,7 +164,7 @@ class ProcessTree:
         # Other workers of this judge (session leaders it started itself) are never part of this tree.
         others = {pid for pid, f in table.items() if pid != self.pid and int(f[1]) == judge and int(f[3]) == pid}
         for pid, fields in table.items():
-            if pid not in others and self._belongs(pid, fields):
+            if pid not in others and self._belongs(pid, fields, table):
                 members.add(pid)
         grew = True
         while grew:  # descendants by parent pid, however they changed session or group
@@ -167,11 +173,15 @@ class ProcessTree:
             members |= children
         return members
 
-    def _belongs(self, pid: int, fields: list[str]) -> bool:
-        """In the worker's process group or session, or working in its folder."""
+    def _belongs(self, pid: int, fields: list[str], table: dict[int, list[str]]) -> bool:
+        """In the worker's process group or session, or an orphan or session leader (what a double fork
+        leaves: the parent chain is cut there) working in the candidate's folder. (Reading every
+        process's cwd would cost a syscall each; descendants are found by parent pid anyway.)"""
         if self.pid in (int(fields[2]), int(fields[3])):
             return True
-        return self.folder is not None and _cwd_inside(pid, self.folder)
+        ppid = int(fields[1])
+        orphan_or_leader = ppid <= 1 or ppid not in table or int(fields[3]) == pid
+        return orphan_or_leader and self.folder is not None and _cwd_inside(pid, self.folder)
 
     def members(self) -> set[int]:
         return self.walk()
@@ -186,23 +196,27 @@ class ProcessTree:
                 (self.cgroup / "cgroup.freeze").write_text("1")
                 method = "cgroup v2 freeze + SIGSTOP of the /proc walk"
         deadline = began + timeout
-        while True:
-            new = self.walk() - self._stopped
+        while True:  # stopped processes cannot fork: repeat until a walk finds nobody new
+            members = self.walk()
+            new = members - self._stopped
             for pid in sorted(new):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGSTOP)
                 self._stopped.add(pid)
-            running = [p for p in self.walk() if not self._is_stopped(p)]
-            if not new and not running:
+            if not new:
                 break
             if time.monotonic() > deadline:
                 self.thaw()
+                raise FreezeFailed(f"the candidate's processes kept multiplying for {timeout:g} s")
+        while running := [p for p in members if not self._is_stopped(p)]:
+            if time.monotonic() > deadline:
+                self.thaw()
                 raise FreezeFailed(f"{len(running)} process(es) of the candidate did not stop within {timeout:g} s")
-            time.sleep(0.001)
+            time.sleep(0.0005)
         if self.cgroup is not None and not self._cgroup_frozen(deadline):
             self.thaw()
             raise FreezeFailed("the candidate's cgroup did not report frozen")
-        return FreezeReport(method, sorted(self._stopped & self.walk()), time.monotonic() - began)
+        return FreezeReport(method, sorted(members), time.monotonic() - began)
 
     def _is_stopped(self, pid: int) -> bool:
         fields = _stat_fields(pid)
