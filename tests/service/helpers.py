@@ -34,9 +34,9 @@ def slow(n: int = 0) -> dict:
 
 
 class Server:
-    """`cuda-agent serve --build-only` in a subprocess; `kill()` sends SIGKILL."""
+    """`cuda-agent serve` (`--build-only` unless `gpu`) in a subprocess; `kill()` sends SIGKILL."""
 
-    def __init__(self, data_dir: Path, *extra: str) -> None:
+    def __init__(self, data_dir: Path, *extra: str, gpu: bool = False) -> None:
         self.data_dir = data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         tokens = data_dir / "tokens"
@@ -46,12 +46,12 @@ class Server:
         env = {**os.environ, "CUDA_AGENT_CACHE": str(data_dir / "cache"), "PYTHONUNBUFFERED": "1"}
         self.log = open(data_dir / "server.log", "a")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.cli", "serve", "--build-only", "--port", "0",
+            [sys.executable, "-m", "cuda_agent.cli", "serve", "--port", "0",
              "--port-file", str(port_file), "--token-file", str(tokens), "--data-dir", str(data_dir / "data"),
-             "--arch", "9.0", *extra],
+             *(() if gpu else ("--build-only", "--arch", "9.0")), *extra],
             stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=data_dir,
         )  # fmt: skip
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + (300 if gpu else 90)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited {self.proc.returncode}: {self.read_log()[-2000:]}")
@@ -64,7 +64,7 @@ class Server:
                     pass
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("server did not start within 90 s")
+                raise RuntimeError("server did not start in time")
             time.sleep(0.2)
         self.http = httpx.Client(base_url=self.url + "/v1", headers=auth(), timeout=60)
 
