@@ -68,6 +68,10 @@ class BuildConfig:
     read_only_caches: tuple[Path, ...] = ()
     # Bytes the cache root of `cache_dir` may hold before its least recently used entries go (None: no cap).
     cache_budget_bytes: int | None = field(default_factory=caches.budget_from_env)
+    # The judge's own binding.cpp object comes from a folder private to this process (never from a cache a
+    # candidate could write). Off only for builds whose result no verdict trusts: the workspace's
+    # utils/compile.sh and warming the shared cache, which then reuse it (and the PCH) across processes.
+    private_judge_binding: bool = True
 
 
 @dataclass(frozen=True)
@@ -383,7 +387,8 @@ def _compile_and_link(
     # Which units take the PCH, and where it is (or will be): its folder is a pure function of the
     # judge's header, the toolchain and the flags, so objects made with it can be found in the cache
     # before it exists, and an all-cached build never waits for it.
-    judge_binding = stage / "binding.cpp"  # the judge's own unit: never from (or through) a shared cache
+    # The judge's own unit: never from (or through) a shared cache, unless no verdict trusts this build.
+    judge_binding = stage / "binding.cpp" if config.private_judge_binding else None
     wanting = {s for s in sources if config.precompiled_header and s != judge_binding and _wants_pch(s)}
     pch = _Pch(None)
     planned: Path | None = None

@@ -323,7 +323,8 @@ def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
     objects.mkdir(parents=True, exist_ok=True)
     for folder in (root, objects):
         folder.chmod(0o755)
-    config = BuildConfig(arch=arch or default_arch(), cache_dir=objects, cache_budget_bytes=None)
+    config = BuildConfig(arch=arch or default_arch(), cache_dir=objects, cache_budget_bytes=None,
+                         private_judge_binding=False)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cuda-agent-warm-") as work:
         kernels = Path(work) / "kernels"
         kernels.mkdir()

@@ -24,7 +24,10 @@ def compile_main(root: Path = Path(".")) -> int:
     from cuda_agent.judge.cpu_checks import check_on_cpu
     from cuda_agent.judge.verdict import Status
 
-    config = JudgeConfig(build=BuildConfig(arch=default_arch(), read_only_caches=shared_caches_from_env()))
+    # The agent's own check: no verdict trusts this build, so the judge's binding.cpp object may come from
+    # the shared cache too (the final judgment compiles its own).
+    build = BuildConfig(arch=default_arch(), read_only_caches=shared_caches_from_env(), private_judge_binding=False)
+    config = JudgeConfig(build=build)
     verdict, result = check_on_cpu(root, None, config, out_dir=root / "build")
     built = result is not None and result.ok and result.module_path is not None
     if built:

@@ -1,0 +1,18 @@
+"""Fixtures shared by the judge tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A shared cache root warmed like `cuda-agent cache warm` does: the judge's PCH and binding.cpp
+    object, sealed read-only. Built once per session (about a minute on two cores), removed with tmp."""
+    from cuda_agent.judge.cache import warm_shared
+
+    warmed = warm_shared(tmp_path_factory.mktemp("shared-cache"), arch="9.0")
+    assert warmed.ok and warmed.pch, warmed.message
+    return warmed.root
