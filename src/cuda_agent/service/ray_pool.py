@@ -19,6 +19,7 @@ side adopts it as `Judgment.build()` would have left it (`_adopt_build` mirrors 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import sys
@@ -224,7 +225,8 @@ class RayExecutor:
             try:
                 built = ray.get(ref, timeout=self.build_timeout_s)
             except Exception as exc:  # worker or node died, timed out, or the task raised
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):  # gone with its node, or already failed
+                    ray.cancel(ref, force=True)
                 self._retry(job, tries + 1, f"build task failed: {type(exc).__name__}: {_short(exc)}")
                 continue
             self._note(job, "build", built["node"])
