@@ -279,7 +279,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
     parser.add_argument("--sft-steps", type=int, default=300)
-    parser.add_argument("--value-epochs", type=float, default=20)
+    parser.add_argument("--value-epochs", type=float, default=30)
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -349,7 +349,7 @@ def main() -> int:
     summary["value_data"] = (json_lines(done.stdout) or [{}])[0]
     done = stages.run("value", cli("train", "value", "--data", str(work / "value.parquet"), "--model",
                                    str(work / "tiny"), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
-                                   "--lr", "3e-4", "--eval-fraction", "0.3", "--max-length", "32768", "--json"))  # fmt: skip
+                                   "--lr", "5e-4", "--eval-fraction", "0.3", "--max-length", "32768", "--json"))  # fmt: skip
     value = (json_lines(done.stdout) or [{}])[0]
     summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
     if (work / "critic" / "value_loss.png").is_file():

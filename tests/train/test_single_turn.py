@@ -98,3 +98,20 @@ def test_reward_judges_the_files_in_a_fresh_workspace(task, tmp_path) -> None:
     assert reward == outcome.reward
     single_turn_reward(task, GOOD, LocalJudge(), workdir=tmp_path / "gone")
     assert not any((tmp_path / "gone").iterdir())
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_a_correct_single_turn_response_earns_a_reward(task, tmp_path) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from test_agent_episode import BINDING, KERNEL_FIXED
+    from test_agent_episode import MODEL_NEW as EPISODE_MODEL_NEW
+
+    response = (f"```python model_new.py\n{EPISODE_MODEL_NEW}```\n\n```cuda kernels/relu.cu\n{KERNEL_FIXED}```\n\n"
+                f"```cpp kernels/relu_binding.cpp\n{BINDING}```\n")  # fmt: skip
+    reward, outcome = single_turn_reward(task, response, LocalJudge(), workdir=tmp_path)
+    assert outcome.status == "ok", outcome.reason
+    assert reward is not None and reward >= 1

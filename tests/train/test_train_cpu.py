@@ -70,6 +70,9 @@ def test_value_targets_and_masks(data, tiny_model) -> None:
     one_success = [rows[0], *(r for r in rows if r["reward"] == -1.0)]
     train, held = split_episodes(one_success, 0.3, seed=0)
     assert [r["reward"] for r in held] == [-1.0] and sorted(r["reward"] for r in train) == [-1.0, 2.0]
+    levels = [{**rows[0], "reward": 1.0}, {**rows[0], "reward": 2.0}, *(r for r in rows if r["reward"] == -1.0)]
+    _, held = split_episodes(levels, 0.3, seed=0)  # rewards 1 and 2 are both successes: one is held out
+    assert sorted(r["reward"] > 0 for r in held) == [False, True]
     with pytest.raises(ValueError, match="at least 2"):
         split_episodes(rows[:1], 0.5, 0)
 

@@ -53,17 +53,17 @@ def value_example(tokenizer: Any, row: dict[str, Any], max_length: int | None) -
 
 
 def split_episodes(rows: list[dict[str, Any]], eval_fraction: float, seed: int) -> tuple[list, list]:
-    """Held-out episodes drawn from each reward level: every level with two or more episodes gives at
-    least one to the held-out set and keeps at least one for training (a level seen once stays in
-    training), so the explained variance is measured across successes and failures."""
+    """Held-out episodes drawn from the successes (reward > 0) and from the failures: each side with two
+    or more episodes gives at least one to the held-out set and keeps at least one for training (a side
+    seen once stays in training), so the explained variance is measured across both."""
     if len(rows) < 2:
         raise ValueError(f"value training needs at least 2 episodes (one held out); got {len(rows)}")
     if not 0 < eval_fraction < 1:
         raise ValueError("--eval-fraction must be between 0 and 1")
     rng = random.Random(seed)
-    by_reward: dict[float, list[int]] = {}
+    by_reward: dict[bool, list[int]] = {}
     for index, row in enumerate(rows):
-        by_reward.setdefault(float(row["reward"]), []).append(index)
+        by_reward.setdefault(float(row["reward"]) > 0, []).append(index)
     held: set[int] = set()
     for indices in by_reward.values():
         rng.shuffle(indices)
