@@ -24,7 +24,7 @@ from typing import Any
 from cuda_agent.judge.build import BuildResult, build_extension
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.procs import GIB, Limits, run_limited, scrubbed_env
-from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
+from cuda_agent.judge.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.static_checks import describe as describe_findings
 from cuda_agent.judge.verdict import FAILED, PASSED, SKIPPED, STAGES, Status, Verdict
 from cuda_agent.task import Task, TaskError, load_task
@@ -115,6 +115,9 @@ def check_on_cpu(
         built = pool.submit(build_stage, Path(out_dir) if out_dir else Path(scratch))
         static = _static_findings(submission)  # cheap: meanwhile
         task_check, result = probed.result(), built.result()
+        ops = set(task_check.ops) if task_check.ops is not None else None
+        if result.ok and result.module_path is not None:  # before a temporary build folder goes
+            static += _binary_findings(result, ops)
 
     outcomes = {stage: SKIPPED for stage in STAGES}
     outcomes["task"] = PASSED if task_check.ok else FAILED
@@ -122,8 +125,8 @@ def check_on_cpu(
         checks["task"] = task_check.details or {}
     else:
         reasons["task"] = task_check.reason
-    if task_check.ops is not None and (submission / "kernels").is_dir():
-        static += check_kernel_sources(submission / "kernels", set(task_check.ops))  # cuBLAS/cuDNN rules
+    if ops is not None and (submission / "kernels").is_dir():
+        static += check_kernel_sources(submission / "kernels", ops)  # cuBLAS/cuDNN rules
     static = list(dict.fromkeys(static))
     outcomes["static"] = FAILED if static else PASSED
     checks["static"] = [str(f) for f in static] if static else "passed"
@@ -154,6 +157,23 @@ def check_on_cpu(
         task=task.name if task is not None else submission.name, stages=outcomes,
     )  # fmt: skip
     return verdict, result
+
+
+def _binary_findings(result: BuildResult, ops: set[str] | None) -> list:
+    """The judge's checks of the built library: what the linker binds, kernels in reserved namespaces."""
+    from cuda_agent.judge.coverage import binary_attribution
+    from cuda_agent.judge.static_checks import Finding
+
+    findings = check_imports(result.imports, ops)
+    assert result.module_path is not None
+    try:
+        _, reserved = binary_attribution(result.module_path)
+    except Exception as exc:  # fail closed, as the judge does
+        return [*findings, Finding("kernels/", 0, f"the built library could not be read ({type(exc).__name__}: {exc})")]
+    if reserved:
+        findings.append(Finding("kernels/", 0, f"defines kernels in PyTorch's or a library's namespace "
+                                               f"({', '.join(reserved[:3])}): rename them"))  # fmt: skip
+    return findings
 
 
 def _static_findings(submission: Path) -> list:
