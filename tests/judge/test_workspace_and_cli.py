@@ -65,8 +65,9 @@ def test_cli_judge_without_gpu_says_so(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_cli_build_only_reports_compile_errors_as_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, warm_root: Path
 ) -> None:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(warm_root))  # the judge's cache: PCH and binding object in it
     kernels = tmp_path / "sub" / "kernels"
     kernels.mkdir(parents=True)
     (kernels / "bad.cu").write_text("this is not C++\n")
@@ -79,10 +80,13 @@ def test_cli_build_only_reports_compile_errors_as_json(
 
 
 def test_compile_sh_entry_point_builds_with_relative_paths(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], warm_root: Path
 ) -> None:
     """`bash utils/compile.sh` runs from the workspace root with a relative root; compilers run elsewhere."""
     from cuda_agent.workspace.commands import compile_main
+
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))  # not the user's; the PCH from the shared one
+    monkeypatch.setenv("CUDA_AGENT_SHARED_CACHE", str(warm_root))
 
     ws = materialize(load_task(EXAMPLES / "elementwise_chain" / "model.py"), tmp_path / "ws")
     kernels = ws / "kernels"

@@ -15,6 +15,7 @@ marked `skipped`). Its exit code says whether every folder passed: 0 if so, 1 if
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -68,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout)
     if args.build_only:
-        cpu_config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=build)
+        # No reward rests on this build, so the judge's binding object may be reused from the cache (a full
+        # judgment always compiles its own).
+        cpu_build = dataclasses.replace(build, private_judge_binding=False)
+        cpu_config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=cpu_build)
         return _build_only(args.submissions, task, cpu_config, args)
     from cuda_agent.judge.service import JudgeService
 

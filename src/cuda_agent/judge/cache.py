@@ -323,8 +323,10 @@ def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
     objects.mkdir(parents=True, exist_ok=True)
     for folder in (root, objects):
         folder.chmod(0o755)
+    # Once per machine and toolchain, off any agent's clock: generous time limits, so a busy machine still
+    # ends with a PCH rather than a fallback.
     config = BuildConfig(arch=arch or default_arch(), cache_dir=objects, cache_budget_bytes=None,
-                         private_judge_binding=False)  # fmt: skip
+                         private_judge_binding=False, compile_timeout_s=900.0, total_timeout_s=1200.0)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cuda-agent-warm-") as work:
         kernels = Path(work) / "kernels"
         kernels.mkdir()
