@@ -209,6 +209,8 @@ EVASIONS = {
         "Python interpreter",
     ),
     "line_directive": ('#line 1 "/usr/include/stdio.h"\nvoid f() {}\n', "#line directives"),
+    "asm_label": ('extern "C" int run(const char*) __asm__("PyRun_SimpleString");\n', "asm label"),
+    "profiler_probe": ("bool f() { return torch::autograd::profiler::profilerEnabled(); }\n", "profiler"),
 }
 
 
@@ -276,6 +278,7 @@ def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
         ("import torch\ng = torch.nn.Module.__dict__", "namespace"),
         ("import torch\ndel torch.cuda.synchronize", "deleting"),
         ("import torch\ndef f(fn):\n    return fn.__globals__", "module globals"),
+        ("import torch\nflag = torch.autograd._profiler_enabled()", "private attribute"),
     ],
 )
 def test_reaching_the_judges_objects_without_naming_them_is_refused(source: str, expected: str) -> None:

@@ -162,6 +162,15 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
             and (node.attr.startswith("_") or _root_name(node) in modules)
         ):
             add(node, f"`.{node.attr}` {FORBIDDEN_NAMES[node.attr]}; not allowed in model_new.py")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and _root_name(node) in modules
+        ):
+            # torch.autograd._profiler_enabled, torch.cuda._sleep, ...: internals (and in-process probes of
+            # the judge's state, e.g. whether a profiler traces this call) have no place in a ModelNew
+            add(node, f"`.{node.attr}` is a private attribute of a module (PyTorch internals); not allowed")
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -339,6 +348,11 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(r"CUBLAS_COMPUTE_32F_FAST_\w+|CUBLAS_TF32_TENSOR_OP_MATH|CUBLAS_COMPUTE_32F_FAST_TF32"),
         "lowers the precision of an fp32 GEMM (fast fp16/bf16/tf32 modes) beyond what the reference uses",
+    ),
+    (
+        re.compile(r"\bprofilerEnabled\b|\bhas(Global|ThreadLocal)?Callbacks\b|\bisRecordFunctionEnabled\b|"
+                   r"\bcupti[A-Z]\w*|\blibkineto\b|\bautograd::profiler\b|\btorch::profiler\b"),
+        "inspects the profiler (behaving differently while traced is phase detection)",
     ),
     (
         re.compile(r"\bcublas(Lt)?Create(_v2)?\b"),

@@ -1,0 +1,14 @@
+"""CHEAT (issue 12 class 3, C++): honest on the verification calls, ATen on the timed ones; see kernels/row_softmax_binding.cpp."""
+
+import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return cuda_extension.row_softmax_forward(x)

@@ -1,0 +1,17 @@
+"""CHEAT (issue 12 class 1, C++): the constructor calls a helper in kernels/helpers_binding.cpp
+that runs Python through pybind11 under an aliased namespace."""
+
+import torch
+import torch.nn as nn
+
+import cuda_extension
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float, shift: float, clamp_min: float, clamp_max: float):
+        super().__init__()
+        self.args = (float(scale), float(shift), float(clamp_min), float(clamp_max))
+        cuda_extension.install_helpers()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return cuda_extension.ew_forward(x, *self.args, slow=True)

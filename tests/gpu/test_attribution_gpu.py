@@ -1,0 +1,61 @@
+"""GPU: the kernel names the judge reads from the built binary are exactly the names the profiler reports for
+the kernels that run (the assumption binary attribution rests on), and copies are reported as copies."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.judge.build import BuildConfig, build_extension
+from cuda_agent.judge.coverage import COPY_ACTIVITY, binary_attribution, coverage_report, normalise
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.gpu
+
+
+def _load(case: str, tmp_path: Path):
+    result = build_extension(ROOT / case / "kernels", tmp_path / "build", BuildConfig(arch="9.0"))
+    assert result.ok, result.log
+    sys.modules.pop("cuda_extension", None)
+    sys.path.insert(0, str(result.module_path.parent))
+    try:
+        return importlib.import_module("cuda_extension"), result.module_path
+    finally:
+        sys.path.pop(0)
+
+
+def test_profiled_kernel_names_match_the_binary(tmp_path: Path) -> None:
+    import torch
+
+    from cuda_agent.judge.kernel_trace import traced
+
+    module, path = _load("tests/adversarial/00_honest_macro_kernel_name", tmp_path)
+    names, reserved = binary_attribution(path)
+    assert not reserved
+    x = torch.randn(1024, 1024, device="cuda")
+    _, ran = traced(lambda: module.ew_forward(x, 1.5, 0.25, -0.1, 2.0))
+    print("binary:", sorted(names), "\nprofiler:", ran)
+    assert any(normalise(k) in names for k in ran), (ran, names)
+    report = coverage_report(ran, names, {"gelu"})
+    assert report.share == 1.0 and report.submitted_us > 0, report.summary()
+    # ATen's kernels are foreign, however they were launched
+    _, aten = traced(lambda: torch.nn.functional.gelu(x * 1.5 + 0.25))
+    assert coverage_report(aten, names, {"gelu"}).share == 0.0
+
+
+def test_pitched_copies_are_reported_as_copies(tmp_path: Path) -> None:
+    import torch
+
+    from cuda_agent.judge.kernel_trace import traced
+
+    module, path = _load("tests/adversarial/00_honest_memcpy2d_concat", tmp_path)
+    a, b = torch.randn(256, 128, device="cuda"), torch.randn(256, 128, device="cuda")
+    out, ran = traced(lambda: module.concat_forward(a, b))
+    assert torch.equal(out, torch.cat([a, b], dim=1))
+    print("profiler:", ran)
+    assert ran and all(COPY_ACTIVITY.match(k) for k in ran), ran
+    report = coverage_report(ran, binary_attribution(path)[0], {"cat"})
+    assert report.share == 1.0 and report.copies_us > 0
