@@ -39,3 +39,29 @@ def test_other_errors_still_raise(monkeypatch) -> None:
     assert cli._missing_tool(wrapped) == "no C++ compiler found"
     with pytest.raises(SystemExit):
         main(["no-such-command"])
+
+
+def test_a_missing_nvcc_in_the_workspace_compile_is_one_line(monkeypatch, tmp_path: Path, capsys) -> None:
+    from cuda_agent.task import load_task
+    from cuda_agent.workspace import commands, materialize
+
+    example = ROOT / "examples" / "elementwise_chain"
+    ws = materialize(load_task(example / "model.py"), tmp_path / "ws")
+    for source in (example / "kernels").iterdir():
+        (ws / "kernels" / source.name).write_text(source.read_text())
+    (ws / "model_new.py").write_text((example / "model_new.py").read_text())
+
+    def nothing_found() -> Path:
+        raise toolchain.ToolchainError("nvcc not found: install the CUDA toolkit or set CUDA_HOME")
+
+    monkeypatch.setattr(toolchain, "_find_cuda_home", nothing_found)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_AGENT_SHARED_CACHE", raising=False)
+    monkeypatch.chdir(ws)
+    toolchain.discover.cache_clear()
+    try:
+        code = commands.main(["compile"])
+    finally:
+        toolchain.discover.cache_clear()
+    err = capsys.readouterr().err
+    assert code == 3 and "cannot build here: nvcc not found" in err and "Traceback" not in err

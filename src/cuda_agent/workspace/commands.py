@@ -96,7 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in commands:
         print(f"usage: python -m cuda_agent.workspace.commands {{{','.join(commands)}}}", file=sys.stderr)
         return 2
-    return commands[argv[0]]()
+    from cuda_agent.judge.toolchain import ToolchainError
+
+    try:
+        return commands[argv[0]]()
+    except ToolchainError as exc:  # no nvcc / compiler here: the agent (or user) needs the fix, not a traceback
+        print(f"cannot build here: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
