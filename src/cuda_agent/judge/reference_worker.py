@@ -263,8 +263,8 @@ class ReferenceWorker:
                 sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples)
             else:
                 sampler = Sampler(self.model, self.timing_sets)
-                sampler.warmup()
-            warm[mode], host[mode] = sampler.warmup(), sampler.host_ms
+            warm[mode] = sampler.warmup()
+            host[mode] = sampler.host_ms
             self.samplers[mode] = sampler
         return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms}
 
