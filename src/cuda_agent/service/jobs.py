@@ -17,6 +17,7 @@ import contextlib
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ class JobQueue:
         self.ready = False
         self._lock = threading.Lock()
         self._watchers: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
-        self._seconds_per_verdict = 10.0  # a running estimate, for Retry-After
+        self._between_verdicts = 5.0  # a running estimate of the time between verdicts, for Retry-After
+        self._last_verdict: float | None = None
 
     # ---- life --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -105,8 +107,8 @@ class JobQueue:
         return [a for a in answers if a is not None]
 
     def retry_after(self) -> int:
-        lanes = max(1, self.executor.lanes)
-        return max(1, min(300, round(self._seconds_per_verdict / lanes)))
+        """Seconds until a place in the queue is likely free: the recent time between verdicts."""
+        return max(1, min(300, round(self._between_verdicts)))
 
     # ---- running -----------------------------------------------------------------------------------
     def _dispatch(self, judgment_id: str) -> None:
@@ -143,8 +145,10 @@ class JobQueue:
         self.metrics.observe(outcome, latency)
         with self._lock:
             self.pending -= 1
-            if latency is not None:
-                self._seconds_per_verdict = 0.8 * self._seconds_per_verdict + 0.2 * latency
+            now = time.monotonic()
+            if self._last_verdict is not None:
+                self._between_verdicts = 0.8 * self._between_verdicts + 0.2 * (now - self._last_verdict)
+            self._last_verdict = now
         shutil.rmtree(self.scratch / judgment_id, ignore_errors=True)
         self._wake(judgment_id)
 
