@@ -217,3 +217,17 @@ def test_solve_judge_url_switches_to_the_remote_judge(server: Server, monkeypatc
     monkeypatch.setenv("CUDA_AGENT_JUDGE_TOKEN", TOKEN)
     runner = solve.Runner(build_parser().parse_args(argv), None, [])
     assert isinstance(runner.judge, RemoteJudge) and runner.judge.url == server.url + "/v1"
+
+
+def test_batch_is_all_or_nothing(server: Server) -> None:
+    too_many = server.http.post("/batches", json={"submissions": [instant(200 + n) for n in range(4)]})
+    assert too_many.status_code == 429 and "retry-after" in too_many.headers  # 4 > a queue of 3
+    keyed = [{**instant(300 + n), "idempotency_key": f"batch-{n}"} for n in range(2)]
+    bad = server.http.post("/batches", json={"submissions": [*keyed, {"files": {"/abs": "x"}, "task": "t"}]})
+    assert bad.status_code == 400 and "submissions[2]" in bad.json()["error"]
+    done = server.http.post("/batches", json={"submissions": keyed})
+    assert done.status_code == 202
+    ids = [j["id"] for j in done.json()["judgments"]]
+    assert len(set(ids)) == 2 and all(server.wait_done(i)["status"] == "task_error" for i in ids)
+    again = server.http.post("/batches", json={"submissions": keyed}).json()["judgments"]
+    assert [j["id"] for j in again] == ids and not any(j["created"] for j in again)
