@@ -249,14 +249,20 @@ class Judgment:
             status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR
             first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
             raise self.fail(status, f"build failed: {first.strip()}", compile_log=result.log)
-        self.imports = result.imports
-        findings = check_imports(result.imports)  # what the linker binds, whatever the source spelled
+        self.adopt_build(result.module_path, result.imports)
+
+    def adopt_build(self, module_file: Path, imports: dict[str, set[str]]) -> None:
+        """Check the built extension and take it as the candidate: the end of `build()`, and all of it for
+        an extension built from this submission on another node (service/ray_pool.py ships one from a CPU
+        build task to a GPU lane); the binary checks then run again where it is judged."""
+        self.imports = imports
+        findings = check_imports(imports)  # what the linker binds, whatever the source spelled
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
-        self.model_new_file = model_new
-        self.module_file = result.module_path
+        self.model_new_file = self.submission / "model_new.py"
+        self.module_file = module_file
         # Attribution from the built binary (device_code.py), never from the source text.
-        self.kernel_names, reserved = binary_attribution(result.module_path)
+        self.kernel_names, reserved = binary_attribution(module_file)
         self.checks["device_kernels"] = len({n for n in self.kernel_names if "(" in n or not n.startswith("_Z")})
         if reserved:
             raise self.fail(
