@@ -14,7 +14,7 @@
   judgment is never given two verdicts, whatever a presumed-dead actor sends later.
 
 How the extension reaches the GPU: as bytes in Ray's object store (an extension is a few MB). The GPU
-side adopts it as `Judgment.build()` would have left it (`_adopt_build` mirrors that method's end).
+side takes it with `Judgment.adopt_build`, the same code that ends a local build (binary checks again).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def build_on_cpu(blob: bytes, config: JudgeConfig, build_only: bool) -> dict[str
             if verdict is not None:
                 return {"node": node, "final": outcome_of(verdict)}
             record = {"checks": dict(judgment.checks), "stages": dict(judgment.stages),
-                      "compile_log": judgment.compile_log}  # fmt: skip
+                      "compile_log": judgment.compile_log, "imports": judgment.imports}  # fmt: skip
             return {"node": node, "module": Path(judgment.module_file).read_bytes(), "record": record}
         finally:
             judgment.cleanup()
@@ -104,25 +104,28 @@ class JudgeLane:
                 checks = outcome["verdict"].setdefault("checks", {})
                 checks["shipped_extension"] = {"bytes": len(module), "sha256": hashlib.sha256(module).hexdigest()}
             return {"node": self.node, "outcome": outcome}
-        from cuda_agent.judge.api import Judgment
+        from cuda_agent.judge.api import Judgment, Stop
 
         with tempfile.TemporaryDirectory(prefix="cuda-agent-ray-lane-") as tmp:
             folder = Path(tmp) / "submission"
             task = _lay_out(blob, folder)
             judgment = Judgment(folder, task, self.config)  # type: ignore[arg-type]
             try:
-                _adopt_build(judgment, module, record)
-                verdict = judgment.run_built(self.service.pools[0])  # type: ignore[union-attr]
+                try:
+                    _adopt_build(judgment, module, record)
+                except Stop as stop:  # the shipped binary failed its checks here: a verdict, not a retry
+                    verdict = judgment.finish(stop.verdict)
+                else:
+                    verdict = judgment.run_built(self.service.pools[0])  # type: ignore[union-attr]
             finally:
                 judgment.cleanup()
         return {"node": self.node, "outcome": outcome_of(verdict)}
 
 
 def _adopt_build(judgment: Any, module: bytes | None, record: dict[str, Any]) -> None:
-    """Leave `judgment` as its own `build()` would have (judge/api.py): the static checks and the build
-    ran on the build node over the same files; the extension is the one built there."""
+    """Leave `judgment` as its own `build()` would have: the static checks and the build ran on the build
+    node over the same files; `Judgment.adopt_build` checks the shipped binary again here and takes it."""
     from cuda_agent.judge.build import MODULE_NAME
-    from cuda_agent.judge.coverage import kernel_names
 
     assert module is not None
     target = judgment.scratch / "build" / f"{MODULE_NAME}.so"
@@ -131,10 +134,7 @@ def _adopt_build(judgment: Any, module: bytes | None, record: dict[str, Any]) ->
     judgment.checks.update(record["checks"])
     judgment.stages.update(record["stages"])
     judgment.compile_log = record.get("compile_log", "")
-    judgment.model_new_file = judgment.submission / "model_new.py"
-    judgment.module_file = target
-    judgment.kernel_names = kernel_names(judgment.submission / "kernels")
-    judgment.built = True
+    judgment.adopt_build(target, record["imports"])
 
 
 class RayExecutor:
