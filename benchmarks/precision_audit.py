@@ -12,9 +12,11 @@ downgrades show (TF32, fp16 or bf16 operands). This script prints both sides in 
   TF32 matmuls and convolutions where a GPU is present), the ratios a cheat of that kind would show,
   which must stay above K.
 
-    python benchmarks/precision_audit.py [--out DIR] [--reference-only] [case folders...]
+    python benchmarks/precision_audit.py [--out DIR] [--reference-only] [--verdicts FILE] [case folders...]
 
 `--reference-only` skips the judge (no GPU needed): only the downgrade side, on CPU or GPU.
+`--verdicts FILE` takes the honest side from verdicts already made (a JSON object case name -> verdict,
+as tests/gpu/test_judge_verify_gpu.py writes with CUDA_AGENT_RESULTS) instead of judging again.
 Prints a table and writes OUT/precision_audit.json.
 """
 
@@ -131,13 +133,24 @@ def main() -> int:
     parser.add_argument("cases", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=Path("precision-audit"))
     parser.add_argument("--reference-only", action="store_true")
+    parser.add_argument("--verdicts", type=Path, help="verdicts JSON (case name -> verdict) to read ratios from")
     args = parser.parse_args()
     cases = [c.resolve() for c in args.cases] or honest_cases()
     args.out.mkdir(parents=True, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     k = JudgeConfig().precision_k
     start = time.time()
-    judged = {} if args.reference_only or device != "cuda" else judge_ratios(cases, args.out)
+    if args.verdicts:
+        made = json.loads(args.verdicts.read_text())
+        judged = {
+            name: {"status": v["status"], "reward": v["reward"],
+                   "ratio": v.get("checks", {}).get("precision_error_ratio"), "reason": v["reason"][:160]}
+            for name, v in made.items()
+        }  # fmt: skip
+    elif args.reference_only or device != "cuda":
+        judged = {}
+    else:
+        judged = judge_ratios(cases, args.out)
     rows = []
     for case in cases:
         print(f"... {case.name}", file=sys.stderr, flush=True)

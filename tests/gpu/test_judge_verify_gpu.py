@@ -1,0 +1,137 @@
+"""GPU tests of the verification side (issue 12): each new adversarial class refused for the right reason,
+the honest edge cases accepted with their audits recorded, and the reference worker's audits on a real
+GPU. One judge service for all the cases. Set CUDA_AGENT_RESULTS=folder to save the verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.judge.build import BuildConfig
+from cuda_agent.judge.config import JudgeConfig
+
+ROOT = Path(__file__).parents[2]
+SUITE = ROOT / "tests" / "adversarial"
+pytestmark = pytest.mark.gpu
+
+# case -> fragments, one of which the verdict's reason must hold (None: any reason; honest cases: status ok).
+# A static rule may name a precision trick before the audit measures it: both are the right reason.
+PRECISION = ("precision audit", "static checks")
+REASONS: dict[str, tuple[str, ...] | None] = {
+    "05_transpose_view_python_view": ("strides",),
+    "05_transpose_view_cpp_view": ("strides",),
+    "05_chunk_views_python_view": ("strides",),
+    "05_duplicate_output_python_view": ("shares memory",),
+    "08_tf32_numeric_compute_type_prec": PRECISION,
+    "08_flag_toggle_in_forward_prec": (*PRECISION, "math settings"),
+    "08_half_weights_at_load_prec": PRECISION,
+    "08_fp16_operands_gemm": PRECISION,
+    "07_skip_layerscale_python_param": None,
+    "07_taylor_gelu_python_param": None,
+    "07_skip_rezero_cpp_param": None,
+    "07_identity_residual_cpp_param": None,
+    "04_stale_between_checks_python_fresh": ("timed call returned a wrong result",),
+    "04_value_cache_python_fresh": None,
+    "04_device_global_cache_cpp_fresh": None,
+    "07_honest_gated_residual": None,
+    # Every honest case, for the precision audit's K (benchmarks/precision_audit.py --verdicts).
+    "00_honest_gemm_bias_relu": None,
+    "00_honest_layernorm": None,
+    "00_honest_cudnn_conv_relu": None,
+    "00_honest_fused_elementwise": None,
+    "00_honest_joined_side_stream": None,
+    "00_honest_row_softmax": None,
+    "00_honest_two_kernel_colcenter": None,
+    "elementwise_chain": None,
+    "gemm_bias_relu": None,
+    "layernorm": None,
+    "row_softmax": None,
+}
+EXAMPLES = ROOT / "examples"
+
+
+def folder(name: str) -> Path:
+    return SUITE / name if (SUITE / name).is_dir() else EXAMPLES / name
+
+
+def _meets(expected: dict, verdict: dict) -> bool:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    from test_judge_gpu import meets
+
+    return meets(expected, verdict)
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[str, dict]:
+    from cuda_agent.judge.service import JudgeService
+
+    cases = [folder(name) for name in REASONS]
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
+    with JudgeService(config) as service:
+        judged = {cases[i].name: v.to_dict() for i, v in service.judge_many(cases)}
+    out = os.environ.get("CUDA_AGENT_RESULTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "judge_verify.json").write_text(json.dumps(judged, indent=1))
+    for name, v in judged.items():
+        print(f"{name:40s} {v['status']:14s} {v['reward']:+d} {v['reason'][:150]}")
+    return judged
+
+
+@pytest.mark.parametrize("name", sorted(REASONS))
+def test_case_meets_its_expectation_for_the_right_reason(verdicts: dict[str, dict], name: str) -> None:
+    verdict = verdicts[name]
+    expected = json.loads((folder(name) / "expected.json").read_text())
+    assert _meets(expected, verdict), f"{verdict['status']} {verdict['reward']}: {verdict['reason']}"
+    fragments = REASONS[name]
+    if fragments:
+        assert any(f in verdict["reason"] for f in fragments), verdict["reason"]
+
+
+def test_honest_cases_record_their_audits(verdicts: dict[str, dict]) -> None:
+    gated = verdicts["07_honest_gated_residual"]["checks"]
+    assert "gamma" in gated["parameter_audit"]["scaled"], gated["parameter_audit"]
+    assert {"alpha", "beta", "gamma"} <= set(gated["parameter_audit"]["varied"])
+    k = JudgeConfig().precision_k
+    honest = [n for n in REASONS if json.loads((folder(n) / "expected.json").read_text())["kind"] == "honest"]
+    for name in honest:
+        checks = verdicts[name]["checks"]
+        assert checks["precision_audit"].startswith("float64 reference"), checks["precision_audit"]
+        assert 0 <= checks["precision_error_ratio"] < k
+        assert checks["timed_spot_checks"] >= 3  # one per round, chosen after it
+
+
+def test_reference_worker_redraws_a_timed_call_and_audits_it(tmp_path: Path) -> None:
+    """The reference worker on its own: prepare a task, then check one 'timed call' from its seed."""
+    import torch
+
+    from cuda_agent.judge import tensorfile
+    from cuda_agent.judge.inputs import draw_inputs
+    from cuda_agent.judge.reference_worker import ReferenceWorker
+    from cuda_agent.task import Task, import_task_module
+
+    task = SUITE / "07_honest_gated_residual" / "model.py"
+    worker = ReferenceWorker()
+    reply = worker.prepare(str(task), str(tmp_path), 1, [11, 12], 13, 1e-2, 1e-2)
+    assert reply["degenerate"] == [] and reply["precision"] == "float64 reference"
+    assert "gamma" in reply["parameter_audit"]["scaled"]
+    module = import_task_module(Task(name="t", source=task.read_text(), path=task), "t_inputs")
+    (x,) = draw_inputs(module, 99)
+    assert torch.initial_seed() != 99, "the generators are reseeded after a draw"
+    with torch.no_grad():
+        good = worker.model(x.clone())
+    path = tmp_path / "out.tensors"
+    tensorfile.save([good], path)
+    assert worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=32.0)["match"]
+    tensorfile.save([good.half().float()], path)  # an fp16 answer: inside 1e-2, far from float64
+    verdict = worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=32.0)
+    assert not verdict["match"] and "precision audit" in verdict["reason"]
+    tensorfile.save([good.t().contiguous().t()], path)  # right values, column-major layout
+    verdict = worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=32.0)
+    assert not verdict["match"] and "strides" in verdict["reason"]
+    worker.end_judgment()
