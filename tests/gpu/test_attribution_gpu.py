@@ -59,3 +59,21 @@ def test_pitched_copies_are_reported_as_copies(tmp_path: Path) -> None:
     assert ran and all(COPY_ACTIVITY.match(k) for k in ran), ran
     report = coverage_report(ran, binary_attribution(path)[0], {"cat"})
     assert report.share == 1.0 and report.copies_us > 0
+
+
+def test_tracing_inside_the_op_gate_records_no_op(tmp_path: Path) -> None:
+    """The candidate worker traces forward inside the op gate: the profiler itself must dispatch nothing."""
+    import torch
+
+    from cuda_agent.judge.kernel_trace import traced
+    from cuda_agent.judge.opgate import OpGate
+
+    module, _ = _load("tests/adversarial/00_honest_inc_kernel_body", tmp_path)
+    x = torch.randn(4096, 256, device="cuda")
+    gate = OpGate(poison=True)
+    with torch.no_grad(), gate:
+        y, ran = traced(lambda: module.ew_forward(x, 1.5, 0.25, -0.1, 2.0))
+    assert not gate.forbidden, gate.report()
+    expected = torch.clamp(torch.nn.functional.gelu(x * 1.5 + 0.25), -0.1, 2.0)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
+    assert ran
