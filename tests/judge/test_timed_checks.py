@@ -121,3 +121,13 @@ def test_input_file_mode_has_the_reference_draw_each_round(tmp_path: Path) -> No
     one_round(made, ref, cand)
     assert len(calls) == 2 and calls[0]["seeds"] != calls[1]["seeds"]
     assert all("seeds" not in p for c, p in cand.log if c == "draw_round"), "no seeds reach the candidate"
+
+
+def test_only_a_secret_share_of_rounds_is_checked(tmp_path: Path) -> None:
+    made, ref, cand = judgment(tmp_path), Reference(), Candidate()
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.draw_round(ref, cand)  # type: ignore[arg-type]
+    assert made.check_round(ref, cand, 0.0) is False and not ref.compared  # type: ignore[arg-type]
+    checked = sum(made.check_round(ref, cand, 0.35) for _ in range(400))  # type: ignore[arg-type]
+    assert 90 < checked < 190 and len(ref.compared) == checked
+    assert made.check_round(ref, cand) is True  # type: ignore[arg-type]  (the default: always)

@@ -368,16 +368,20 @@ class Judgment:
             args = {"seeds": self.round_seeds}
         self._candidate_call(cand, "draw_round", self.config.forward_timeout_s, "drawing timed inputs", **args)
 
-    def check_round(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
-        """After a round: compare the outputs of `timed_checks_per_round` calls chosen now, by this
-        process, with the reference on those calls' inputs. The candidate kept every call's output and
-        could not tell, while it ran, which would be asked for."""
+    def check_round(self, ref: WorkerHandle, cand: WorkerHandle, share: float = 1.0) -> bool:
+        """After a round: with probability `share` (decided now, by this process), compare the outputs
+        of `timed_checks_per_round` calls chosen now with the reference on those calls' inputs. The
+        candidate kept every call's output and could not tell, while it ran, whether the round or which
+        call would be asked for. Returns whether the round was checked."""
+        if share < 1.0 and secrets.randbelow(1 << 20) >= share * (1 << 20):
+            return False
         chosen = list(range(len(self.round_seeds)))
         picks = []
         for _ in range(min(self.config.timed_checks_per_round, len(chosen))):
             picks.append(chosen.pop(secrets.randbelow(len(chosen))))
         for index in picks:
             self.spot_check(ref, cand, index)
+        return True
 
     def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
         """The candidate worker drew other inputs than the reference (a task whose get_inputs() a seed does
@@ -587,8 +591,12 @@ class Judgment:
                     rounds[who].append(got)
                     walls[who].append(wall_ms)
                     reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
-            self.check_round(ref, cand)
+            # The first round is always checked, later ones at random (the candidate cannot tell which),
+            # and the last one before timing ends.
+            checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
             if self._timing_done(rounds, ["candidate"] if cached else ["candidate", "eager", "compile"]):
+                if not checked:
+                    self.check_round(ref, cand)
                 break
         self.check_timed_coverage(ref, cand)
         self.check_leftovers(cand, "timing")

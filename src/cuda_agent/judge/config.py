@@ -43,8 +43,10 @@ class JudgeConfig:
     # tolerance-only rule.
     precision_audit: bool = True
     precision_k: float = 32.0
-    # Timed calls whose outputs are compared with the reference after each round (chosen after it).
+    # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
+    # and the share of rounds checked besides the first and the last (chosen after each round).
     timed_checks_per_round: int = 1
+    timed_check_share: float = 0.35
     build: BuildConfig = field(default_factory=BuildConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_candidate: bool = True
