@@ -69,6 +69,14 @@ def solve(*args: str) -> list[str]:
     return ["solve", *args, "--model", "m", "--isolation", "none"]
 
 
+def no_warm(tmp_path: Path) -> list[str]:
+    """A (empty) cache for the episodes to read, so that `solve` skips warming the machine's shared build
+    cache: these episodes never compile, and warming costs a precompiled header (a minute of CPU)."""
+    seed = tmp_path / "cache-seed"
+    seed.mkdir(exist_ok=True)
+    return ["--cache-seed", str(seed)]
+
+
 def fast_retries(tmp_path: Path) -> str:
     path = tmp_path / "fast.toml"
     path.write_text("[model]\nmax_retries = 1\nretry_base_s = 0.05\nrequest_timeout_s = 10\n")
@@ -81,7 +89,8 @@ def test_a_dead_server_is_reported_up_front_with_its_url(tasks: Path, tmp_path: 
     code = main(solve(str(tasks), "--base-url", url, "--runs-dir", str(tmp_path / "runs")))
     err = capsys.readouterr().err
     assert code == 3, err
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < 60  # on a loaded machine; without the check: ~51 s of retries per task
+    assert "retry" not in err
     assert f"cannot reach the model server at {url}" in err and "refused" in err.lower()
     assert not (tmp_path / "runs").exists()  # no episode started, nothing judged
 
@@ -147,7 +156,7 @@ def test_a_model_error_before_any_tool_is_not_judged(tmp_path: Path, capsys) -> 
 
     with ScriptedLLM(script) as server:
         code = main(solve(str(tmp_path / "t.py"), "--base-url", server.url, "--runs-dir", str(tmp_path / "runs"),
-                          "--json", "--quiet"))  # fmt: skip
+                          "--json", "--quiet", *no_warm(tmp_path)))  # fmt: skip
     captured = capsys.readouterr()
     row = json.loads(captured.out.splitlines()[-1])
     assert code == 1 and row["exit"] == "model_error"
@@ -186,7 +195,8 @@ def test_first_ctrl_c_cancels_the_request_in_flight(tmp_path: Path) -> None:
 
 def test_resume_reruns_cancelled_episodes_and_judges_unjudged_ones(tasks: Path, tmp_path: Path, capsys) -> None:
     runs = tmp_path / "runs"
-    args = solve(str(tasks / "a_relu.py"), str(tasks / "b_relu.py"), "--runs-dir", str(runs), "--quiet")
+    args = solve(str(tasks / "a_relu.py"), str(tasks / "b_relu.py"), "--runs-dir", str(runs), "--quiet",
+                 *no_warm(tmp_path))  # fmt: skip
     with ScriptedLLM(SCRIPT) as server:
         assert main([*args, "--base-url", server.url]) == 0  # no GPU here: both verdicts 'unavailable'
         for name in ("a_relu", "b_relu"):
@@ -227,7 +237,8 @@ def test_no_judge_runs_say_nothing_about_judging_and_force_is_named(tasks: Path,
                           "--no-judge")) == 0  # fmt: skip
         err = capsys.readouterr().err
         assert "judging" not in err and "verdict:" not in err
-        assert main(solve(str(tasks / "a_relu.py"), "--base-url", server.url, "--runs-dir", str(runs))) == 1
+        assert main(solve(str(tasks / "a_relu.py"), "--base-url", server.url, "--runs-dir", str(runs),
+                          *no_warm(tmp_path))) == 1  # fmt: skip
     err = capsys.readouterr().err
     assert "pass --force" in err and "overwrite=True" not in err
 
