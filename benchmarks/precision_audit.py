@@ -46,11 +46,12 @@ from cuda_agent.task import Task, build_model, flatten_tensors, import_task_modu
 
 
 def honest_cases() -> list[Path]:
-    cases = sorted((ROOT / "tests" / "adversarial").glob("00_honest_*"))
-    for folder in sorted((ROOT / "examples").iterdir()):
-        expected = folder / "expected.json"
-        if expected.exists() and json.loads(expected.read_text()).get("kind") == "honest":
-            cases.append(folder)
+    """Every honest case: tests/adversarial/ (00_honest_* and the honest edge cases) and examples/."""
+    cases = []
+    for suite in (ROOT / "tests" / "adversarial", ROOT / "examples"):
+        for expected in sorted(suite.glob("*/expected.json")):
+            if json.loads(expected.read_text()).get("kind") == "honest":
+                cases.append(expected.parent)
     return cases
 
 

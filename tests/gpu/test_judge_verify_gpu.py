@@ -72,14 +72,15 @@ def verdicts() -> dict[str, dict]:
 
     cases = [folder(name) for name in REASONS]
     config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
-    with JudgeService(config) as service:
-        judged = {cases[i].name: v.to_dict() for i, v in service.judge_many(cases)}
     out = os.environ.get("CUDA_AGENT_RESULTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "judge_verify.json").write_text(json.dumps(judged, indent=1))
-    for name, v in judged.items():
-        print(f"{name:40s} {v['status']:14s} {v['reward']:+d} {v['reason'][:150]}")
+    judged: dict[str, dict] = {}
+    with JudgeService(config) as service:
+        for i, verdict in service.judge_many(cases):  # saved as they come: a timeout keeps what was judged
+            v = judged[cases[i].name] = verdict.to_dict()
+            print(f"{cases[i].name:40s} {v['status']:14s} {v['reward']:+d} {v['reason'][:150]}", flush=True)
+            if out:
+                Path(out).mkdir(parents=True, exist_ok=True)
+                (Path(out) / "judge_verify.json").write_text(json.dumps(judged, indent=1))
     return judged
 
 
@@ -103,7 +104,7 @@ def test_honest_cases_record_their_audits(verdicts: dict[str, dict]) -> None:
         checks = verdicts[name]["checks"]
         assert checks["precision_audit"].startswith("float64 reference"), checks["precision_audit"]
         assert 0 <= checks["precision_error_ratio"] < k
-        assert checks["timed_spot_checks"] >= 3  # one per round, chosen after it
+        assert checks["timed_spot_checks"] >= 2  # the first and the last round at least, chosen after each
 
 
 def test_reference_worker_redraws_a_timed_call_and_audits_it(tmp_path: Path) -> None:
