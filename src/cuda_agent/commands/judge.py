@@ -39,6 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
     parser.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
+    parser.add_argument("--tolerance-only", action="store_true",
+                        help="the paper's rule: atol/rtol alone, without the precision audit against float64")  # fmt: skip
     parser.add_argument("--build-only", action="store_true",
                         help="CPU checks only: task, static checks, build (no GPU needed); exit 1 if any fail")
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call (60)")
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
-        forward_timeout_s=args.forward_timeout,
+        forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
     )  # fmt: skip
     devices = list(range(args.gpus)) if args.gpus > 1 else None
     verdicts: dict[int, Verdict] = {}
