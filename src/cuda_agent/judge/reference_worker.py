@@ -168,7 +168,7 @@ class ReferenceWorker:
         inputs = self.round_sets.get(seed)
         if inputs is None:
             inputs = draw_inputs(self.module, seed)
-            exact = self.exact.outputs(inputs) if self.exact and precision_k else None
+        exact = self.exact.outputs(inputs) if self.exact and precision_k else None
         with torch.no_grad():
             raw = flatten_tensors(self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
         ref_aliases = layout.aliases(raw, list(inputs))
