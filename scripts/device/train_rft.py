@@ -278,7 +278,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
-    parser.add_argument("--sft-steps", type=int, default=300)
+    parser.add_argument("--sft-steps", type=int, default=600)
     parser.add_argument("--value-epochs", type=float, default=30)
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
