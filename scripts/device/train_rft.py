@@ -266,6 +266,7 @@ def memorised_turn(model: Path, data: Path) -> dict[str, Any]:
                                            return_tensors="pt", return_dict=True)  # fmt: skip
     full = tokenizer.apply_chat_template(row["messages"][:3], tools=tools, return_dict=True)["input_ids"]
     target = full[prompt["input_ids"].shape[1]:]
+    target = target[: target.index(tokenizer.eos_token_id) + 1]  # the turn ends at <|im_end|>, where generation stops
     with torch.no_grad():
         generated = lm.generate(**prompt.to("cuda"), max_new_tokens=len(target) + 16, do_sample=False)
     produced = generated[0, prompt["input_ids"].shape[1]:].tolist()
