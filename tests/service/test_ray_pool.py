@@ -59,24 +59,24 @@ def test_judgments_spread_over_two_nodes_and_survive_losing_one(cluster, tmp_pat
     try:
         assert executor.lanes == 2
         began = time.monotonic()
-        first = [jobs.submit("client", from_json(instant(n), _limits()))[0] for n in range(4)]
+        first = [jobs.submit("client", from_json(instant(n), _limits()))[0] for n in range(2)]
         _wait(store, first, 120)
-        print(f"first four: {time.monotonic() - began:.0f} s")
+        print(f"first two: {time.monotonic() - began:.0f} s")
         nodes = {node for i in first for node in store.get(i).result["judged_on"]["build"]}
         lanes = {node for i in first for node in store.get(i).result["judged_on"]["lane"]}
         head, worker_id = cluster.head_node.node_id, worker.node_id
         assert nodes == {head, worker_id}, "builds were not spread over both nodes"
         # Slow judgments (the task probe takes seconds) spread over both nodes, then the worker node goes.
         began = time.monotonic()
-        second = [jobs.submit("client", from_json(slow(n), _limits()))[0] for n in range(3)]
-        second += [jobs.submit("client", from_json(instant(10 + n), _limits()))[0] for n in range(2)]
+        second = [jobs.submit("client", from_json(slow(n), _limits()))[0] for n in range(2)]
+        second += [jobs.submit("client", from_json(instant(10 + n), _limits()))[0] for n in range(1)]
         time.sleep(2)
-        assert all(store.get(i).state != "done" for i in second[:3]), "too late to catch them in flight"
+        assert all(store.get(i).state != "done" for i in second[:2]), "too late to catch them in flight"
         cluster.remove_node(worker, allow_graceful=False)
         _wait(store, second, 150)
         print(f"after the node loss: {time.monotonic() - began:.0f} s")
         records = [store.get(i).result for i in second]
-        assert [r["status"] for r in records] == ["compile_error"] * 3 + ["task_error"] * 2
+        assert [r["status"] for r in records] == ["compile_error"] * 2 + ["task_error"]
         retried = [r for r in records if r["ray_tries"] > 1]
         assert retried, "no judgment was in flight on the lost node"
         assert all(r["judged_on"]["lane"] == [head] for r in retried)  # finished on the surviving node
@@ -85,7 +85,7 @@ def test_judgments_spread_over_two_nodes_and_survive_losing_one(cluster, tmp_pat
         jobs.close()
     db = sqlite3.connect(tmp_path / "judgments.sqlite")
     assert db.execute("SELECT state, COUNT(*), COUNT(result) FROM judgments GROUP BY state").fetchall() == [
-        ("done", 9, 9)
+        ("done", 5, 5)
     ]
 
 
