@@ -122,6 +122,12 @@ def test_coverage_share_attributes_by_exact_binary_names() -> None:
     assert other.share == 0.0
     aten_gemm = coverage_report({"void at::native::cutlass_gemm_kernel<float>(float*)": 10.0}, names, {"addmm"})
     assert aten_gemm.share == 0.0
+    # cuBLAS kernels count only for a submission whose own objects call cuBLAS (else ATen launched them)
+    from cuda_agent.judge.coverage import linked_libraries
+
+    assert linked_libraries({"kernels/g.cpp": {"cublasSgemm_v2", "cudaMalloc"}}) == {"cublas"}
+    by_aten = coverage_report(kernels, names, {"addmm"}, libraries=linked_libraries({"kernels/k.cu": {"cudaMalloc"}}))
+    assert by_aten.share == pytest.approx(80 / 180)
 
 
 STATEFUL = [

@@ -31,7 +31,13 @@ from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
 from cuda_agent.judge.build import MODULE_NAME, build_extension
 from cuda_agent.judge.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-from cuda_agent.judge.coverage import CoverageReport, binary_attribution, coverage_report, merge
+from cuda_agent.judge.coverage import (
+    CoverageReport,
+    binary_attribution,
+    coverage_report,
+    linked_libraries,
+    merge,
+)
 from cuda_agent.judge.freeze import FreezeFailed, ProcessTree
 from cuda_agent.judge.gpumem import process_gpu_bytes
 from cuda_agent.judge.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
@@ -777,7 +783,8 @@ class Judgment:
     def check_coverage(self, traced: list[dict[str, float]]) -> None:
         """Most GPU time of the verification calls (every one was traced) must be in the submitted kernels
         (cuBLAS/cuDNN where the task has them), attributed by the built binary (coverage.py)."""
-        report = coverage_report(merge(traced), self.kernel_names, self.reference_ops, calls=len(traced))
+        report = coverage_report(merge(traced), self.kernel_names, self.reference_ops, calls=len(traced),
+                                 libraries=linked_libraries(self.imports))  # fmt: skip
         self.checks["coverage"] = report.summary()
         self._gate_coverage(report, "forward")
 
@@ -798,7 +805,7 @@ class Judgment:
             if check is not None:
                 check(ref, cand)
         report = coverage_report(reply.get("kernels") or {}, self.kernel_names, self.reference_ops,
-                                 calls=tc.samples_per_round)  # fmt: skip
+                                 calls=tc.samples_per_round, libraries=linked_libraries(self.imports))  # fmt: skip
         self.checks["coverage_timed"] = report.summary()
         if report.submitted_us + report.library_us + report.copies_us <= 0:
             raise self.fail(Status.REJECTED, "a round of timed calls ran none of your kernels (only "

@@ -9,7 +9,9 @@ the extension's own device code, read by the judge from the built library (devic
 candidate runs: never from source text, which comments, macros, `.inc` files and declarators fooled. A
 submission may not define kernels in PyTorch's or a library's namespaces (`reserved_kernels`), so a kernel
 ATen launches can never carry a submitted name. cuBLAS kernels count as the candidate's where the reference
-has a matrix product, cuDNN ones where it has a convolution (never one in PyTorch's namespaces); fills,
+has a matrix product, cuDNN ones where it has a convolution, and only if the submission's own objects call
+that library (the symbols they import): never one in PyTorch's namespaces, never one ATen launched for a
+submission that does not link the library itself. Fills,
 memsets and memory copies are neutral (copies are data movement, not foreign compute: a concatenation may
 be all copies); everything else is foreign.
 
@@ -81,12 +83,23 @@ class CoverageReport:
         }
 
 
+def linked_libraries(imports: dict[str, set[str]]) -> set[str]:
+    """Which allowed libraries ("cublas", "cudnn") the submission's own objects call (what the linker binds)."""
+    symbols = {s for found in imports.values() for s in found}
+    return {lib for lib in ("cublas", "cudnn") if any(s.startswith(lib) for s in symbols)}
+
+
 def coverage_report(
-    kernels_run: dict[str, float], submitted: Iterable[str], reference_ops: set[str], calls: int = 0
-) -> CoverageReport:
-    """Classify the kernels that ran (name -> device microseconds) against the extension's own kernels."""
-    gemm_allowed = bool(reference_ops & GEMM_OPS)
-    conv_allowed = bool(reference_ops & CONV_OPS)
+    kernels_run: dict[str, float], submitted: Iterable[str], reference_ops: set[str], calls: int = 0,
+    libraries: set[str] | None = None,
+) -> CoverageReport:  # fmt: skip
+    """Classify the kernels that ran (name -> device microseconds) against the extension's own kernels.
+
+    `libraries` (from `linked_libraries`): a library's kernels count as the candidate's only if its own
+    objects call that library; cuBLAS kernels in a submission that never calls cuBLAS were launched by
+    PyTorch (torch.mm from Python or C++) and are foreign. None: decided by the task alone."""
+    gemm_allowed = bool(reference_ops & GEMM_OPS) and (libraries is None or "cublas" in libraries)
+    conv_allowed = bool(reference_ops & CONV_OPS) and (libraries is None or "cudnn" in libraries)
     own = {normalise(n) for n in submitted}
     report = CoverageReport(calls=calls)
     for name, us in kernels_run.items():
