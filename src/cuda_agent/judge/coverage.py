@@ -40,8 +40,9 @@ COPY_ACTIVITY = re.compile(r"^(Memcpy|Memset)\b")  # how Kineto names CUPTI memc
 
 
 def normalise(name: str) -> str:
-    """Kernel names compared without whitespace (demanglers differ only in spacing, if at all)."""
-    return re.sub(r"\s+", "", name)
+    """Kernel names compared without whitespace and without a leading `void` (the return type the Itanium
+    demangler prints for templates): demanglers differ in these at most."""
+    return re.sub(r"\s+", "", re.sub(r"^\s*void\s+", "", name))
 
 
 def submitted_names(module: Path) -> set[str]:
