@@ -503,7 +503,15 @@ def _compile_and_link(
     os.replace(tmp_module, module_path)
     from cuda_agent.judge.device_code import imported_symbols
 
-    imports = {_display(s, stage): imported_symbols(plans[s][1]) for s in sources if s != stage / "binding.cpp"}
+    # What the judge's own binding.cpp imports is what this toolchain's headers (pybind11, torch/extension.h)
+    # make every binding import: torch 2.11's headers, for one, pull PyObject_CallObject into each object.
+    # Those symbols say nothing about the submission, so they are subtracted; the rules judge only the rest
+    # (a submission that calls them on purpose is left to the source rules on the preprocessed text).
+    judge_binding = stage / "binding.cpp"
+    toolchain_baseline = imported_symbols(plans[judge_binding][1]) if judge_binding in plans else set()
+    imports = {
+        _display(s, stage): imported_symbols(plans[s][1]) - toolchain_baseline for s in sources if s != judge_binding
+    }
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
                        False, (*commands, " ".join(link)), used_pch, pch_note, imports)  # fmt: skip
 
