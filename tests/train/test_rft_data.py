@@ -93,3 +93,16 @@ def expected_assistant(message: dict) -> str:
         sep = "\n" if text or index else ""
         text += f'{sep}<tool_call>\n{{"name": "{call["function"]["name"]}", "arguments": {json.dumps(args, ensure_ascii=False)}}}\n</tool_call>'
     return text + "<|im_end|>"
+
+
+def test_the_package_imports_no_training_engine() -> None:
+    """The judge, agent and synthesis must work without TRL/transformers/datasets installed."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cuda_agent.train.sft, cuda_agent.train.value, cuda_agent.train.rft_data, "
+            "cuda_agent.train.tiny, cuda_agent.train.single_turn, cuda_agent.commands.train; "
+            "loaded = [m for m in ('trl', 'transformers', 'datasets', 'accelerate', 'tokenizers') if m in sys.modules]; "
+            "print(loaded); sys.exit(1 if loaded else 0)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
