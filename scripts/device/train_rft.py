@@ -208,8 +208,9 @@ def seed_cache(work: Path, env: dict[str, str]) -> None:
     from cuda_agent.workspace import materialize
 
     ws = materialize(load_task(TASK.format(op="relu"), name="seed"), work / "seed_ws", overwrite=True)
-    (ws / "kernels" / "seed.cu").write_text(kernel("relu", "careful", 128).replace("relu", "seed"))
-    (ws / "kernels" / "seed_binding.cpp").write_text(BINDING.format(op="seed"))
+    for op in EXPRESSIONS:  # the bindings every episode writes; objects are cached by content
+        (ws / "kernels" / f"{op}.cu").write_text(kernel(op, "careful", 128))
+        (ws / "kernels" / f"{op}_binding.cpp").write_text(BINDING.format(op=op))
     done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "CUDA_AGENT_CACHE": str(work / "seed")},
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     if done.returncode != 0:
