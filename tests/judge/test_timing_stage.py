@@ -1,0 +1,169 @@
+"""The timing stage (api.Judgment.time) against scripted workers and a real candidate process: baselines
+are timed with the candidate's process tree frozen and the GPU drained, GPU work left behind after a
+candidate round is charged to it, the parent's clock bounds forged samples, and the verdict records the
+policy and the thresholds. Each scripted call sleeps for the time its samples claim, as a GPU would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuda_agent.judge.api import Judgment, Stop
+from cuda_agent.judge.config import JudgeConfig, TimingConfig
+from cuda_agent.judge.freeze import ProcessTree, _stat_fields
+from cuda_agent.judge.pool import ReferenceSlot
+from cuda_agent.judge.verdict import Environment
+from cuda_agent.task import Task
+
+CALLS = 10
+
+
+class Reference:
+    """Eager takes `eager_ms` per call, compile `compile_ms`; `drain` answers from `busy_ms` / `drains`."""
+
+    def __init__(self, candidate_pid: int, eager_ms: float = 1.0, compile_ms: float = 0.5,
+                 busy_ms: float = 0.0, drains: bool = True) -> None:  # fmt: skip
+        self.candidate_pid = candidate_pid
+        self.ms = {"eager": eager_ms, "compile": compile_ms}
+        self.busy_ms, self.drains = busy_ms, drains
+        self.pid = 1
+        self.calls: list[str] = []
+        self.candidate_state_while_timing: set[str] = set()
+        self.pad: float | None = None
+
+    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        self.calls.append(command)
+        if command == "time_setup":
+            assert kw["compile_builds"] >= 1
+            self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
+            return {"ok": True, "warmup_ms": {}, "host_ms": {"eager": 0.01, "compile": 0.05},
+                    "compile_builds_ms": [0.52, 0.5, 0.51]}  # fmt: skip
+        if command == "time_pad":
+            self.pad = kw["pad_ms"]
+            return {"ok": True}
+        if command == "time_round":
+            self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
+            per_call = self.ms[kw["mode"]]
+            time.sleep(CALLS * per_call / 1000)
+            return {"ok": True, "samples": [per_call] * CALLS, "setup_ms": 0.0}
+        if command == "drain":
+            frozen = _stat_fields(self.candidate_pid)[0] == "T"
+            if frozen and not self.drains:
+                return {"ok": True, "drained": False, "busy_ms": 1000 * kw["timeout_s"]}
+            return {"ok": True, "drained": True, "busy_ms": 0.0 if frozen else self.busy_ms}
+        raise AssertionError(f"unexpected reference command {command}")
+
+
+class Candidate:
+    """Its calls take `true_ms` each; it reports `claimed_ms` (a patched timer) or the truth."""
+
+    def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None) -> None:
+        self.pid = pid
+        self.true_ms, self.claimed_ms = true_ms, claimed_ms
+        self.pad: float | None = None
+
+    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        if command == "time_setup":
+            return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.02}
+        if command == "time_pad":
+            self.pad = kw["pad_ms"]
+            return {"ok": True}
+        if command == "draw_round":
+            return {"ok": True, "calls": CALLS}
+        if command == "time_round":
+            time.sleep(CALLS * self.true_ms / 1000)
+            shown = self.claimed_ms if self.claimed_ms is not None else self.true_ms
+            return {"ok": True, "samples": [shown] * CALLS, "escaped_ms": 0.0}
+        raise AssertionError(f"unexpected candidate command {command}")
+
+
+@pytest.fixture
+def candidate_process():
+    """A real process standing in for the candidate worker (its own session, like the pool's)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference) -> Judgment:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    timing = TimingConfig(min_samples=30, min_gpu_ms=5.0, max_rounds=6, compile_builds=3)
+    config = JudgeConfig(scratch_dir=tmp_path / "scratch", cache_dir=tmp_path / "baselines", timing=timing)
+    made = Judgment(tmp_path, Task(name="t", source="x = 1\n", path=tmp_path / "model.py"), config)
+    made.environment = Environment(gpu="G", compute_capability="9.0", driver="1", torch="t", cuda="c")
+    made.io_dir = made.out_dir = tmp_path
+    made.input_files = False
+    made.threads_after_load = 10**6
+    made.candidate_tree = ProcessTree(proc.pid, tmp_path)
+    made.candidate_separate_user = True  # machine key, kept under tmp_path by CUDA_AGENT_CACHE
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.check_round = lambda *args, **kw: True  # type: ignore[method-assign]  (output checks: verify tests)
+    made.check_timed_coverage = lambda *args, **kw: None  # type: ignore[method-assign]  (needs a profiler)
+    return made
+
+
+def test_baselines_run_with_the_candidate_frozen_and_speedups_follow(tmp_path, monkeypatch, candidate_process) -> None:
+    ref = Reference(candidate_process.pid)
+    cand = Candidate(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, cand)  # type: ignore[arg-type]
+    assert ref.candidate_state_while_timing == {"T"}, "baselines ran while the candidate could run"
+    assert _stat_fields(candidate_process.pid)[0] != "T", "the candidate was not thawed afterwards"
+    assert timing.speedup_vs_eager == pytest.approx(4.0, rel=0.25)
+    assert timing.speedup_vs_compile == pytest.approx(2.0, rel=0.25)
+    assert ref.pad == cand.pad and ref.pad is not None and ref.pad > 0.05  # one pad for all three
+    assert timing.policy["compile_builds_ms"] == [0.52, 0.5, 0.51]
+    # 1.05 widened by the compile baseline's window spread (small here; sleeps overshoot on a busy host)
+    assert 1.05 <= timing.compile_threshold <= 1.05 * 1.1
+    assert made.checks["baseline_cache"]["authenticated_by"].startswith("machine key")
+    assert made.checks["host_clock"]["outstanding_gpu_work_ms"] == 0
+
+
+def test_gpu_work_left_after_a_candidate_round_is_charged(tmp_path, monkeypatch, candidate_process) -> None:
+    """5 ms of GPU work still running after each 10-call round (a second context, a helper): +0.5 ms/call."""
+    ref = Reference(candidate_process.pid, busy_ms=5.0)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert timing.candidate_ms == pytest.approx(0.75, rel=0.1)
+    assert timing.speedup_vs_compile < 1.0
+    assert made.checks["host_clock"]["outstanding_gpu_work_ms"] >= 5.0
+
+
+def test_forged_samples_are_bounded_by_the_parents_clock(tmp_path, monkeypatch, candidate_process) -> None:
+    """A patched timer claims 0.01 ms per call; the calls took 2.5 ms by the parent's clock. The bound is
+    as tight as the host's jitter (the margin is recorded); it still removes almost all of the lie."""
+    ref = Reference(candidate_process.pid, eager_ms=10.0, compile_ms=5.0)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, Candidate(candidate_process.pid, true_ms=2.5, claimed_ms=0.01))  # type: ignore[arg-type]
+    assert timing.speedup_vs_compile < 10  # honest is 2x; believed, it would be 500x
+    assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] >= 1
+
+
+def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, monkeypatch, candidate_process) -> None:
+    ref = Reference(candidate_process.pid, drains=False)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    made.config = JudgeConfig(scratch_dir=made.config.scratch_dir, cache_dir=made.config.cache_dir,
+                              timing=TimingConfig(drain_timeout_s=0.2, max_rounds=2))  # fmt: skip
+    with pytest.raises(Stop) as stopped:
+        made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert stopped.value.verdict.status.value == "rejected"
+    assert "stayed busy" in stopped.value.verdict.reason
+    assert _stat_fields(candidate_process.pid)[0] != "T", "thawed even when the judgment fails"
+
+
+def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, monkeypatch, candidate_process) -> None:
+    ref = Reference(candidate_process.pid)
+    _judgment(tmp_path, monkeypatch, candidate_process, ref).time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    again = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, again)
+    timing = made.time(again, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert timing.baseline_source == "cached"
+    assert "time_setup" not in again.calls and "time_round" not in again.calls
+    assert 1.4 < timing.speedup_vs_compile < 2.8  # 2x, against the first judgment's baselines
+
