@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,7 @@ __all__ = ["ReferenceWorker", "judge_outputs", "main", "vary_constant_state"]
 class ReferenceWorker:
     def __init__(self) -> None:
         self.module: Any = None
+        self._judgments = 0
         self.model: Any = None
         self.outputs: list[list[torch.Tensor]] = []
         self.timing_sets: list[list[Any]] = []
@@ -76,7 +78,12 @@ class ReferenceWorker:
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
-        self.module = import_task_module(task)
+        # Under a name of its own in sys.modules: dynamo guards the globals of the functions it inlines by
+        # importing their module by name, and compile builds trace through an entry function (compile_build)
+        # into the model's forward, which fails with "No module named 'reference_model'" otherwise.
+        self._judgments += 1
+        self.module = import_task_module(task, f"cuda_agent_reference_{os.getpid()}_{self._judgments}")
+        sys.modules[self.module.__name__] = self.module
         out = Path(workdir)
         torch.manual_seed(init_seed)
         model, init_inputs = build_model(self.module, task.name)
@@ -205,6 +212,8 @@ class ReferenceWorker:
     def end_judgment(self) -> dict[str, Any]:
         """Drop everything of the judgment that ended (model, outputs, timing sets, the candidate's
         mapped buffers): a kept worker then holds little more than its CUDA context between judgments."""
+        if self.module is not None:
+            sys.modules.pop(self.module.__name__, None)
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
         self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
         self.shared.close()
