@@ -225,14 +225,19 @@ def serve_and_solve(stages: Stages, label: str, model: Path, work: Path, max_tok
     """`transformers serve MODEL` on a free port, `cuda-agent solve` relu against it, the summary line."""
     port = free_port()
     log = open(stages.out / f"serve_{label}.log", "w")  # noqa: SIM115 (closed in the finally below)
+    # transformers serve lists models by scanning the hub cache, and answers 500 when that folder is missing
+    # (as on a machine that never downloaded a model): give it an empty one.
+    hub_cache = work / "hf_hub"
+    hub_cache.mkdir(exist_ok=True)
     server = subprocess.Popen([sys.executable, "-m", "transformers.cli.transformers", "serve", str(model),
                                "--host", "127.0.0.1", "--port", str(port), "--device", "cuda:0", "--dtype", "float32"],
-                              stdout=log, stderr=subprocess.STDOUT, env=stages.env)  # fmt: skip
+                              stdout=log, stderr=subprocess.STDOUT,
+                              env={**stages.env, "HF_HUB_CACHE": str(hub_cache)})  # fmt: skip
     start = time.monotonic()
     try:
         while True:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).read()
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() - start > 120:
