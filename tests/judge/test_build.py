@@ -45,8 +45,10 @@ REGISTER_BINDING(small, register_small);
 
 
 def _identity(path: Path) -> tuple[int, int]:
+    """Which file this is: a rebuilt header is written anew and renamed into place (a new inode). Not the
+    mtime: a cache hit refreshes it for the LRU pruning (judge/cache.py)."""
     stat = path.stat()
-    return stat.st_ino, stat.st_mtime_ns
+    return stat.st_ino, stat.st_size
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +128,10 @@ def test_build_falls_back_without_pch_when_it_does_not_compile(
     assert result.ok, result.full_log
     assert not result.pch and "failed to compile" in result.pch_note
     assert any("c++-header" in c for c in result.commands)  # it was tried...
+    # ...and the units went without. The judge's own binding.cpp is compiled once per judge process (into
+    # a private folder, see build._private_objects), so an earlier test may already have made it.
     units = [c for c in result.commands if " -c " in c]
-    assert len(units) == 2 and not any("-include" in c for c in units)  # ...and the units went without
+    assert any("small_binding.cpp" in c for c in units) and not any("-include" in c for c in units)
     assert not result.log  # a fallback, not an error the agent sees
     # The failure is recorded: later builds and ensure_pch do not try again.
     assert len(list((tmp_path / "objects" / "pch").glob("*/failed.log"))) == 1
