@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
 from cuda_agent.train.rft_data import read_rows
 
@@ -40,12 +41,6 @@ class SFTSettings:
     dtype: str = "auto"  # weights as loaded; "bfloat16" for large models
 
 
-def bf16_default() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
-
-
 def conversations(path: Path) -> Any:
     """The parquet rows as an in-memory `datasets.Dataset` of `messages` + `tools` (nothing is cached on disk)."""
     from datasets import Dataset
@@ -65,26 +60,14 @@ def run_sft(settings: SFTSettings) -> dict[str, Any]:
     out = Path(settings.out)
     dataset = conversations(Path(settings.data))
     tokenizer = AutoTokenizer.from_pretrained(settings.model)
-    bf16 = bf16_default() if settings.bf16 is None else settings.bf16
+    arguments = shared_arguments(settings)
+    bf16 = arguments["bf16"]
     config = SFTConfig(
-        output_dir=str(out),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.grad_accum,
+        **arguments,
         max_length=settings.max_length,
         assistant_only_loss=True,
-        bf16=bf16,
-        gradient_checkpointing=settings.gradient_checkpointing,
-        warmup_steps=settings.warmup_steps,
         lr_scheduler_type=settings.scheduler,
-        logging_steps=settings.logging_steps,
-        save_strategy="no",
-        report_to="none",
-        seed=settings.seed,
         model_init_kwargs={"dtype": settings.dtype},
-        disable_tqdm=True,
     )
     trainer = SFTTrainer(model=settings.model, args=config, train_dataset=dataset, processing_class=tokenizer)
     stderr_logging(trainer, "sft")

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
 from cuda_agent.train.masks import render
 from cuda_agent.train.rft_data import read_rows
@@ -150,8 +151,6 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     """Train the critic, save it under `out` with `value_summary.json` and `value_loss.png`."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
 
-    from cuda_agent.train.sft import bf16_default
-
     start = time.monotonic()
     out = Path(settings.out)
     rows = read_rows(Path(settings.data))
@@ -167,24 +166,9 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.config.pad_token_id = pad_id
     collator = ValueCollator(pad_id)
-    bf16 = bf16_default() if settings.bf16 is None else settings.bf16
-    args = TrainingArguments(
-        output_dir=str(out),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.grad_accum,
-        bf16=bf16,
-        gradient_checkpointing=settings.gradient_checkpointing,
-        warmup_steps=settings.warmup_steps,
-        logging_steps=settings.logging_steps,
-        save_strategy="no",
-        report_to="none",
-        seed=settings.seed,
-        remove_unused_columns=False,
-        disable_tqdm=True,
-    )
+    arguments = shared_arguments(settings)
+    bf16 = arguments["bf16"]
+    args = TrainingArguments(**arguments, remove_unused_columns=False)
     trainer = make_trainer_class()(model=model, args=args, train_dataset=train, data_collator=collator)
     stderr_logging(trainer, "value")
     before = evaluate_values(trainer.model, held, collator)
