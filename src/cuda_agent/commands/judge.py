@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import IO, Any
 
 from cuda_agent.commands.render import verdict_table
 from cuda_agent.judge.verdict import Verdict
@@ -94,14 +95,7 @@ def run(args: argparse.Namespace) -> int:
             for index, verdict in service.judge_many(args.submissions, task=task):
                 verdicts[index] = verdict
                 progress.update(args.submissions[index], verdict)
-                while printed in verdicts:  # stdout keeps the order the folders were given in
-                    line = _json_line(args.submissions[printed], verdicts[printed])
-                    if args.json:
-                        print(line, flush=True)
-                    if sink:
-                        sink.write(line + "\n")
-                        sink.flush()
-                    printed += 1
+                printed = _emit_in_order(args.submissions, verdicts, printed, args.json, sink)
             progress.done()
     except JudgeUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -116,6 +110,22 @@ def run(args: argparse.Namespace) -> int:
         if len(ordered) > 1:
             print("\n" + summary_line(ordered))
     return 0
+
+
+def _emit_in_order(
+    submissions: list[Path], verdicts: dict[int, Any], printed: int, as_json: bool, sink: IO[str] | None
+) -> int:
+    """Print (with --json) and write (with --out) every verdict from index `printed` on that has come in,
+    so both keep the order the folders were given in whatever order they finish; returns the next index."""
+    while printed in verdicts:
+        line = _json_line(submissions[printed], verdicts[printed])
+        if as_json:
+            print(line, flush=True)
+        if sink:
+            sink.write(line + "\n")
+            sink.flush()
+        printed += 1
+    return printed
 
 
 def _json_line(submission: Path, verdict: Verdict) -> str:
@@ -175,14 +185,7 @@ def _build_only(submissions: list[Path], task: object, config: object, args: arg
                 index = futures[future]
                 verdicts[index] = future.result()[0]
                 progress.update(submissions[index], verdicts[index])
-                while printed in verdicts:
-                    line = _json_line(submissions[printed], verdicts[printed])
-                    if args.json:
-                        print(line, flush=True)
-                    if sink:
-                        sink.write(line + "\n")
-                        sink.flush()
-                    printed += 1
+                printed = _emit_in_order(submissions, verdicts, printed, args.json, sink)
         progress.done()
     finally:
         if sink:
