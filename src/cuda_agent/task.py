@@ -9,6 +9,7 @@ thing on the GPU in its reference worker and reports failures there the same way
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -161,11 +162,19 @@ def build_model(module: ModuleType, task_name: str) -> tuple[Any, list[Any]]:
     return model, init_inputs
 
 
-def check_task_runs(task: Task, device: str = "meta") -> list[tuple[tuple[int, ...], str]]:
+class MetaUnsupported(TaskError):
+    """The task uses an op without a meta implementation: it cannot be run shape-only, which says nothing
+    about whether it is broken."""
+
+
+def check_task_runs(
+    task: Task, device: str = "meta", watch: contextlib.AbstractContextManager[Any] | None = None
+) -> list[tuple[tuple[int, ...], str]]:
     """Run the reference once on `device` and return the output shapes and dtypes.
 
     The meta device checks shapes and dtypes without computing, which makes this cheap enough for the CPU;
-    ops without a meta implementation are reported as such rather than as a broken task.
+    ops without a meta implementation raise `MetaUnsupported` rather than a plain TaskError. `watch` is
+    entered around the forward call only (e.g. an op recorder, as the CPU checks' task probe passes).
     """
     import torch
 
@@ -174,11 +183,11 @@ def check_task_runs(task: Task, device: str = "meta") -> list[tuple[tuple[int, .
         model, _, inputs = instantiate(module, task.name)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
         try:
-            with torch.no_grad():
+            with torch.no_grad(), watch or contextlib.nullcontext():
                 output = model.eval()(*inputs)
         except NotImplementedError as exc:
             if device == "meta":
-                raise TaskError(f"task {task.name}: cannot check on the meta device: {exc}") from exc
+                raise MetaUnsupported(f"task {task.name}: cannot check on the meta device: {exc}") from exc
             raise TaskError(f"task {task.name}: Model fails on its own inputs: {exc}") from exc
         except Exception as exc:
             message = re.sub(r"\s+", " ", str(exc)).strip()

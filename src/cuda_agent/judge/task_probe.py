@@ -16,40 +16,25 @@ from pathlib import Path
 from typing import Any
 
 UNSUPPORTED = "unsupported"  # the task has ops without a meta implementation: checked statically only
+MAX_ERROR_CHARS = 600  # the reason travels to the parent as one JSON line: bounded
 
 
 def probe(path: Path) -> dict[str, Any]:
     """What the judge's reference worker would learn on a GPU, minus the values."""
-    from cuda_agent.task import TaskError, flatten_tensors, import_task_module, instantiate, load_task
+    from cuda_agent.task import MetaUnsupported, TaskError, check_task_runs, load_task
 
     try:
         task = load_task(path)
-        import torch
-
         from cuda_agent.judge.opgate import OpGate
 
-        module = import_task_module(task)
-        with torch.device("meta"):
-            model, _, inputs = instantiate(module, task.name)
-            inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
-            recorder = OpGate(poison=False)
-            try:
-                with torch.no_grad(), recorder:
-                    output = model.eval()(*inputs)
-            except NotImplementedError as exc:
-                note = re.sub(r"\s+", " ", str(exc)).strip()[:300]
-                return {"ok": True, "meta": UNSUPPORTED, "note": note, "ops": None, "outputs": []}
-            except Exception as exc:
-                message = re.sub(r"\s+", " ", str(exc)).strip()[:500]
-                raise TaskError(
-                    f"task {task.name}: Model fails on its own inputs: {type(exc).__name__}: {message}"
-                ) from exc
-        outputs = flatten_tensors(output)
-        if not outputs:
-            raise TaskError(f"task {task.name}: Model.forward returned no tensors")
+        recorder = OpGate(poison=False)
+        outputs = check_task_runs(task, "meta", watch=recorder)
+    except MetaUnsupported as exc:
+        note = re.sub(r"\s+", " ", str(exc.__cause__ or exc)).strip()[:300]
+        return {"ok": True, "meta": UNSUPPORTED, "note": note, "ops": None, "outputs": []}
     except TaskError as exc:
-        return {"ok": False, "error": str(exc)}
-    shapes = [[list(t.shape), str(t.dtype).removeprefix("torch.")] for t in outputs]
+        return {"ok": False, "error": str(exc)[:MAX_ERROR_CHARS]}
+    shapes = [[list(shape), dtype] for shape, dtype in outputs]
     return {"ok": True, "meta": "checked", "ops": sorted(recorder.seen), "outputs": shapes}
 
 
