@@ -574,13 +574,7 @@ class Judgment:
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
         escaped_ms = 0.0  # work the candidate worker itself reported past its end events
         for _ in range(tc.max_rounds):
-            self.draw_round(ref, cand)  # fresh content for every call, outside the host clock
-            began = time.perf_counter()
-            reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, "timing",
-                                         samples=tc.samples_per_round,
-                                         keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
-            wall_ms = (time.perf_counter() - began) * 1000
-            samples = self._samples("candidate", reply, wall_ms)
+            reply, samples, wall_ms = self._candidate_round(cand, ref, "timing")
             escaped_ms += _finite(reply.get("escaped_ms"))
             with self.baselines_window(cand, ref, freeze=cached is None) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
@@ -678,17 +672,26 @@ class Judgment:
             raise self.fail(Status.REJECTED, f"{who} timing samples are impossible for the host clock")
         return samples
 
+    def _candidate_round(
+        self, cand: WorkerHandle, ref: WorkerHandle, purpose: str
+    ) -> tuple[dict[str, Any], list[float], float]:
+        """One timed round of the candidate on fresh content (drawn outside the host clock), the call it
+        keeps for a possible check chosen in secret: its reply, its checked samples and the parent's wall
+        time of the round in ms."""
+        tc = self.config.timing
+        self.draw_round(ref, cand)
+        began = time.perf_counter()
+        reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
+                                     samples=tc.samples_per_round,
+                                     keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
+        wall_ms = (time.perf_counter() - began) * 1000
+        return reply, self._samples("candidate", reply, wall_ms), wall_ms
+
     def recheck_rounds(self, cand: WorkerHandle, ref: WorkerHandle) -> list[float]:
         tc = self.config.timing
         medians = []
         for _ in range(tc.recheck_rounds):
-            self.draw_round(ref, cand)
-            began = time.perf_counter()
-            reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, "re-timing",
-                                         samples=tc.samples_per_round,
-                                         keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
-            wall_ms = (time.perf_counter() - began) * 1000
-            samples = self._samples("candidate", reply, wall_ms)
+            _, samples, wall_ms = self._candidate_round(cand, ref, "re-timing")
             with self.baselines_window(cand, ref, freeze=False) as busy_ms:
                 wall_ms += busy_ms
             # Charge the host clock, not the events, on this strict pass (no margin).
