@@ -21,6 +21,24 @@ from cuda_agent.agent.llm import PREFLIGHT_HEADER
 
 Request = dict[str, Any]
 
+# A task small enough to lay out and run anywhere: what the solve CLI tests hand the agent.
+RELU_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
 
 @dataclass
 class Reply:

@@ -17,26 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted_llm import RELU_TASK as TASK
 from scripted_llm import Reply, ScriptedLLM, call
 
 from cuda_agent.cli import main
-
-TASK = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(8)]
-
-
-def get_init_inputs():
-    return []
-'''
 
 SCRIPT = [
     lambda r: Reply(tool_calls=[call("Bash", None, command="ls kernels")]),
