@@ -77,9 +77,11 @@ class RemoteJudge:
                 yield futures[future], future.result()
 
     # ---- HTTP ---------------------------------------------------------------------------------------
-    def submit(self, submission: Submission) -> str:
-        """The judgment's id. Retries reuse one idempotency key, so the server judges it once."""
-        key = f"{self._nonce}-{submission.digest()[:40]}"
+    def submit(self, submission: Submission, key: str | None = None) -> str:
+        """The judgment's id. Retries reuse one idempotency key, so the server judges it once. `key`
+        replaces this client's (nonce + content) key, for callers whose retries outlive the client: a
+        resumed evaluation names each episode's judgment so a restarted process finds it again."""
+        key = key or f"{self._nonce}-{submission.digest()[:40]}"
         body = {"files": {p: b.decode("utf-8", "replace") for p, b in submission.files.items()},
                 "task": submission.task_source, "task_name": submission.task_name}  # fmt: skip
         reply = self._request("POST", "/judgments", json=body, headers={"Idempotency-Key": key})
