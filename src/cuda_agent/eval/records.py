@@ -174,6 +174,8 @@ def _check(record: EvalRecord) -> None:
             raise RecordError(f"{where}: {key} must be a number or null, got {value!r}")
         if not math.isfinite(value) or value < 0:
             raise RecordError(f"{where}: {key} must be finite and >= 0, got {value!r}")
+        if value == 0 and (key.startswith("speedup") or key.endswith("threshold")):
+            raise RecordError(f"{where}: {key} must be > 0, got 0")
         object.__setattr__(record, key, float(value))
     for key in ("speedup_vs_eager", "speedup_vs_compile"):
         if getattr(record, key) is not None and not record.passed:
