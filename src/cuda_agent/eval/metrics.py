@@ -26,7 +26,7 @@ Columns (all rates have every task in the denominator: a failed or missing task 
 - `faster_than_eager` / `faster_than_compile`: correct and median speedup (baseline_ms / candidate_ms,
   median of per-round ratios) strictly greater than 1.0. Exactly 1.0 is not faster.
 - `*_5pct`: the same at strictly greater than the reward's base threshold `SPEEDUP_THRESHOLD` (1.05,
-  read from the judge's reward module), on the median. Exactly 1.05 is not faster.
+  cuda_agent.judge.SPEEDUP_THRESHOLD, the reward module's), on the median. Exactly 1.05 is not faster.
 - `*_credited`: what the judge's reward credited: the lower 95% bound of the speedup strictly above
   max(1.05, that verdict's threshold), the threshold being 1.05 widened by the baseline's measured spread
   (docs/design/timing.md). For eager this is exactly reward >= 2; for compile it is read from the record's
