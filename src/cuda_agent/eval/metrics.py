@@ -211,7 +211,9 @@ def _log(value: float) -> float:
     return math.log(value)  # records hold speedups > 0 (EvalRecord checks)
 
 
-def _best(records: list[EvalRecord]) -> EvalRecord:
+def best_record(records: list[EvalRecord]) -> EvalRecord:
+    """A task's best episode: correct first, then the highest reward, speedup vs compile, vs eager, and
+    the earliest episode (the `best_of_k` selection; plots and the report's task table use it too)."""
     return max(records, key=lambda r: (r.passed, r.reward, r.speedup_vs_compile or 0.0,
                                        r.speedup_vs_eager or 0.0, -r.episode))
 
@@ -221,7 +223,7 @@ def _task_values(task: _Task, selection: str) -> dict[str, tuple[float, float]]:
     if not task.records:
         return _episode_values(None, task)
     if selection == "best_of_k":
-        return _episode_values(_best(task.records), task)
+        return _episode_values(best_record(task.records), task)
     per_episode = [_episode_values(r, task) for r in task.records]
     k = len(per_episode)
     return {c: (sum(v[c][0] for v in per_episode) / k, sum(v[c][1] for v in per_episode) / k) for c in COLUMNS}
