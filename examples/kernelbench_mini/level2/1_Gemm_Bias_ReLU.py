@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """
+    Simple model that performs a matrix multiplication, adds a bias and applies ReLU.
+    """
+
+    def __init__(self, in_features, out_features):
+        super(Model, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        """
+        Args:
+            x (torch.Tensor): Input tensor with shape (batch_size, in_features).
+
+        Returns:
+            torch.Tensor: Output tensor with shape (batch_size, out_features).
+        """
+        x = self.gemm(x)
+        x = torch.relu(x)
+        return x
+
+
+batch_size = 2048
+in_features = 2048
+out_features = 2048
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
