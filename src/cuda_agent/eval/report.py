@@ -134,15 +134,15 @@ def _write(path: Path, text: str) -> Path:
 
 
 def fmt(metric: Metric, column: str) -> str:
-    """A metric with its interval: 97.5% [93.0, 100.0] for rates, 2.11x [1.90, 2.35] for geomeans."""
+    """A metric with its 95% interval: 97.5% (93.0, 100.0) for rates, 2.11x (1.90, 2.35) for geomeans."""
     if metric.value is None:
         return "-"
     if column.startswith("geomean"):
-        text, ci = f"{metric.value:.2f}x", "[{:.2f}, {:.2f}]"
+        text, ci = f"{metric.value:.2f}x", "({:.2f}, {:.2f})"
     elif column == "mean_reward":
-        text, ci = f"{metric.value:.2f}", "[{:.2f}, {:.2f}]"
+        text, ci = f"{metric.value:.2f}", "({:.2f}, {:.2f})"
     else:
-        text, ci = f"{100 * metric.value:.1f}%", "[{:.1f}, {:.1f}]"
+        text, ci = f"{100 * metric.value:.1f}%", "({:.1f}, {:.1f})"
         if metric.low is not None:
             return f"{text} {ci.format(100 * metric.low, 100 * metric.high)}"
         return text
@@ -273,10 +273,10 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
 
 
 def md_escape(text: str) -> str:
-    """A string safe in a Markdown table cell: no HTML, no cell breaks, no links or code spans."""
-    text = html.escape(str(text), quote=True).replace("\r", " ").replace("\n", " ")
-    for char, entity in (("|", "&#124;"), ("`", "&#96;"), ("[", "&#91;"), ("]", "&#93;"), ("*", "&#42;"),
-                         ("_", "&#95;"), ("\\", "&#92;")):
+    """A string safe in a Markdown table cell: no HTML tags or entities, no cell breaks, no links or
+    code spans (quotes and '>' are harmless without '<' and stay readable)."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace("\r", " ").replace("\n", " ")
+    for char, entity in (("|", "&#124;"), ("`", "&#96;"), ("[", "&#91;"), ("]", "&#93;"), ("\\", "&#92;")):
         text = text.replace(char, entity)
     return text
 
