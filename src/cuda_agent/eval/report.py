@@ -302,14 +302,15 @@ def render_markdown(title: str, sections: Sequence[Section], run_dir: Path) -> s
 
 
 CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
        padding: 0 1em; color: #1b1b1b; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .6em 0; font-size: 13px; }
 th, td { border: 1px solid #d0d0d0; padding: .25em .55em; text-align: right; vertical-align: top; }
+td { white-space: nowrap; } div.scroll { overflow-x: auto; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; white-space: nowrap; }
 tr:nth-child(even) td { background: #fafafa; }
-td.text { text-align: left; max-width: 28em; overflow-wrap: anywhere; }
+td.text { text-align: left; max-width: 28em; overflow-wrap: anywhere; white-space: normal; }
 figure { margin: 1em 0; } img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 12px; } dt { font-weight: 600; } dd { margin: 0 0 .5em 1.5em; }
 p.note { color: #444; }
@@ -328,13 +329,13 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
         out.append(f"<section><h2>{e(section.title)}</h2>")
         out += [f'<p class="note">{e(line)}</p>' for line in section.text]
         if section.headers:
-            text_columns = {i for i, h in enumerate(section.headers) if h in ("reason", "task", "source")}
-            out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in section.headers) + "</tr></thead><tbody>")
+            text_columns = {i for i, h in enumerate(section.headers) if h in ("reason", "task")}
+            out.append('<div class="scroll"><table><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in section.headers) + "</tr></thead><tbody>")
             for row in section.rows:
                 cells = "".join(f'<td class="text">{e(c)}</td>' if i in text_columns else f"<td>{e(c)}</td>"
                                 for i, c in enumerate(row))
                 out.append(f"<tr>{cells}</tr>")
-            out.append("</tbody></table>")
+            out.append("</tbody></table></div>")
         for alt, path in section.images:
             data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
             out.append(f'<figure><img src="data:image/png;base64,{data}" alt="{e(alt)}">'
