@@ -116,6 +116,17 @@ def test_report_of_an_all_failed_run_still_has_every_plot(tmp_path):
     assert "| Level 2 | 1 | 1 | 0.0% (0.0, 0.0) |" in (tmp_path / "report.md").read_text()
 
 
+def test_without_matplotlib_the_report_says_so_instead_of_failing(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    records = _run(5, 4)
+    written = write_report(tmp_path, records, compute_metrics(records, bootstrap=10))
+    assert set(written) == {"report.md", "report.html", "metrics.json"} and not (tmp_path / "plots").exists()
+    assert "matplotlib is not installed" in (tmp_path / "report.md").read_text()
+    assert "<img" not in (tmp_path / "report.html").read_text()
+
+
 # --------------------------------------------------------------------------------- headless Chromium
 
 

@@ -24,6 +24,15 @@ RATE_COLUMNS = ("pass_rate", "faster_than_eager", "faster_than_compile", "faster
 RATE_LABELS = ("pass", "> eager", "> compile", "> 1.05x eager", "> 1.05x compile")
 
 
+def available() -> bool:
+    """Whether matplotlib can be imported (the report is written without plots when it cannot)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _pyplot():
     import matplotlib
 

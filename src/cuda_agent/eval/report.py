@@ -109,12 +109,14 @@ def write_report(run_dir: Path, records: Sequence[EvalRecord], metrics: RunMetri
     kw = {"compare": other.records, "compare_label": other.label} if other else {}
     mkw = {"compare": other.metrics, "compare_label": other.label} if other else {}
     plot_dir = run_dir / "plots"
-    made = {
-        "speedups": plots.plot_speedup_distributions(records, plot_dir / "speedups.png", **kw),
-        "scatter": plots.plot_task_scatter(records, plot_dir / "scatter.png", **kw),
-        "rates": plots.plot_rates(metrics, plot_dir / "rates.png", paper=paper.TABLE1["overall"], **mkw),
-        "rewards": plots.plot_rewards(metrics, plot_dir / "rewards.png", **mkw),
-    }
+    made: dict[str, Path] = {}
+    if plots.available():
+        made = {
+            "speedups": plots.plot_speedup_distributions(records, plot_dir / "speedups.png", **kw),
+            "scatter": plots.plot_task_scatter(records, plot_dir / "scatter.png", **kw),
+            "rates": plots.plot_rates(metrics, plot_dir / "rates.png", paper=paper.TABLE1["overall"], **mkw),
+            "rewards": plots.plot_rewards(metrics, plot_dir / "rewards.png", **mkw),
+        }
     written.update({f"plots/{name}.png": path for name, path in made.items()})
     title = title or f"cuda-agent eval: {run_dir.resolve().name}"
     sections = _sections(records, metrics, other, made)
@@ -248,12 +250,14 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
             "Each task's best episode (correct, then reward, then speedup). The choice uses the judge's "
             "measurements, so it is optimistic by construction; pass@1 above is the single-attempt figure."]))
     sections.append(_side_by_side(metrics, other))
-    sections.append(Section("Plots", images=[
-        ("Speedup distributions per level, vs eager and vs torch.compile", made["speedups"]),
-        ("Per-task speedup vs eager against speedup vs torch.compile", made["scatter"]),
-        ("Pass and faster-than rates with 95% intervals", made["rates"]),
-        ("Reward distribution", made["rewards"]),
-    ]))
+    captions = {
+        "speedups": "Speedup distributions per level, vs eager and vs torch.compile",
+        "scatter": "Per-task speedup vs eager against speedup vs torch.compile",
+        "rates": "Pass and faster-than rates with 95% intervals",
+        "rewards": "Reward distribution",
+    }
+    sections.append(Section("Plots", images=[(captions[name], path) for name, path in made.items()], text=[] if made
+                            else ["Plots not drawn: matplotlib is not installed (pip install 'cuda-agent[eval]')."]))
     rewards = [str(r) for r in (-1, 0, 1, 2, 3)]
     sections.append(Section("Rewards (episodes)", headers=["", *rewards, "total"], rows=[
         [_row_label(k), *[str(metrics.reward_counts[k].get(r, 0)) for r in rewards],
