@@ -248,6 +248,10 @@ def test_metrics_json_round_trip():
     m = compute_metrics(_random_run(3, 12), bootstrap=50, seed=1)
     text = json.dumps(m.to_dict())
     assert RunMetrics.from_dict(json.loads(text)) == m
+    newer = json.loads(text)
+    newer["added_later"] = 1
+    newer["tables"]["pass@1"]["overall"]["metrics"]["pass_rate"]["method"] = "percentile"
+    assert RunMetrics.from_dict(newer) == m  # a newer writer's extra keys are ignored
     with pytest.raises(RecordError, match=r"metrics\.json"):
         RunMetrics.from_dict({"tables": 1})
 

@@ -110,10 +110,13 @@ def test_compare_run_from_metrics_json_or_records(tmp_path):
 
 
 def test_report_of_an_all_failed_run_still_has_every_plot(tmp_path):
-    records = [EvalRecord("level2/1_A", 2, 1, "A", 0, "compile_error", -1, reason="nvcc: error")]
+    records = [EvalRecord("level2/1_A", 2, 1, "A", 0, "compile_error", -1, reason="nvcc: error"),
+               EvalRecord("level2/2_B", 2, 2, "B", 0, "built", 0, reason="CPU checks passed")]
     written = write_report(tmp_path, records, compute_metrics(records, bootstrap=10))
     assert all(written[f"plots/{n}.png"].stat().st_size > 0 for n in ("speedups", "scatter", "rates", "rewards"))
-    assert "| Level 2 | 1 | 1 | 0.0% (0.0, 0.0) |" in (tmp_path / "report.md").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert "| Level 2 | 2 | 2 | 0.0% (0.0, 0.0) |" in md
+    assert "1 episode(s) were judged build-only" in md
 
 
 def test_without_matplotlib_the_report_says_so_instead_of_failing(tmp_path, monkeypatch):

@@ -56,7 +56,7 @@ import math
 import re
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -143,17 +143,22 @@ class RunMetrics:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunMetrics:
-        """Read a metrics.json back (for `--compare`)."""
+        """Read a metrics.json back (for `--compare`); keys a newer writer added are ignored."""
         try:
             tables = {
-                sel: {key: Row(**{**row, "metrics": {k: Metric(**m) for k, m in row["metrics"].items()}})
+                sel: {key: _known(Row, {**row, "metrics": {k: _known(Metric, m) for k, m in row["metrics"].items()}})
                       for key, row in rows.items()}
                 for sel, rows in data["tables"].items()
             }
-            return cls(**{**data, "tables": tables,
-                          "level_sizes": {int(k): v for k, v in data["level_sizes"].items()}})
+            return _known(cls, {**data, "tables": tables,
+                                "level_sizes": {int(k): v for k, v in data["level_sizes"].items()}})
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise RecordError(f"not a metrics.json written by cuda-agent eval: {error}") from error
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
 
 
 # ------------------------------------------------------------------------------------------ per task

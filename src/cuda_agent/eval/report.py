@@ -188,6 +188,10 @@ def _summary(records: Sequence[EvalRecord], metrics: RunMetrics) -> list[str]:
         f"{metrics.bootstrap} replicates, seed {metrics.seed}. The reward's threshold: {metrics.threshold}.",
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
     ]
+    built = sum(r.status == "built" for r in records)
+    if built:
+        lines.append(f"{built} episode(s) were judged build-only (status built: CPU checks passed, nothing verified "
+                     "or timed); they count as not correct.")
     empty = [lv for lv in metrics.levels if lv not in metrics.overall_levels]
     if empty:
         lines.append(f"No tasks in {', '.join(f'Level {lv}' for lv in empty)}: its row is empty and overall leaves it out.")
