@@ -157,7 +157,7 @@ class DevTools:
         self.proc = subprocess.Popen(
             [binary, "--headless", "--disable-gpu", "--no-sandbox", "--remote-debugging-pipe", "--no-first-run",
              "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-             "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "about:blank"],
+             "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             preexec_fn=wire, close_fds=False,
         )
@@ -247,11 +247,11 @@ def render(page: Path, profile: Path) -> tuple[dict[str, Any], list[str]]:
     errors = []
     for event in browser.events:
         params = event.get("params", {})
-        if event["method"] == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert", "warning"):
+        if event["method"] == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
             errors.append("console: " + " ".join(str(a.get("value", a.get("description"))) for a in params["args"]))
         elif event["method"] == "Runtime.exceptionThrown":
             errors.append("exception: " + json.dumps(params.get("exceptionDetails", {}))[:300])
-        elif event["method"] == "Log.entryAdded" and params["entry"].get("level") in ("error", "warning"):
+        elif event["method"] == "Log.entryAdded" and params["entry"].get("level") == "error":
             errors.append(f"log ({params['entry'].get('source')}): {params['entry'].get('text')}")
     return probe, errors
 
