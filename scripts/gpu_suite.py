@@ -85,6 +85,8 @@ def main() -> int:
     for case in missing:
         print(f"  MISSING: {case.name}")
     print("\n" + family_table(results))
+    if any("class" in json.loads((case / "expected.json").read_text()) for case, _, _ in results):
+        print("\n" + class_table(results))
     return 0 if not bad and not missing else 1
 
 
@@ -109,6 +111,27 @@ def family_table(results: list[tuple[Path, dict, bool]]) -> str:
     total, ok = sum(r["n"] for r in rows.values()), sum(r["ok"] for r in rows.values())
     lines.append(f"{'all':12s} {total:5d} {ok:11d}")
     return "\n".join(lines)
+
+
+def class_table(results: list[tuple[Path, dict, bool]]) -> str:
+    """Issue 12's cases by attack class (expected.json "class", 1-10): one line per case, then totals."""
+    lines = [f"{'class':5s} {'case':44s} {'expect':14s} {'status':13s} {'reward':>6s}  as expected", "-" * 96]
+    per_class: dict[int, list[bool]] = {}
+    for case, verdict, good in sorted(results, key=lambda r: (_class_of(r[0]), r[0].name)):
+        expected = json.loads((case / "expected.json").read_text())
+        if "class" not in expected:
+            continue
+        per_class.setdefault(expected["class"], []).append(good)
+        want = expected["expect"] + (f" <={expected['max_reward']}" if "max_reward" in expected else "")
+        lines.append(f"{expected['class']:5d} {case.name:44s} {want:14s} {verdict['status']:13s} "
+                     f"{verdict['reward']:+6d}  {'yes' if good else 'NO'}")  # fmt: skip
+    lines.append("-" * 96)
+    lines.append("by class: " + ", ".join(f"{k}: {sum(v)}/{len(v)}" for k, v in sorted(per_class.items())))
+    return "\n".join(lines)
+
+
+def _class_of(case: Path) -> int:
+    return int(json.loads((case / "expected.json").read_text()).get("class", 0))
 
 
 if __name__ == "__main__":
