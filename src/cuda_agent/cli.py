@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "cache": "cache",
     "train": "train",
+    "eval": "eval",
+    "import": "importer",
 }
 
 
