@@ -267,10 +267,10 @@ def _report_only(args: argparse.Namespace) -> int:
         raise ValueError(f"{run_dir} has no records.jsonl: not an eval run")
     meta = bundle.read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
     sizes = {int(k): v for k, v in (meta.get("level_sizes") or {}).items()} or None
-    expected = {k: int(v) for k, v in (meta.get("planned") or {}).items()}
-    print(results_table(read_records(run_dir / "records.jsonl"), list(expected.items())), flush=True)
+    planned = {k: int(v) for k, v in (meta.get("planned") or {}).items()}
+    print(results_table(read_records(run_dir / "records.jsonl"), list(planned.items())), flush=True)
     done = finish(run_dir, level_sizes=sizes, bootstrap=args.bootstrap, seed=args.seed, compare=args.compare,
-                  expected=expected, say=say)  # fmt: skip
+                  expected=list(planned), say=say)  # fmt: skip
     if args.json:
         print(json.dumps(_summary(run_dir, done, {}, []), sort_keys=True, default=str))
     return 0
@@ -336,7 +336,7 @@ def _end(args: argparse.Namespace, run_dir: Path, sizes: dict[int, int] | None, 
     for key, why in sorted(unfinished.items()):
         say(f"no record for {key}: {why}")
     done = finish(run_dir, level_sizes=sizes, bootstrap=args.bootstrap, seed=args.seed, compare=args.compare,
-                  expected=dict(planned), say=say)  # fmt: skip
+                  expected=[t for t, _ in planned], say=say)  # fmt: skip
     if args.json:
         print(json.dumps(_summary(run_dir, done, unfinished, planned), sort_keys=True, default=str))
     if unavailable and unfinished:

@@ -333,7 +333,9 @@ def _binding_source(ext: Extension, origin: str) -> str:
     head = [f"// {ext.name}_binding.cpp -- imported by `cuda-agent import kernelbench` from {origin}.",
             "// The cpp_sources of its load_inline call follow unchanged, after the header load_inline adds;",
             "// the registration at the end is generated: it binds what load_inline's module would have.",
-            IMPLICIT_CPP_HEADER.rstrip() if ext.implicit_headers else "#include <torch/csrc/Exceptions.h>",
+            *([IMPLICIT_CPP_HEADER.rstrip()] if ext.implicit_headers else []),
+            *(["#include <torch/csrc/Exceptions.h>"] if ext.error_handling and not ext.implicit_headers
+              and ext.functions is not None else []),
             '#include "../binding_registry.h"', ""]  # fmt: skip
     body = ext.cpp
     if ext.functions is None:  # the source's own module block becomes the registration function

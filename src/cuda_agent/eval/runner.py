@@ -253,7 +253,8 @@ class AgentRunner:
             return None
         exit_status = (record.get("exit") or {}).get("status")
         if record.get("state") != "finished" or exit_status in ("cancelled", "interrupted"):
-            self.say(f"{unit.key}: was cut off ({exit_status or record.get('state')}); running it again")
+            where = "while judging" if exit_status and record.get("state") == "running" else f"({exit_status or 'running'})"
+            self.say(f"{unit.key}: was cut off {where}; running it again")
             return None
         judged = record.get("judge") or {}
         if judged.get("verdict"):
@@ -342,7 +343,7 @@ def _x(value: float | None) -> str:
 
 
 def finish(run_dir: Path, *, level_sizes: dict[int, int] | None, bootstrap: int = 1000, seed: int = 0,
-           compare: Path | None = None, expected: dict[str, int] | None = None,
+           compare: Path | None = None, expected: list[str] | None = None,
            say: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
     """Metrics and report of everything RUN/records.jsonl holds (H17b's compute_metrics/write_report);
     `expected` tasks without a record count as failures."""
