@@ -1,9 +1,10 @@
-"""`cuda-agent train {rft-data,sft,value,tiny-model}`: the data and offline stages of the training recipe.
+"""`cuda-agent train {rft-data,sft,value,tiny-model,grpo}`: the stages of the training recipe.
 
   rft-data    trajectories from `solve` -> parquet of kept episodes (table of kept / dropped by reason)
   sft         RFT on that parquet with TRL's SFTTrainer (assistant-only loss); `accelerate launch` for GPUs
   value       critic pretraining (token-level value head, MSE to the episode's reward on assistant tokens)
   tiny-model  build a tiny offline model (own BPE, chat template, random Qwen2 weights) for tests and demos
+  grpo        online agentic RL on one GPU: TRL's GRPOTrainer, our tools as its environment, the judge's reward
 
 Training engines import only when a command runs. Every command prints a short summary and can write
 it as JSON (`--json`); bad arguments or data exit 2 with a message naming the fix.
@@ -69,6 +70,39 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     tiny.add_argument("--seed", type=int, default=0)
     tiny.add_argument("--json", action="store_true")
     tiny.set_defaults(handler=run_tiny)
+
+    grpo = stages.add_parser("grpo", help="agentic GRPO on one GPU (TRL GRPOTrainer, our tools, the judge's reward)",
+                             description="Online RL with TRL's GRPOTrainer: each rollout is a multi-turn episode "
+                             "with the ten workspace tools, rewarded by the judge (local JudgeService or --judge-url). "
+                             "TRL has no PPO with a critic any more; the critic path is verl (recipes/cuda_agent).")  # fmt: skip
+    grpo.add_argument("--tasks", nargs="+", required=True,
+                      help="task .py files, task folders (e.g. a KernelBench level), Ops-6K or synth .parquet files")
+    grpo.add_argument("--model", required=True, help="model folder or hub id (loaded with from_pretrained)")
+    grpo.add_argument("--out", type=Path, required=True, help="folder for the trained model and the logs")
+    grpo.add_argument("--judge-url", help="judge on a `cuda-agent serve` server (token in $CUDA_AGENT_JUDGE_TOKEN); "
+                      "default: a local JudgeService on this GPU")  # fmt: skip
+    grpo.add_argument("--judge-down-reward", type=float, default=None,
+                      help="reward of a rollout the judge gave no verdict for (default: none, i.e. zero advantage)")
+    grpo.add_argument("--num-generations", type=int, default=4, help="rollouts per task in a group (4)")
+    grpo.add_argument("--prompts-per-step", type=int, default=1, help="tasks per optimiser step (1)")
+    grpo.add_argument("--max-steps", type=int, default=150, help="optimiser steps (150, as the paper's stage 4)")
+    grpo.add_argument("--lr", type=float, default=1e-6, help="learning rate (default 1e-06)")
+    grpo.add_argument("--grad-accum", type=int, default=1)
+    grpo.add_argument("--max-completion-length", type=int, default=16_384,
+                      help="tokens of one rollout after the prompt, tool results included (16384)")
+    grpo.add_argument("--max-turns", type=int, default=16, help="model turns per rollout (16)")
+    grpo.add_argument("--time-limit", type=float, default=1800.0, help="seconds of Bash per rollout (1800)")
+    grpo.add_argument("--temperature", type=float, default=1.0)
+    grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient (0: no reference model)")
+    grpo.add_argument("--loss-type", default="dapo", help="TRL's loss_type (dapo, grpo, dr_grpo, ...)")
+    grpo.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                      help="bf16 mixed precision (default: when the GPU supports it)")
+    grpo.add_argument("--gradient-checkpointing", action="store_true")
+    grpo.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder the rollouts' compiles read")
+    grpo.add_argument("--bash-timeout", type=float, default=300.0, help="default seconds per Bash command (300)")
+    grpo.add_argument("--seed", type=int, default=0)
+    grpo.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    grpo.set_defaults(handler=run_grpo)
 
 
 def _common(parser: argparse.ArgumentParser, default_lr: float) -> None:
@@ -190,4 +224,39 @@ def run_tiny(args: argparse.Namespace) -> int:
     info = build_tiny_model(args.out, spec, extra)
     _emit(info, args.json, [f"tiny model: {info['parameters'] / 1e6:.1f}M parameters, vocabulary {info['vocab_size']}, "
                             f"in {info['path']}"])  # fmt: skip
+    return 0
+
+
+def run_grpo(args: argparse.Namespace) -> int:
+    import os
+
+    from cuda_agent.train.grpo import GRPOSettings, run_grpo
+
+    if args.judge_url and not os.environ.get("CUDA_AGENT_JUDGE_TOKEN"):
+        return _fail("--judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN")
+    if args.num_generations < 2:
+        return _fail("--num-generations must be at least 2: GRPO compares rollouts within a group")
+    if args.max_steps < 1 or args.max_turns < 1 or args.prompts_per_step < 1:
+        return _fail("--max-steps, --max-turns and --prompts-per-step must be at least 1")
+    settings = GRPOSettings(tasks=tuple(args.tasks), model=args.model, out=args.out, judge_url=args.judge_url,
+                            judge_down_reward=args.judge_down_reward, num_generations=args.num_generations,
+                            prompts_per_step=args.prompts_per_step, max_steps=args.max_steps, learning_rate=args.lr,
+                            grad_accum=args.grad_accum, max_completion_length=args.max_completion_length,
+                            max_turns=args.max_turns, temperature=args.temperature, beta=args.beta,
+                            loss_type=args.loss_type, bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
+                            cache_seed_dir=args.cache_seed_dir, bash_timeout_s=args.bash_timeout, seed=args.seed,
+                            rollout_time_limit_s=args.time_limit)  # fmt: skip
+    try:
+        summary = run_grpo(settings)
+    except (ValueError, OSError) as e:
+        return _fail(str(e))
+    rewards = [r["reward_mean"] for r in summary["per_step"] if isinstance(r.get("reward_mean"), (int, float))]
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary["judge_statuses"].items())) or "none"
+    lines = [f"grpo: {len(summary['tasks'])} task(s), {summary['steps']} step(s), {summary['rollouts']} rollout(s) "
+             f"judged ({statuses}), {summary['wall_s']:.0f} s; model in {summary['out']}"]  # fmt: skip
+    if rewards:
+        lines.append(f"reward mean per step: {' '.join(f'{r:+.2f}' for r in rewards)}")
+    if summary["judge_processes_left"]:
+        lines.append(f"warning: {len(summary['judge_processes_left'])} judge process(es) still running")
+    _emit(summary, args.json, lines)
     return 0
