@@ -1,0 +1,183 @@
+"""GRPO with TRL's GRPOTrainer over our environment: the tools in a real workspace, optimiser steps on the
+tiny model with the reward path asserted, and judges that are down.
+
+The one double is the judge that gives known verdicts (a CPU machine cannot judge kernels); it implements
+the real `Judge` seam, so everything between TRL and the judge is the production code. The judges that
+are down are real: `RemoteJudge` against a port nobody listens on, and the local `JudgeService` on a
+machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from train_helpers import RELU_TASK
+
+from cuda_agent.agent.judging import JudgeOutcome
+from cuda_agent.agent.tools import default_tools
+from cuda_agent.task import Task
+from cuda_agent.train.environment import (
+    TOOL_NAMES,
+    CudaKernelEnv,
+    EnvironmentFactory,
+    EnvironmentSettings,
+    RolloutLog,
+    python_name,
+)
+from cuda_agent.train.grpo import GRPOSettings, ServiceJudge, judge_processes, run_grpo
+
+KERNEL = """#include <cuda_runtime.h>
+__global__ void relu_kernel(const float* x, float* y, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+"""
+
+
+class KnownVerdicts:
+    """A judge double over the real seam: verdicts fixed per rollout slot, every call recorded."""
+
+    def __init__(self, by_slot: dict[str, JudgeOutcome]) -> None:
+        self.by_slot = by_slot
+        self.calls: list[tuple[Path, Task, set[str]]] = []
+
+    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
+        files = {str(p.relative_to(workspace)) for p in Path(workspace).rglob("*") if p.is_file()}
+        self.calls.append((Path(workspace), task, files))
+        return self.by_slot[Path(workspace).parent.name]
+
+
+def _env(tmp_path: Path, judge, **kw) -> tuple[CudaKernelEnv, RolloutLog]:
+    rollouts = RolloutLog(tmp_path / "rollouts.jsonl")
+    factory = EnvironmentFactory(judge, EnvironmentSettings(root=tmp_path / "envs", **kw), rollouts)
+    env = factory()
+    env.reset(task_name="relu", task_source=RELU_TASK, prompt=[{"role": "user", "content": "ignored"}])
+    return env, rollouts
+
+
+def test_trl_sees_exactly_our_ten_tools_with_their_schemas() -> None:
+    from transformers.utils import get_json_schema
+
+    # The rule TRL applies to an environment class: public functions, less reset and get_reward.
+    members = [n for n, _ in inspect.getmembers(CudaKernelEnv, predicate=inspect.isfunction)
+               if not n.startswith("_") and n not in ("reset", "get_reward")]  # fmt: skip
+    assert sorted(members) == sorted(TOOL_NAMES) and len(members) == 10
+    for tool in default_tools():
+        ours = tool.schema()["function"]
+        theirs = get_json_schema(getattr(CudaKernelEnv, tool.name))["function"]
+        assert theirs["name"] == ours["name"] and theirs["description"] == ours["description"].strip()
+        assert sorted(theirs["parameters"].get("required", [])) == sorted(
+            python_name(p) for p in ours["parameters"].get("required", []))
+        for name, spec in ours["parameters"]["properties"].items():
+            got = theirs["parameters"]["properties"][python_name(name)]
+            assert got.get("type") == spec.get("type"), (tool.name, name)
+            assert got.get("enum") == spec.get("enum"), (tool.name, name)
+            assert got["description"] == " ".join(spec["description"].split()), (tool.name, name)
+
+
+def test_environment_tools_work_in_a_real_workspace(tmp_path: Path) -> None:
+    judge = KnownVerdicts({"env-0": JudgeOutcome("compile_error", -1, "known: nvcc failed")})
+    env, rollouts = _env(tmp_path, judge)
+    root = tmp_path / "envs" / "env-0" / "workspace"
+    assert (root / "model.py").read_text() == RELU_TASK and (root / "utils" / "compile.sh").is_file()
+
+    assert "relu" in env.Read(file_path="model.py")
+    written = env.Write(file_path="kernels/relu.cu", content=KERNEL)
+    assert (root / "kernels" / "relu.cu").read_text() == KERNEL, written
+    edited = env.Edit(file_path="kernels/relu.cu", old_string="x[i] : 0.f", new_string="x[i] : 0.0f")
+    assert "x[i] : 0.0f" in (root / "kernels" / "relu.cu").read_text(), edited
+    assert "relu.cu" in env.Bash(command="ls kernels && echo listed")
+    assert "relu.cu" in env.Glob(pattern="kernels/*.cu")
+    assert "relu_kernel" in env.Grep(pattern="RELU_KERNEL", i=True, output_mode="content")  # Grep's -i, renamed
+    refused = env.Write(file_path="model.py", content="x = 1\n")  # protected: refused, no exception
+    assert "protected" in refused and (root / "model.py").read_text() == RELU_TASK
+    outside = env.Read(file_path="../../../etc/passwd")
+    assert "outside the workspace" in outside
+    assert "Invalid arguments" in env.Read(path="model.py")  # a wrong parameter name is the model's to fix
+
+    assert env.get_reward() == -1.0
+    (workspace, task, files), = judge.calls
+    assert workspace == root.resolve() and task.name == "relu" and "kernels/relu.cu" in files
+    record = json.loads((tmp_path / "rollouts.jsonl").read_text())
+    assert record["judge_status"] == "compile_error" and record["reason"] == "known: nvcc failed"
+    assert [c["name"] for c in record["tool_calls"]] == ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "Write",
+                                                         "Read", "Read"]  # fmt: skip
+    assert [c["status"] for c in record["tool_calls"]][-3:] == ["refused", "refused", "error"]
+
+    env.reset(task_name="relu", task_source=RELU_TASK)  # the next rollout starts from a clean workspace
+    assert not (root / "kernels" / "relu.cu").exists() and rollouts.total == 1
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_a_judge_that_is_down_gives_the_fallback_and_the_reason(tmp_path: Path) -> None:
+    from cuda_agent.service.client import RemoteJudge
+
+    remote = RemoteJudge(f"http://127.0.0.1:{_dead_port()}", token="t", retries=0, timeout_s=5)
+    env, _ = _env(tmp_path / "remote", remote, judge_down_reward=-0.5)
+    assert env.get_reward() == -0.5
+    record = json.loads((tmp_path / "remote" / "rollouts.jsonl").read_text())
+    assert record["judge_status"] == "unavailable" and "cannot reach the judge" in record["reason"]
+
+    def broken(workspace: Path, task: Task) -> JudgeOutcome:
+        raise ConnectionResetError("the judge went away")
+
+    env, _ = _env(tmp_path / "broken", broken)  # default: no reward (TRL gives it a zero advantage)
+    assert env.get_reward() is None
+    record = json.loads((tmp_path / "broken" / "rollouts.jsonl").read_text())
+    assert record["judge_status"] == "judge_error" and "the judge went away" in record["reason"]
+
+
+def test_the_local_judge_service_without_a_gpu_is_down_not_a_crash(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the local judge is up")
+    judge = ServiceJudge()
+    env, _ = _env(tmp_path, judge)
+    try:
+        assert env.get_reward() is None
+    finally:
+        judge.close()
+    record = json.loads((tmp_path / "rollouts.jsonl").read_text())
+    assert record["judge_status"] == "unavailable" and "GPU" in record["reason"]
+    assert judge_processes() == []
+
+
+def test_grpo_optimiser_steps_on_the_tiny_model(tiny_model: Path, tmp_path: Path) -> None:
+    """Two steps, two rollouts each: slot 0 judged -1 and slot 1 +1, so every group has a spread and the
+    logged reward mean is the double's (0.0); the random tiny model calls no tool, which is logged as 0."""
+    task = tmp_path / "relu.py"
+    task.write_text(RELU_TASK)
+    judge = KnownVerdicts({"env-0": JudgeOutcome("incorrect", -1, "known: wrong output"),
+                           "env-1": JudgeOutcome("ok", 1, "known: correct")})  # fmt: skip
+    out = tmp_path / "run"
+    settings = GRPOSettings(tasks=(str(task), str(tmp_path / "missing.py")), model=str(tiny_model), out=out,
+                            num_generations=2, max_steps=2, max_completion_length=8, max_turns=2,
+                            learning_rate=1e-4, bf16=False)  # fmt: skip
+    summary = run_grpo(settings, judge=judge)
+
+    assert summary["steps"] == 2 and summary["rollouts"] == 4 and len(judge.calls) == 4
+    assert summary["tasks"] == ["relu"] and "missing.py" in summary["skipped_tasks"][0]["where"]
+    assert {c[1].source for c in judge.calls} == {RELU_TASK}
+    assert {c[0].parent.name for c in judge.calls} == {"env-0", "env-1"}
+    steps = [json.loads(line) for line in (out / "grpo_steps.jsonl").read_text().splitlines()]
+    assert steps == summary["per_step"] and [s["step"] for s in steps] == [1, 2]
+    for step in steps:
+        assert step["reward_mean"] == pytest.approx(0.0) and step["reward_std"] > 0
+        assert step["judge_statuses"] == {"incorrect": 1, "ok": 1} and step["judge_down"] == 0
+        assert step["tool_call_frequency"] == 0.0 and isinstance(step["loss"], float)
+        assert step["wall_s"] >= step["step_s"] > 0
+    rollouts = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted(r["reward"] for r in rollouts) == [-1.0, -1.0, 1.0, 1.0]
+    assert (out / "grpo_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "config.json").is_file() and json.loads((out / "grpo_summary.json").read_text())["steps"] == 2
+    assert summary["judge_processes_left"] == [] and judge_processes() == []
