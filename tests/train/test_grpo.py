@@ -181,3 +181,55 @@ def test_grpo_optimiser_steps_on_the_tiny_model(tiny_model: Path, tmp_path: Path
     assert (out / "grpo_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "config.json").is_file() and json.loads((out / "grpo_summary.json").read_text())["steps"] == 2
     assert summary["judge_processes_left"] == [] and judge_processes() == []
+
+
+def test_trl_parses_the_tiny_models_tool_calls_into_our_tools(tiny_model: Path, tmp_path: Path) -> None:
+    """What TRL does with a generated turn, minus the sampling: parse it with the response parser
+    `ensure_response_parser` chose, then call the environment's method with the parsed arguments."""
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import (
+        is_chat_template_prefix_preserving,
+        parse_response,
+        supports_tool_calling,
+    )
+
+    from cuda_agent.train.grpo import ensure_response_parser
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model, padding_side="left")
+    assert ensure_response_parser(tokenizer) == "Hermes <tool_call> JSON (Qwen3's)"
+    assert supports_tool_calling(tokenizer) and is_chat_template_prefix_preserving(tokenizer)
+    env, _ = _env(tmp_path, KnownVerdicts({}))
+    tools = [getattr(env, name) for name in TOOL_NAMES]
+    prompt = [{"role": "user", "content": "write the kernel"}]
+    turn = {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "Write", "arguments": {"file_path": "kernels/relu.cu", "content": KERNEL}}},
+        {"type": "function", "function": {"name": "Grep", "arguments": {"pattern": "RELU", "i": True}}}]}  # fmt: skip
+    prefix = tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=True,
+                                           return_dict=True)["input_ids"]  # fmt: skip
+    full = tokenizer.apply_chat_template([*prompt, turn], tools=tools, tokenize=True, return_dict=True)["input_ids"]
+    assert full[: len(prefix)] == prefix
+    completion = full[len(prefix):]
+    completion = completion[: completion.index(tokenizer.eos_token_id) + 1]  # generation stops at <|im_end|>
+    parsed = parse_response(tokenizer, completion, prefix=prefix, tools=tools)
+    calls = [c["function"] for c in parsed["tool_calls"]]
+    assert calls == [turn["tool_calls"][0]["function"], turn["tool_calls"][1]["function"]]
+    results = [getattr(env, c["name"])(**c["arguments"]) for c in calls]  # TRL's call
+    root = tmp_path / "envs" / "env-0" / "workspace"
+    assert (root / "kernels" / "relu.cu").read_text() == KERNEL and "relu" in results[1]
+
+
+@pytest.mark.gpu
+def test_the_local_judge_scores_a_rollout_and_leaves_no_process(tmp_path: Path) -> None:
+    """On a GPU: the real JudgeService behind the environment; its workers exist while the run holds it
+    (so the /proc scan sees them) and are gone once it is closed."""
+    judge = ServiceJudge()
+    env, _ = _env(tmp_path, judge)
+    env.Write(file_path="model_new.py", content="this is not python\n")
+    try:
+        assert env.get_reward() == -1.0
+        assert judge_processes(), "the scan should see the warm judge workers"
+    finally:
+        judge.close()
+    record = json.loads((tmp_path / "rollouts.jsonl").read_text())
+    assert record["judge_status"] not in ("unavailable", "judge_error") and record["judge_reward"] == -1
+    assert judge_processes() == []
