@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `cuda-agent eval` on one H200 (issue 17 Done-when), in one go (~5-7 min):
+#   1. `import kernelbench` of our load_inline-style kernels (examples/kernelbench_mini/load_inline/):
+#      table of converted / refused files;
+#   2. `eval --submissions` over 20 of our submissions as one batch (judge_many on the warm JudgeService):
+#      the mini set's 7 reference solutions (levels 1-3), the 4 imported load_inline kernels, the 4 honest
+#      examples, 2 honest adversarial cases and 3 broken examples (compile_error, incorrect, rejected),
+#      staged under levelN/ folders; Table 1, per-task table, report.md/html with plots;
+#   3. `eval --tasks examples/kernelbench_mini` with the scripted solver model (tests/eval/scripted_solver.py,
+#      a real OpenAI-compatible HTTP server) on all 7 tasks, 2 at a time, each episode writing the reference
+#      solution and running utils/compile.sh; report;
+#   4. `eval --recheck` of that run: per-task status / reward / speedup differences with the noise rule.
+# Run from the repo root:  PYTHONPATH=/tmp/site:src OUT=/some/dir bash scripts/device/eval.sh
+# Results: $OUT/eval/{import,subs_run,agent_run}/ (records.jsonl, report.md, report.html, plots/, metrics.json,
+# environment.json, verdicts/, submissions/, trajectories, recheck.json), $OUT/eval/*.log
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONPATH="${PYTHONPATH:-/tmp/site:src}"
+OUT="${OUT:-$(mktemp -d)}"
+E="$OUT/eval"
+mkdir -p "$E"
+PY="${PYTHON:-python3}"
+WORK="${WORK:-/tmp/h17a_eval}"
+rm -rf "$WORK" && mkdir -p "$WORK"
+export CUDA_AGENT_CACHE="${CUDA_AGENT_CACHE:-$WORK/cache}"  # build caches stay out of $OUT (the PCH is ~570 MB)
+CLI=("$PY" -m cuda_agent.cli)
+
+"$PY" - <<'PYEOF' 2>&1 | tee "$E/wheels.log"
+import importlib.util
+need = {"openai": "the agent's model client", "matplotlib": "the report's plots", "numpy": "the metrics"}
+missing = [f"{m} ({why})" for m, why in need.items() if importlib.util.find_spec(m) is None]
+print("missing: " + ", ".join(missing) if missing else "all needed modules importable")
+PYEOF
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv | tee "$E/gpu.log"
+MINI=examples/kernelbench_mini
+
+# 1. import the load_inline files (two of them are refused on purpose, with the reason)
+"${CLI[@]}" import kernelbench "$MINI/load_inline" --out "$WORK/imported" --tasks "$MINI" 2>&1 | tee "$E/import.log"
+
+# 2. stage 20 submissions under levelN/ and judge them as one batch
+S="$WORK/subs"
+stage() {  # stage LEVEL SRC [NAME]: copy a submission folder (judged files only) under S/levelLEVEL/
+  local dest="$S/level$1/${3:-$(basename "$2")}"
+  mkdir -p "$dest" && cp -r "$2/kernels" "$2/model_new.py" "$dest/"
+  [ -f "$2/model.py" ] && cp "$2/model.py" "$dest/"
+  [ -f "$2/.task.json" ] && cp "$2/.task.json" "$dest/"
+  return 0
+}
+for sol in "$MINI"/solutions/level*/*/; do  # the mini set's solutions, with their task as model.py
+  lvl=$(basename "$(dirname "$sol")"); lvl=${lvl#level}; stem=$(basename "$sol")
+  stage "$lvl" "$sol" "$stem" && cp "$MINI/level$lvl/$stem.py" "$S/level$lvl/$stem/model.py"
+done
+for imp in "$WORK"/imported/level*/; do  # imported kernels carry .task.json (level, problem) and model.py
+  lvl=$(basename "$imp" | sed -E 's/^level([0-9]+)_.*/\1/'); stage "$lvl" "$imp" "imported_$(basename "$imp")"
+done
+stage 1 examples/row_softmax; stage 1 examples/layernorm
+stage 2 examples/elementwise_chain; stage 2 examples/gemm_bias_relu
+stage 1 tests/adversarial/00_honest_row_softmax; stage 2 tests/adversarial/00_honest_fused_elementwise
+stage 2 examples/wrong_result; stage 2 examples/torch_fallback_forward; stage 2 examples/compile_error
+echo "staged $(find "$S" -name model_new.py | wc -l) submissions" | tee "$E/subs.log"
+timeout 300 "${CLI[@]}" eval --submissions "$S" --out "$WORK/subs_run" --bootstrap 2000 2>&1 | tee -a "$E/subs.log"
+subs=${PIPESTATUS[0]}
+
+# 3. the agent with the scripted solver on the 7 mini tasks
+rm -f "$WORK/llm.port"
+"$PY" tests/eval/scripted_solver.py --port-file "$WORK/llm.port" --compile > "$E/scripted_llm.log" 2>&1 &
+LLM=$!
+for _ in $(seq 100); do [ -s "$WORK/llm.port" ] && break; sleep 0.1; done
+URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$WORK/llm.port")
+timeout 240 "${CLI[@]}" eval --tasks "$MINI" --levels 1,2,3 --model scripted-solver --base-url "$URL" \
+    --out "$WORK/agent_run" -j 2 --bootstrap 2000 2>&1 | tee "$E/agent.log"
+agent=${PIPESTATUS[0]}
+kill "$LLM" 2>/dev/null
+
+# 4. judge the agent run's final submissions again
+timeout 150 "${CLI[@]}" eval --recheck "$WORK/agent_run" 2>&1 | tee "$E/recheck.log"
+recheck=${PIPESTATUS[0]}
+
+# What comes back: everything but the workspaces' build outputs.
+for run in subs_run agent_run; do
+  [ -d "$WORK/$run" ] && cp -r "$WORK/$run" "$E/" && find "$E/$run" -type d -name workspace -prune -exec rm -rf {} +
+done
+cp -r "$WORK/imported" "$E/import"
+echo "exit codes: submissions $subs, agent $agent, recheck $recheck (0 = every unit recorded / every recheck agreed)" \
+  | tee "$E/summary.txt"
+[ "$subs" = 0 ] && [ "$agent" = 0 ]
