@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,7 +58,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3, help="GRPO optimiser steps")
     parser.add_argument("--generations", type=int, default=2, help="rollouts per group")
     parser.add_argument("--max-turns", type=int, default=3, help="model turns per rollout")
-    parser.add_argument("--max-completion-length", type=int, default=8192)
+    parser.add_argument("--max-completion-length", type=int, default=4096)
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -110,12 +111,17 @@ def main() -> int:
         return 1
 
     # 3. GRPO, every rollout judged by the local JudgeService on this GPU
-    done = stages.run("grpo", rft.cli(
-        "train", "grpo", "--tasks", str(work / "tasks" / "relu.py"), "--model", str(work / "sft"),
-        "--out", str(work / "grpo"), "--num-generations", str(args.generations), "--max-steps", str(args.steps),
-        "--max-turns", str(args.max_turns), "--max-completion-length", str(args.max_completion_length),
-        "--lr", "1e-5", "--time-limit", "300", "--bash-timeout", "120", "--cache-seed", str(work / "seed"), "--json",
-    ), timeout=420)  # fmt: skip
+    try:
+        done = stages.run("grpo", rft.cli(
+            "train", "grpo", "--tasks", str(work / "tasks" / "relu.py"), "--model", str(work / "sft"),
+            "--out", str(work / "grpo"), "--num-generations", str(args.generations), "--max-steps", str(args.steps),
+            "--max-turns", str(args.max_turns), "--max-completion-length", str(args.max_completion_length),
+            "--lr", "1e-5", "--time-limit", "300", "--bash-timeout", "120", "--cache-seed", str(work / "seed"),
+            "--json",
+        ), timeout=420)  # fmt: skip
+    except subprocess.TimeoutExpired:  # the check below then shows what the killed trainer left running
+        print("!! grpo ran past 420 s and was killed", flush=True)
+        done = subprocess.CompletedProcess([], returncode=124, stdout="")
     grpo = (rft.json_lines(done.stdout) or [{}])[0]
     time.sleep(1.0)  # let the kernel reap whatever exited with the trainer
     left = judge_processes_anywhere()
