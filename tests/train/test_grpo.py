@@ -59,6 +59,18 @@ def _env(tmp_path: Path, judge, **kw) -> tuple[CudaKernelEnv, RolloutLog]:
     return env, rollouts
 
 
+def test_the_grpo_modules_import_no_training_engine() -> None:
+    """`cuda-agent` without TRL installed still imports them (the engines load inside `run_grpo`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cuda_agent.train.grpo, cuda_agent.train.environment; "
+            "loaded = [m for m in ('trl', 'transformers', 'datasets', 'accelerate', 'torch') if m in sys.modules]; "
+            "print(loaded); sys.exit(1 if loaded else 0)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_trl_sees_exactly_our_ten_tools_with_their_schemas() -> None:
     from transformers.utils import get_json_schema
 

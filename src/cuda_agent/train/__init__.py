@@ -1,4 +1,5 @@
-"""Training, the data and offline stages of the CUDA Agent recipe: single-turn format, RFT, value pretraining.
+"""Training: the CUDA Agent recipe's data and offline stages (single-turn format, RFT, value pretraining)
+and, on one GPU, online agentic GRPO with TRL.
 
 Modules, one job each (none imports a training engine at module level, so the judge, agent and synthesis
 work without TRL or transformers installed; the engines load inside the functions that need them):
@@ -10,4 +11,6 @@ work without TRL or transformers installed; the engines load inside the function
   sft.py          RFT: TRL SFTTrainer, assistant-only loss
   value.py        critic pretraining: token-level value head, MSE on assistant tokens, HF Trainer
   curves.py       loss curve PNGs from a trainer's log history
+  environment.py  GRPO environment for TRL: a rollout's workspace, the ten tools as methods, the judge's reward
+  grpo.py         `train grpo`: TRL GRPOTrainer over that environment, the judge seam, per-step logs
 """
