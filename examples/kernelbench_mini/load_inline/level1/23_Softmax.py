@@ -34,7 +34,7 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
     m = shared[0];
     __syncthreads();
     float sum = 0.f;
-    for (int c = threadIdx.x; c < cols; c += kThreads) sum += EXP(row[c] - m);
+    for (int c = threadIdx.x; c < cols; c += kThreads) sum += SOFTMAX_EXP(row[c] - m);
     shared[threadIdx.x] = sum;
     __syncthreads();
     for (int s = kThreads / 2; s > 0; s >>= 1) {
@@ -42,7 +42,7 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
         __syncthreads();
     }
     const float inv = 1.f / shared[0];
-    for (int c = threadIdx.x; c < cols; c += kThreads) out[c] = EXP(row[c] - m) * inv;
+    for (int c = threadIdx.x; c < cols; c += kThreads) out[c] = SOFTMAX_EXP(row[c] - m) * inv;
 }
 
 torch::Tensor softmax_cuda(torch::Tensor x) {
@@ -61,7 +61,7 @@ softmax_ext = load_inline(
     softmax_head + softmax_body,
     None,
     ["softmax_cuda"],
-    extra_cuda_cflags=["-O3", "--use_fast_math", "-DEXP=__expf", "-maxrregcount=64"],
+    extra_cuda_cflags=["-O3", "--use_fast_math", "-DSOFTMAX_EXP=__expf", "-maxrregcount=64"],
 )
 
 
