@@ -56,12 +56,27 @@ def script(kernel: str) -> list:
     ]
 
 
-def play(root: Path, kernel: str) -> dict:
+def served_script(kernel: str) -> list:
+    """The episode as a served tiny model plays it: tool-calling turns carry no text (transformers serve
+    shows a turn with tool calls back to the model without its text), the last turn is text."""
+    return [
+        lambda r: Reply(tool_calls=[call("Read", None, file_path="model.py")]),
+        lambda r: Reply(tool_calls=[call("Write", None, file_path="kernels/relu.cu", content=kernel),
+                                    call("Write", None, file_path="model_new.py", content=MODEL_NEW)]),
+        lambda r: Reply(content="Done: a ReLU kernel — écrit."),
+    ]
+
+
+def play(root: Path, kernel: str, steps: list | None = None, requests: list | None = None) -> dict:
+    """One real episode (the agent loop and tools against the scripted server); `requests` receives the
+    chat-completion requests the agent sent, as the server got them."""
     task = load_task(RELU_TASK, name="relu")
-    with ScriptedLLM(script(kernel)) as server:
+    with ScriptedLLM(steps or script(kernel)) as server:
         config = AgentConfig(model=ModelConfig(name="scripted", base_url=server.url, max_retries=0, max_tokens=512),
                              sandbox=SandboxPolicy(isolation="none"))
         run_episode(task, root / "ws", config, judge=no_judge, trajectory_path=root / "trajectory.jsonl")
+        if requests is not None:
+            requests.extend(server.requests)
     return load_trajectory(root / "trajectory.jsonl")
 
 

@@ -5,7 +5,8 @@ typed): each message has `role`, `content` (a string), `tool_calls` (a list or n
 (a string or null). Tool-call arguments are re-serialised canonically (`json.dumps` of the parsed
 object, non-ASCII kept), which is what a chat template's `tojson` prints for them when a server renders
 the conversation back, so the model learns the bytes it will be shown. `reasoning_content` is dropped:
-servers do not send it back either (the agent's default).
+servers do not send it back either (the agent's default). Tool schemas get back the key order the
+agent sent them in (`served_order`), for the same reason: the training row renders what the server renders.
 """
 
 from __future__ import annotations
@@ -62,8 +63,29 @@ def training_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def chat_tools(tools: Any) -> list[dict[str, Any]]:
-    """The tool schemas in OpenAI form ({"type": "function", "function": {...}}), from a record or JSON text."""
+def chat_tools(tools: Any, reference: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The tool schemas in OpenAI form ({"type": "function", "function": {...}}), from a record or JSON text,
+    with each schema's keys in the order of the `reference` schema of the same name (see `served_order`)."""
     if isinstance(tools, str):
         tools = json.loads(tools)
-    return [t if "function" in t else {"type": "function", "function": t} for t in tools or []]
+    wrapped = [t if "function" in t else {"type": "function", "function": t} for t in tools or []]
+    by_name = {(r.get("function") or {}).get("name"): r for r in reference or []}
+    return [served_order(t, by_name.get(t["function"].get("name"))) for t in wrapped]
+
+
+def served_order(value: Any, reference: Any) -> Any:
+    """`value` with its dict keys in `reference`'s order (keys the reference lacks follow, as they were).
+
+    A trajectory file is written with sorted keys, so a tool schema read back from one has lost the order
+    the agent sent it in ({"name", "description", "parameters"} comes back as description, name,
+    parameters; the properties alphabetically). Chat templates print schemas with `tojson`, which keeps
+    key order, so a row made from the sorted schema renders a different system prompt than the one the
+    served model is shown: the model is trained off-distribution. The agent's own schemas are the
+    reference; the values stay the record's (a description written for the episode's sandbox is kept).
+    """
+    if isinstance(value, dict) and isinstance(reference, dict):
+        keys = [k for k in reference if k in value] + [k for k in value if k not in reference]
+        return {k: served_order(value[k], reference.get(k)) for k in keys}
+    if isinstance(value, list) and isinstance(reference, list) and len(value) == len(reference):
+        return [served_order(v, r) for v, r in zip(value, reference, strict=True)]
+    return value

@@ -200,7 +200,8 @@ def select(paths: Iterable[Path | str], filters: Filters) -> tuple[list[dict[str
 def row(record: dict[str, Any], messages: list[dict[str, Any]], where: str, digest: str) -> dict[str, Any]:
     from cuda_agent.agent.tools import default_tools
 
-    tools = chat_tools(record.get("tools") or [t.schema() for t in default_tools()])
+    agents = [t.schema() for t in default_tools()]
+    tools = chat_tools(record.get("tools") or agents, reference=agents)
     return {
         "task": str((record.get("task") or {}).get("name") or "?"),
         "task_digest": str((record.get("task") or {}).get("digest") or ""),
