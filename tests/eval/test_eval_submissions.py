@@ -1,0 +1,96 @@
+"""`cuda-agent eval --submissions` (matching folders to tasks, one batch, resumable, unmatched listed with
+the reason) and `eval --recheck` (a changed submission shows up as a difference), on the CPU judge path;
+and the recheck's noise rule on hand-made timings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from eval_helpers import MINI
+
+from cuda_agent.cli import main
+from cuda_agent.eval.recheck import MIN_NOISE, compare, noise_bound
+from cuda_agent.eval.records import EvalRecord, read_records
+
+NO_KERNELS = "import torch.nn as nn\n\nimport cuda_extension\n\n\nclass ModelNew(nn.Module):\n" \
+             "    def forward(self, x):\n        return cuda_extension.op(x)\n"  # fmt: skip
+
+
+def _submission(folder: Path, model: Path | None = None, meta: dict | None = None) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "model_new.py").write_text(NO_KERNELS)
+    (folder / "kernels").mkdir()
+    if model is not None:
+        shutil.copyfile(model, folder / "model.py")
+    if meta is not None:
+        (folder / ".task.json").write_text(json.dumps(meta))
+    return folder
+
+
+def test_submissions_are_matched_judged_once_and_rechecked(tmp_path: Path, capsys) -> None:
+    subs, run = tmp_path / "subs", tmp_path / "run"
+    _submission(subs / "level1" / "19_ReLU")  # by path, reference from --tasks
+    _submission(subs / "level1" / "19_ReLU-2")  # a second one for the same problem: its episode 1
+    _submission(subs / "mine", meta={"level": 2, "problem": 1})  # by .task.json
+    _submission(subs / "renamed", model=MINI / "level3" / "1_MLP.py")  # by model.py's content
+    _submission(subs / "level_3_problem_9")  # no such problem
+    _submission(subs / "stray")  # no level, no problem, no model.py
+    args = ["eval", "--submissions", str(subs), "--tasks", str(MINI), "--build-only", "--out", str(run),
+            "--bootstrap", "20"]  # fmt: skip
+    assert main(args) == 1  # two folders could not be matched
+    err = capsys.readouterr().err
+    assert "level_3_problem_9: matched to level 3 problem 9 (path)" in err and "does not have" in err
+    assert "stray: cannot tell its task" in err
+    records = read_records(run / "records.jsonl")
+    assert sorted((r.task_id, r.episode) for r in records) == [
+        ("level1/19_ReLU", 0), ("level1/19_ReLU", 1), ("level2/1_Gemm_Bias_ReLU", 0), ("level3/1_MLP", 0)]
+    assert all(r.status == "compile_error" and r.reward == -1 for r in records)
+    unmatched = {Path(u["folder"]).name for u in json.loads((run / "run.json").read_text())["unmatched"]}
+    assert unmatched == {"level_3_problem_9", "stray"}
+    bundled = run / "submissions" / "level3_1_MLP" / "ep0"
+    assert (bundled / "model.py").read_text() == (MINI / "level3" / "1_MLP.py").read_text()
+    assert json.loads((run / "manifest.json").read_text())["submissions"]["submissions/level3_1_MLP/ep0"]
+
+    # Resumed: nothing is judged again.
+    verdicts = {p: p.stat().st_mtime_ns for p in (run / "verdicts").rglob("*.json")}
+    assert main(args) == 1
+    assert "4 already recorded, 0 to judge" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in (run / "verdicts").rglob("*.json")} == verdicts
+    assert len(read_records(run / "records.jsonl")) == 4
+
+    # Recheck with one bundled submission changed: that one differs, the others agree.
+    (run / "submissions" / "level1_19_ReLU" / "ep1" / "model_new.py").write_text("import os\n")
+    assert main(["eval", "--recheck", str(run), "--build-only"]) == 1
+    out = capsys.readouterr().out
+    result = json.loads((run / "recheck.json").read_text())
+    assert result["summary"]["rechecked"] == 4 and result["summary"]["agree"] == 3
+    changed = next(e for e in result["entries"] if not e["agrees"])
+    assert (changed["task_id"], changed["episode"]) == ("level1/19_ReLU", 1)
+    assert changed["status"][0] == "compile_error" and changed["status"][1] != "compile_error"
+    assert "level1/19_ReLU" in out and "NO" in out and "3/4 agree" in out
+
+
+def _timing(candidate: float, eager: float, compile_: float, spread: float) -> dict:
+    def stat(median: float) -> dict:
+        return {"median": median, "p25": median * (1 - spread / 2), "p75": median * (1 + spread / 2),
+                "min": median * 0.9, "samples": 50}  # fmt: skip
+
+    return {"candidate": stat(candidate), "eager": stat(eager), "compile": stat(compile_),
+            "speedup_vs_eager": eager / candidate, "speedup_vs_compile": compile_ / candidate}  # fmt: skip
+
+
+@pytest.mark.parametrize(("new_candidate", "within"), [(1.02, True), (0.97, True), (1.2, False), (0.8, False)])
+def test_recheck_judges_speedup_changes_against_the_measured_spread(new_candidate: float, within: bool) -> None:
+    old = {"status": "ok", "reward": 2, "timing": _timing(1.0, 2.0, 1.1, 0.04)}
+    new = {"status": "ok", "reward": 2, "timing": _timing(new_candidate, 2.0, 1.1, 0.04)}
+    record = EvalRecord.from_verdict(old, task_id="level1/1_X", level=1, problem=1, name="X", episode=0)
+    row = compare(record, old, new)
+    # relative IQRs 0.04 for candidate and baseline in both verdicts: half their sum is 0.08
+    assert noise_bound(old["timing"], new["timing"], "eager") == pytest.approx(0.08)
+    assert row["speedup_vs_eager"]["within_noise"] is within and row["within_noise"] is within
+    assert row["agrees"] is within and row["same_status"] and row["same_reward"]
+    quiet = _timing(1.0, 2.0, 1.1, 0.0)
+    assert noise_bound(quiet, quiet, "compile") == MIN_NOISE  # never tighter than 3%
