@@ -50,6 +50,33 @@ def judge_processes_anywhere() -> list[dict[str, object]]:
     return found
 
 
+def on_trainer_prompt(parquet: Path, tokenizer_dir: Path, grpo_argv: list[str]) -> dict[str, object]:
+    """Give the kept episode the opening GRPO will show (its system and task messages and its tool schemas,
+    token for token): a model that memorised one trajectory reproduces it only after the same prompt.
+    The turns after the prompt are the collected ones, unchanged."""
+    import argparse as ap
+
+    from transformers import AutoTokenizer
+
+    from cuda_agent.commands.train import add_parser, grpo_settings
+    from cuda_agent.train.grpo import load_tasks, trainer_tool_schemas, training_rows
+    from cuda_agent.train.rft_data import read_rows, write_parquet
+
+    cli_parser = ap.ArgumentParser()
+    add_parser(cli_parser.add_subparsers(dest="command"), "train")
+    settings = grpo_settings(cli_parser.parse_args(grpo_argv))
+    tasks, _ = load_tasks(settings.tasks)
+    prompts = {r["task_name"]: r["prompt"] for r in training_rows(settings, tasks, AutoTokenizer.from_pretrained(tokenizer_dir))[0]}
+    tools = json.dumps(trainer_tool_schemas(), ensure_ascii=False)
+    rows = read_rows(parquet)
+    for row in rows:
+        system, user = prompts[row["task"]]
+        row["messages"][0]["content"], row["messages"][1]["content"] = system["content"], user["content"]
+        row["tools"] = tools
+    write_parquet(rows, parquet)
+    return {"rows": len(rows), "tasks": sorted(prompts), "tools": [t["function"]["name"] for t in json.loads(tools)]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -98,6 +125,13 @@ def main() -> int:
     summary["rft_data"] = (rft.json_lines(done.stdout) or [{}])[0]
     stages.run("tiny_model", rft.cli("train", "tiny-model", "--out", str(work / "tiny"), "--corpus", str(work / "runs"),
                                      "--json"))  # fmt: skip
+    grpo_argv = ["train", "grpo", "--tasks", str(work / "tasks" / "relu.py"), "--model", str(work / "sft"),
+                 "--out", str(work / "grpo"), "--num-generations", str(args.generations), "--max-steps", str(args.steps),
+                 "--max-turns", str(args.max_turns), "--max-completion-length", str(args.max_completion_length),
+                 "--lr", "1e-5", "--time-limit", "300", "--bash-timeout", "120", "--cache-seed", str(work / "seed"),
+                 "--json"]  # fmt: skip
+    if (work / "sft.parquet").is_file() and (work / "tiny").is_dir():
+        summary["sft_prompt"] = on_trainer_prompt(work / "sft.parquet", work / "tiny", grpo_argv)
     done = stages.run("sft", rft.cli("train", "sft", "--data", str(work / "sft.parquet"), "--model", str(work / "tiny"),
                                      "--out", str(work / "sft"), "--max-steps", str(args.sft_steps), "--lr", "1e-3",
                                      "--warmup-steps", "10", "--max-length", "32768", "--no-gradient-checkpointing",
@@ -112,13 +146,7 @@ def main() -> int:
 
     # 3. GRPO, every rollout judged by the local JudgeService on this GPU
     try:
-        done = stages.run("grpo", rft.cli(
-            "train", "grpo", "--tasks", str(work / "tasks" / "relu.py"), "--model", str(work / "sft"),
-            "--out", str(work / "grpo"), "--num-generations", str(args.generations), "--max-steps", str(args.steps),
-            "--max-turns", str(args.max_turns), "--max-completion-length", str(args.max_completion_length),
-            "--lr", "1e-5", "--time-limit", "300", "--bash-timeout", "120", "--cache-seed", str(work / "seed"),
-            "--json",
-        ), timeout=420)  # fmt: skip
+        done = stages.run("grpo", rft.cli(*grpo_argv), timeout=420)
     except subprocess.TimeoutExpired:  # the check below then shows what the killed trainer left running
         print("!! grpo ran past 420 s and was killed", flush=True)
         done = subprocess.CompletedProcess([], returncode=124, stdout="")

@@ -230,7 +230,7 @@ def run_tiny(args: argparse.Namespace) -> int:
 def run_grpo(args: argparse.Namespace) -> int:
     import os
 
-    from cuda_agent.train.grpo import GRPOSettings, run_grpo
+    from cuda_agent.train.grpo import run_grpo
 
     if args.judge_url and not os.environ.get("CUDA_AGENT_JUDGE_TOKEN"):
         return _fail("--judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN")
@@ -238,16 +238,8 @@ def run_grpo(args: argparse.Namespace) -> int:
         return _fail("--num-generations must be at least 2: GRPO compares rollouts within a group")
     if args.max_steps < 1 or args.max_turns < 1 or args.prompts_per_step < 1:
         return _fail("--max-steps, --max-turns and --prompts-per-step must be at least 1")
-    settings = GRPOSettings(tasks=tuple(args.tasks), model=args.model, out=args.out, judge_url=args.judge_url,
-                            judge_down_reward=args.judge_down_reward, num_generations=args.num_generations,
-                            prompts_per_step=args.prompts_per_step, max_steps=args.max_steps, learning_rate=args.lr,
-                            grad_accum=args.grad_accum, max_completion_length=args.max_completion_length,
-                            max_turns=args.max_turns, temperature=args.temperature, beta=args.beta,
-                            loss_type=args.loss_type, bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
-                            cache_seed_dir=args.cache_seed_dir, bash_timeout_s=args.bash_timeout, seed=args.seed,
-                            rollout_time_limit_s=args.time_limit)  # fmt: skip
     try:
-        summary = run_grpo(settings)
+        summary = run_grpo(grpo_settings(args))
     except (ValueError, OSError) as e:
         return _fail(str(e))
     rewards = [r["reward_mean"] for r in summary["per_step"] if isinstance(r.get("reward_mean"), (int, float))]
@@ -260,3 +252,17 @@ def run_grpo(args: argparse.Namespace) -> int:
         lines.append(f"warning: {len(summary['judge_processes_left'])} judge process(es) still running")
     _emit(summary, args.json, lines)
     return 0
+
+
+def grpo_settings(args: argparse.Namespace) -> Any:
+    """The `GRPOSettings` of parsed `train grpo` arguments (also what scripts use to render its prompts)."""
+    from cuda_agent.train.grpo import GRPOSettings
+
+    return GRPOSettings(tasks=tuple(args.tasks), model=args.model, out=args.out, judge_url=args.judge_url,
+                        judge_down_reward=args.judge_down_reward, num_generations=args.num_generations,
+                        prompts_per_step=args.prompts_per_step, max_steps=args.max_steps, learning_rate=args.lr,
+                        grad_accum=args.grad_accum, max_completion_length=args.max_completion_length,
+                        max_turns=args.max_turns, temperature=args.temperature, beta=args.beta,
+                        loss_type=args.loss_type, bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
+                        cache_seed_dir=args.cache_seed_dir, bash_timeout_s=args.bash_timeout, seed=args.seed,
+                        rollout_time_limit_s=args.time_limit)  # fmt: skip

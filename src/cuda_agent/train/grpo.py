@@ -93,13 +93,33 @@ def agent_config(settings: GRPOSettings, prompt_tokens: int = 0) -> AgentConfig:
                        cache_seed_dir=settings.cache_seed_dir)  # fmt: skip
 
 
+def trainer_tool_schemas() -> list[dict[str, Any]]:
+    """The tool schemas exactly as TRL renders them into the prompt: transformers' `get_json_schema` of
+    the environment's methods, in the order TRL lists them (by name, as `inspect.getmembers` does)."""
+    import inspect
+
+    from transformers.utils import get_json_schema
+
+    from cuda_agent.train.environment import CudaKernelEnv
+
+    names = [n for n, _ in inspect.getmembers(CudaKernelEnv, predicate=inspect.isfunction)
+             if not n.startswith("_") and n not in ("reset", "get_reward")]  # fmt: skip
+    return [get_json_schema(getattr(CudaKernelEnv, n)) for n in names]
+
+
 def longest_prompt(tokenizer: Any, rows: list[dict[str, Any]]) -> int:
     """Tokens of the longest prompt as the trainer renders it (with the tools' schemas)."""
-    from cuda_agent.agent.tools import default_tools
-
-    tools = [t.schema() for t in default_tools()]
+    tools = trainer_tool_schemas()
     return max(len(tokenizer.apply_chat_template(r["prompt"], tools=tools, add_generation_prompt=True, tokenize=True,
                                                  return_dict=True)["input_ids"]) for r in rows)  # fmt: skip
+
+
+def training_rows(settings: GRPOSettings, tasks: list[Task], tokenizer: Any) -> tuple[list[dict[str, Any]], AgentConfig]:
+    """The dataset rows and the agent budgets of a run: the prompts' budget line names the real context
+    (the longest prompt plus the completion budget), so the rows are rendered twice."""
+    rows = task_rows(tasks, agent_config(settings))
+    config = agent_config(settings, longest_prompt(tokenizer, rows))
+    return task_rows(tasks, config), config
 
 
 def episode_prompt(tasks: list[Task], config: AgentConfig) -> tuple[str, str, dict[str, str]]:
@@ -334,9 +354,7 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(settings.model, padding_side="left")
-    rows = task_rows(tasks, agent_config(settings))
-    config = agent_config(settings, longest_prompt(tokenizer, rows))  # the budget line names the real context
-    rows = task_rows(tasks, config)
+    rows, config = training_rows(settings, tasks, tokenizer)
     own_judge = judge is None
     judge = open_judge(settings.judge_url) if own_judge else judge
     rollouts = RolloutLog(out / "rollouts.jsonl")
