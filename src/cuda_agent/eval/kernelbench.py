@@ -81,7 +81,7 @@ def discover(
     """
     root = benchmark_root(path)
     present = available_levels(root)
-    wanted = levels or present
+    wanted = sorted(set(levels)) if levels else present
     missing = [n for n in wanted if n not in present]
     if missing:
         raise TaskError(f"{root} has no level{missing[0]}/ (levels present: {', '.join(map(str, present))})")
