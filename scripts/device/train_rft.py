@@ -4,19 +4,24 @@ Run by scripts/device/train_rft.sh (which installs carried wheels). Every stage 
 user runs (`python3 -m cuda_agent.cli ...`, `transformers serve`); the only double is the scripted model
 that plays the collection episodes, as in the agent's scripted-episode test.
 
-1. Collect: a scripted policy plays episodes on two tasks (relu, abs) through `cuda-agent solve`, each
-   judged for real: careful ones (write, compile, verify, finish: reward >= 1), sloppy ones that stop at
-   a compile error and hasty ones that finish with a failing kernel (reward -1).
-2. `train rft-data` keeps the successful relu episode (the tiny model is to memorise one trajectory of
-   one task: a model trained for seconds cannot learn to write kernels, only to reproduce one);
-   `train tiny-model` builds the tokenizer and random weights; `train sft` overfits on purpose.
+1. Collect: a scripted policy plays 44 episodes on two ops (relu, abs) through `cuda-agent solve
+   --no-judge` (the tools run for real: nvcc, verification on the GPU): careful kernels (reward >= 1),
+   sloppy ones that do not compile and hasty ones that compute the wrong thing (reward -1), each reached
+   through different conversations (what the model reads first, whether and how often it verifies,
+   whether it retries). Each distinct final submission (6) is then judged once, for real, and its
+   verdict goes to every episode that ended in it (`cuda_agent.train.verdicts.judge_distinct`).
+2. `train rft-data` keeps the three successful plain relu episodes (the tiny model is to memorise one
+   trajectory of one task: a model trained for seconds cannot learn to write kernels, only to reproduce
+   one); `train tiny-model` builds the tokenizer and random weights; `train sft` overfits on purpose.
 3. The fine-tuned model is served by `transformers serve` and drives `cuda-agent solve` on relu in the
    same workspace path (the prompt names it); the judge scores its episode. The same untrained model is
    the baseline.
-4. `train value` pretrains a critic on all collected episodes (rewarded and failed) and reports the
-   held-out explained variance; the critic is reloaded with AutoModelForTokenClassification.
+4. `train value` pretrains a critic on all collected episodes (rewarded and failed), held out by episode,
+   and reports the held-out value loss and explained variance before and after; the critic is reloaded
+   with AutoModelForTokenClassification.
 
-Writes OUT/summary.json, OUT/sft_loss.png, OUT/value_loss.png and the logs.
+Writes OUT/summary.json (every figure, `done_when`), OUT/summary.txt (the table printed at the end),
+OUT/sft_loss.png, OUT/value_loss.png, the served episodes' trajectories and one log per stage.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,46 +130,92 @@ class ModelNew(nn.Module):
 
 COMPILE = "bash utils/compile.sh"
 VERIFY = "python3 -m utils.verification"
-# (task name, op, behaviour, threads): the relu careful episode is the one the tiny model memorises.
-EPISODES = [
-    ("relu", "relu", "careful", 256), ("abs", "abs", "careful", 256), ("abs_wide", "abs", "careful", 512),
-    ("relu_draft", "relu", "sloppy", 256), ("abs_draft", "abs", "sloppy", 256),
-    ("relu_draft_wide", "relu", "sloppy", 512), ("abs_draft_wide", "abs", "sloppy", 512),
-    ("relu_copy", "relu", "hasty", 256), ("abs_copy", "abs", "hasty", 256), ("relu_copy_wide", "relu", "hasty", 512),
-]  # fmt: skip
+OPS = ("relu", "abs")
+THREADS = 256
+# What the scripted model looks at before it writes (the same tools, different conversations).
+PREAMBLES = {
+    "none": [],
+    "read": [[call("Read", None, file_path="model.py")]],
+    "look": [[call("Glob", None, pattern="kernels/*")], [call("Read", None, file_path="model.py")]],
+}
+# How each behaviour ends after its first compile: careful kernels compile and pass, sloppy ones do not
+# compile (a missing semicolon), hasty ones compile and compute the wrong thing (they copy x).
+ENDINGS = {"careful": ("verify", "verify_twice", "no_verify"), "sloppy": ("give_up", "retry"),
+           "hasty": ("verify", "no_verify")}  # fmt: skip
+# The careful relu episode the tiny model memorises and is then served on ("relu"), played three times:
+# the tool results differ from run to run (build times, cache hits), so the model learns its turns
+# rather than one transcript's numbers.
+SFT_TASKS = ("relu", "relu_a", "relu_b")
+
+
+@dataclass(frozen=True)
+class Episode:
+    name: str
+    op: str
+    behaviour: str
+    preamble: str
+    ending: str
+
+
+def episodes() -> list[Episode]:
+    """The SFT episodes, then every (op, behaviour, preamble, ending): 21 conversations per op that end
+    in 3 distinct submissions per op, so each final submission is judged once and its verdict reaches 6
+    to 11 episodes. Names are neutral (abs_07), so a critic cannot read the outcome off the task name."""
+    out = [Episode(name, "relu", "careful", "none", "verify") for name in SFT_TASKS]
+    for op in OPS:
+        for behaviour, endings in ENDINGS.items():
+            for preamble in PREAMBLES:
+                for ending in endings:
+                    if (op, behaviour, preamble, ending) != ("relu", "careful", "none", "verify"):
+                        out.append(Episode(f"{op}_{len(out):02d}", op, behaviour, preamble, ending))
+    return out
+
+
+EPISODES = {e.name: e for e in episodes()}
 BUDGET = ["--max-turns", "8", "--context-tokens", "32768", "--time-limit", "300"]  # same for every solve run
 
 
-def kernel(op: str, behaviour: str, threads: int) -> str:
+def kernel(op: str, behaviour: str, threads: int = THREADS) -> str:
     expr = "x[i]" if behaviour == "hasty" else EXPRESSIONS[op]
     return KERNEL.format(op=op, header=HEADERS[behaviour].format(op=op), expr=expr, threads=threads,
                          semicolon="" if behaviour == "sloppy" else ";")  # fmt: skip
 
 
+def plan(episode: Episode) -> list[list[dict[str, Any]]]:
+    """The episode's tool-calling turns, in order; its final text comes after them."""
+    op = episode.op
+    write = [call("Write", None, file_path=f"kernels/{op}.cu", content=kernel(op, episode.behaviour)),
+             call("Write", None, file_path=f"kernels/{op}_binding.cpp", content=BINDING.format(op=op)),
+             call("Write", None, file_path="model_new.py", content=MODEL_NEW.format(op=op))]  # fmt: skip
+    compile_ = [call("Bash", None, command=COMPILE, timeout=600000)]
+    verify = [call("Bash", None, command=VERIFY, timeout=600000)]
+    turns = [*PREAMBLES[episode.preamble], write, compile_]
+    turns += {"verify": [verify], "verify_twice": [verify, verify], "retry": [compile_]}.get(episode.ending, [])
+    return turns
+
+
+def final_text(episode: Episode, request: dict[str, Any]) -> str:
+    results = "\n".join(last_tool_results(request))
+    if episode.ending in ("give_up", "retry"):
+        return "The build fails; I stop here." if episode.ending == "give_up" else "It still fails to build; giving up."
+    if episode.ending == "no_verify":
+        return "It compiles; done."
+    return "The kernel compiles and passes verification." if "PASS" in results else "Done."
+
+
 def policy(request: dict[str, Any]) -> Reply:
     """The scripted model: which episode is read from the task prompt, the step from the turn count.
-    Tool-calling turns carry no text, as a server renders them back without it. `solve`'s one-token
-    check of the server (max_tokens 1, before any episode) is answered with one word."""
+    Tool-calling turns carry no text (transformers serve renders a turn with tool calls back without
+    its text). `solve`'s one-token check of the server (max_tokens 1) is answered with one word."""
     if request.get("max_tokens") == 1:
         return Reply(content="ok")
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    name = user.split("`", 2)[1]
-    _, op, behaviour, threads = next(e for e in EPISODES if e[0] == name)
+    episode = EPISODES[user.split("`", 2)[1]]
+    turns = plan(episode)
     step = assistant_turns(request)
-    if step == 0:
-        return Reply(tool_calls=[
-            call("Write", None, file_path=f"kernels/{op}.cu", content=kernel(op, behaviour, threads)),
-            call("Write", None, file_path=f"kernels/{op}_binding.cpp", content=BINDING.format(op=op)),
-            call("Write", None, file_path="model_new.py", content=MODEL_NEW.format(op=op)),
-        ])  # fmt: skip
-    if step == 1:
-        return Reply(tool_calls=[call("Bash", None, command=COMPILE, timeout=600000)])
-    if behaviour == "sloppy":
-        return Reply(content="The build fails; I stop here.")
-    if step == 2:
-        return Reply(tool_calls=[call("Bash", None, command=VERIFY, timeout=600000)])
-    passed = any("PASS" in r for r in last_tool_results(request))
-    return Reply(content="The kernel compiles and passes verification." if passed else "Done.")
+    if step < len(turns):
+        return Reply(tool_calls=turns[step])
+    return Reply(content=final_text(episode, request))
 
 
 class Stages:
@@ -205,19 +257,21 @@ def free_port() -> int:
 
 
 def seed_cache(work: Path, env: dict[str, str]) -> None:
-    """Compile the workspace infrastructure once into work/seed, which episodes copy and nobody writes
-    afterwards, and start the judge's own cache (work/cache) from a copy of it."""
+    """Compile the workspace infrastructure and every kernel that compiles (careful and hasty, each op)
+    once into work/seed, which episodes read and nobody writes afterwards (objects are cached by
+    content, so the episodes' own builds hit it), and start the judge's cache (work/cache) from a copy."""
     from cuda_agent.task import load_task
     from cuda_agent.workspace import materialize
 
-    ws = materialize(load_task(TASK.format(op="relu"), name="seed"), work / "seed_ws", overwrite=True)
-    for op in EXPRESSIONS:  # the bindings every episode writes; objects are cached by content
-        (ws / "kernels" / f"{op}.cu").write_text(kernel(op, "careful", 128))
-        (ws / "kernels" / f"{op}_binding.cpp").write_text(BINDING.format(op=op))
-    done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "CUDA_AGENT_CACHE": str(work / "seed")},
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit("seeding the build cache failed:\n" + done.stdout[-3000:] + done.stderr[-3000:])
+    for behaviour in ("careful", "hasty"):
+        ws = materialize(load_task(TASK.format(op="relu"), name="seed"), work / f"seed_{behaviour}", overwrite=True)
+        for op in OPS:
+            (ws / "kernels" / f"{op}.cu").write_text(kernel(op, behaviour))
+            (ws / "kernels" / f"{op}_binding.cpp").write_text(BINDING.format(op=op))
+        done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "CUDA_AGENT_CACHE": str(work / "seed")},
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit("seeding the build cache failed:\n" + done.stdout[-3000:] + done.stderr[-3000:])
     shutil.copytree(work / "seed", work / "cache")
 
 
@@ -248,7 +302,7 @@ def serve_and_solve(stages: Stages, label: str, model: Path, work: Path, max_tok
             "solve", str(work / "tasks" / "relu.py"), "--model", str(model), "--base-url", f"http://127.0.0.1:{port}/v1",
             "--temperature", "0", "--max-tokens", str(max_tokens), *BUDGET, "--config", str(work / "served.json"), "--runs-dir", str(work / "runs"), "--force",
             "--cache-seed", str(work / "seed"), "--json", "--out", str(stages.out / f"trajectory_{label}.jsonl"),
-        ), timeout=400)  # fmt: skip
+        ), timeout=240)  # fmt: skip
     finally:
         server.terminate()
         try:
@@ -284,12 +338,83 @@ def memorised_turn(model: Path, data: Path) -> dict[str, Any]:
             "exact": produced[: len(target)] == target}  # fmt: skip
 
 
+def collect(stages: Stages, work: Path, concurrency: int) -> None:
+    """Every scripted episode through `solve --no-judge` (its tools run for real: nvcc, the GPU
+    verification), then each distinct final submission judged once for real (`judge_distinct`)."""
+    from cuda_agent.agent.judging import LocalJudge
+    from cuda_agent.train.verdicts import judge_distinct
+
+    summary = stages.summary
+    with ScriptedLLM(policy) as scripted:
+        done = stages.run("collect", cli("solve", str(work / "tasks"), "--model", "scripted", "--base-url", scripted.url,
+                                         "--max-tokens", "4096", *BUDGET, "--runs-dir", str(work / "runs"), "-j",
+                                         str(concurrency), "--cache-seed", str(work / "seed"), "--no-judge", "--json"),
+                          timeout=300)  # fmt: skip
+    episodes_out = {r["task"]: r for r in json_lines(done.stdout)}
+    start = time.monotonic()
+    report = judge_distinct([work / "runs"], LocalJudge(), progress=lambda line: print(line, flush=True))
+    stages.times["judge_distinct"] = round(time.monotonic() - start, 1)
+    print(report.table(), flush=True)
+    summary["judgments"] = report.to_dict()
+    from cuda_agent.agent import load_trajectory
+
+    collected = {}
+    for name, row in sorted(episodes_out.items()):
+        record = load_trajectory(row["trajectory"])
+        episode = EPISODES[name]
+        collected[name] = {"behaviour": episode.behaviour, "preamble": episode.preamble, "ending": episode.ending,
+                           "exit": row.get("exit"), "turns": row.get("turns"), "reward": record.get("reward"),
+                           "judge": (record.get("judge") or {}).get("status")}  # fmt: skip
+    summary["collected"] = collected
+    rewards = [c["reward"] for c in collected.values()]
+    summary["collected_counts"] = {"episodes": len(collected), "rewarded": sum(1 for r in rewards if (r or -1) >= 1),
+                                   "failed": sum(1 for r in rewards if r is not None and r < 1),
+                                   "unjudged": sum(1 for r in rewards if r is None)}  # fmt: skip
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    """The Done-when figures, one line each."""
+    value = summary.get("value") or {}
+    before, after = value.get("heldout_before") or {}, value.get("heldout_after") or {}
+    sft = summary.get("sft") or {}
+    counts = summary.get("collected_counts") or {}
+    judgments = summary.get("judgments") or {}
+    fine, base = summary.get("finetuned_episode") or {}, summary.get("baseline_episode") or {}
+
+    def f(x: Any, spec: str = ".4g") -> str:
+        return format(x, spec) if isinstance(x, (int, float)) else str(x)
+
+    rows = [
+        ("collected episodes", f"{counts.get('episodes')} ({counts.get('rewarded')} rewarded, {counts.get('failed')} "
+                               f"failed, {counts.get('unjudged')} unjudged); {judgments.get('judgments')} real judgments"),
+        ("SFT loss", f"{f(sft.get('first_loss'))} -> {f(sft.get('last_loss'))} in {sft.get('steps')} steps, "
+                     f"{f(sft.get('wall_s'), '.0f')} s"),
+        ("memorised first turn", str(summary.get("memorised_first_turn", {}).get("exact"))),
+        ("fine-tuned episode", f"reward {fine.get('reward')} ({(fine.get('judge') or {}).get('status')}), exit "
+                               f"{fine.get('exit')}, {fine.get('turns')} turns"),
+        ("untrained episode", f"reward {base.get('reward')} ({(base.get('judge') or {}).get('status')}), exit "
+                              f"{base.get('exit')}, {base.get('turns')} turns"),
+        ("value episodes", f"{value.get('train_episodes')} train / {value.get('heldout_episodes')} held out"),
+        ("value train loss", f"{f(value.get('first_loss'))} -> {f(value.get('last_loss'))} in {value.get('steps')} steps"),
+        ("held-out value loss", f"{f(before.get('value_loss'))} -> {f(after.get('value_loss'))}"),
+        ("held-out explained variance", f"{f(before.get('explained_variance'), '.3f')} -> "
+                                        f"{f(after.get('explained_variance'), '.3f')}"),
+        ("critic reloads (num_labels)", str(value.get("reloaded_num_labels"))),
+        ("wall time", f"{f(summary.get('wall_s'), '.0f')} s"),
+    ]  # fmt: skip
+    rows += [(f"done: {k}", "yes" if v else "NO") for k, v in (summary.get("done_when") or {}).items()]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
     parser.add_argument("--sft-steps", type=int, default=600)
-    parser.add_argument("--value-epochs", type=float, default=30)
+    parser.add_argument("--value-epochs", type=float, default=20)
+    parser.add_argument("--value-lr", type=float, default=3e-4)
+    parser.add_argument("-j", "--concurrency", type=int, default=12, help="collection episodes at once")
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -308,25 +433,20 @@ def main() -> int:
                               "transformers": transformers.__version__}  # fmt: skip
     # A broken reply from a served model is answered once more, not six times with backoff.
     (work / "served.json").write_text(json.dumps({"model": {"max_retries": 1}}))
-    for name, op, _, _ in EPISODES:
-        (work / "tasks" / f"{name}.py").write_text(TASK.format(op=op))
+    for name, episode in EPISODES.items():
+        (work / "tasks" / f"{name}.py").write_text(TASK.format(op=episode.op))
 
-    # 1. collect, judged for real
+    # 1. collect, each distinct final submission judged once for real
     t = time.monotonic()
     seed_cache(work, env)
     stages.times["seed_cache"] = round(time.monotonic() - t, 1)
-    with ScriptedLLM(policy) as scripted:
-        done = stages.run("collect", cli("solve", str(work / "tasks"), "--model", "scripted", "--base-url", scripted.url,
-                                         "--max-tokens", "4096", *BUDGET, "--runs-dir", str(work / "runs"), "-j", "5",
-                                         "--cache-seed", str(work / "seed"), "--json"), timeout=420)  # fmt: skip
-    summary["collected"] = {r["task"]: {"reward": r["reward"], "judge": (r.get("judge") or {}).get("status"),
-                                        "exit": r["exit"], "turns": r["turns"]} for r in json_lines(done.stdout)}  # fmt: skip
+    collect(stages, work, args.concurrency)
     shutil.copytree(work / "runs", work / "collected", symlinks=True)  # runs/relu is reused by the served episodes
     stages.save()
 
     # 2. data, tiny model, sft
     done = stages.run("rft_data", cli("train", "rft-data", str(work / "collected"), "--out", str(work / "sft.parquet"),
-                                      "--min-reward", "1", "--task", "relu", "--json"))  # fmt: skip
+                                      "--min-reward", "1", *(f"--task={t}" for t in SFT_TASKS), "--json"))  # fmt: skip
     summary["rft_data"] = (json_lines(done.stdout) or [{}])[0]
     done = stages.run("tiny_model", cli("train", "tiny-model", "--out", str(work / "tiny"), "--corpus",
                                         str(work / "collected"), "--json"))  # fmt: skip
@@ -341,45 +461,53 @@ def main() -> int:
     if (work / "sft" / "sft_loss.png").is_file():
         shutil.copy(work / "sft" / "sft_loss.png", out / "sft_loss.png")
     stages.save()
-    if done.returncode != 0:
-        return 1
-    summary["memorised_first_turn"] = memorised_turn(work / "sft", work / "sft.parquet")
-    max_tokens = summary["memorised_first_turn"]["turn_tokens"] + 256
-    stages.save()
+    if done.returncode == 0:
+        summary["memorised_first_turn"] = memorised_turn(work / "sft", work / "sft.parquet")
+        max_tokens = summary["memorised_first_turn"]["turn_tokens"] + 256
+        stages.save()
+        # 3. serve the fine-tuned model, then the untrained one, each driving solve on relu
+        summary["finetuned_episode"] = serve_and_solve(stages, "finetuned", work / "sft", work, max_tokens)
+        stages.save()
+        summary["baseline_episode"] = serve_and_solve(stages, "untrained", work / "tiny", work, max_tokens)
+        stages.save()
 
-    # 3. serve the fine-tuned model, then the untrained one, each driving solve on relu
-    summary["finetuned_episode"] = serve_and_solve(stages, "finetuned", work / "sft", work, max_tokens)
-    stages.save()
-    summary["baseline_episode"] = serve_and_solve(stages, "untrained", work / "tiny", work, max_tokens)
-    stages.save()
-
-    # 4. value pretraining on rewarded and failed episodes
+    # 4. value pretraining on rewarded and failed episodes (each episode once: --keep-duplicates)
     done = stages.run("value_data", cli("train", "rft-data", str(work / "collected"), "--out",
-                                        str(work / "value.parquet"), "--min-reward", "-1", "--any-exit", "--json"))  # fmt: skip
+                                        str(work / "value.parquet"), "--min-reward", "-1", "--any-exit",
+                                        "--keep-duplicates", "--json"))  # fmt: skip
     summary["value_data"] = (json_lines(done.stdout) or [{}])[0]
     done = stages.run("value", cli("train", "value", "--data", str(work / "value.parquet"), "--model",
                                    str(work / "tiny"), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
-                                   "--lr", "5e-4", "--eval-fraction", "0.3", "--max-length", "32768", "--json"))  # fmt: skip
+                                   "--lr", str(args.value_lr), "--warmup-steps", "20", "--eval-fraction", "0.25",
+                                   "--max-length", "32768", "--logging-steps", "5", "--json"))  # fmt: skip
     value = (json_lines(done.stdout) or [{}])[0]
     summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
+    summary["value_loss_curve"] = value.get("loss_curve")
     if (work / "critic" / "value_loss.png").is_file():
         shutil.copy(work / "critic" / "value_loss.png", out / "value_loss.png")
         from transformers import AutoModelForTokenClassification
 
         critic = AutoModelForTokenClassification.from_pretrained(work / "critic")
         summary["value"]["reloaded_num_labels"] = critic.config.num_labels
+        summary["value"]["reloaded_class"] = type(critic).__name__
 
     summary["wall_s"] = round(time.monotonic() - start, 1)
-    finetuned, baseline = summary["finetuned_episode"], summary["baseline_episode"]
+    finetuned, baseline = summary.get("finetuned_episode") or {}, summary.get("baseline_episode") or {}
     after = summary["value"].get("heldout_after") or {}
+    before = summary["value"].get("heldout_before") or {}
     summary["done_when"] = {
         "finetuned_reward_ge_1": (finetuned.get("reward") or -1) >= 1,
-        "untrained_fails": (baseline.get("reward") or -1) < 1,
-        "value_loss_falls": (summary["value"].get("last_loss") or 1e9) < (summary["value"].get("first_loss") or 0),
+        "untrained_fails": bool(baseline) and (baseline.get("reward") or -1) < 1,
+        "value_train_loss_falls": (summary["value"].get("last_loss") or 1e9) < (summary["value"].get("first_loss") or 0),
+        "heldout_value_loss_falls": (after.get("value_loss") or 1e9) < (before.get("value_loss") or 0),
         "explained_variance_gt_0.5": (after.get("explained_variance") or 0) > 0.5,
+        "critic_reloads": summary["value"].get("reloaded_num_labels") == 1,
     }
     stages.save()
     print(json.dumps({k: summary[k] for k in ("done_when", "stages_s", "wall_s")}, indent=2))
+    table = summary_table(summary)
+    (out / "summary.txt").write_text(table + "\n")
+    print(table, flush=True)
     return 0 if all(summary["done_when"].values()) else 1
 
 

@@ -39,6 +39,7 @@ class ValueSettings:
     grad_accum: int = 1
     max_length: int | None = 32_768
     eval_fraction: float = 0.25
+    head_bias_to_mean: bool = True
     bf16: bool | None = None
     gradient_checkpointing: bool = False
     warmup_steps: int = 0
@@ -98,6 +99,22 @@ class ValueCollator:
             "value_mask": torch.tensor([pad(e["value_mask"], 0) for e in examples], dtype=torch.float32),
             "value_targets": torch.tensor([[e["value_target"]] * width for e in examples], dtype=torch.float32),
         }
+
+
+def start_at_mean(model: Any, examples: list[dict[str, Any]]) -> float | None:
+    """Set the value head's bias to the mean target over the training tokens, so training starts from
+    the best constant (loss = the targets' variance) and the gradient goes into telling episodes apart
+    rather than into finding the mean; returns the bias, or None for a head without one."""
+    import torch
+
+    head = getattr(model, "score", None) or getattr(model, "classifier", None)
+    if head is None or getattr(head, "bias", None) is None:
+        return None
+    tokens = sum(sum(e["value_mask"]) for e in examples)
+    mean = sum(sum(e["value_mask"]) * e["value_target"] for e in examples) / max(tokens, 1)
+    with torch.no_grad():
+        head.bias.fill_(mean)
+    return float(mean)
 
 
 def masked_mse(values: Any, targets: Any, mask: Any) -> Any:
@@ -165,6 +182,7 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     model = AutoModelForTokenClassification.from_pretrained(settings.model, num_labels=1)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.config.pad_token_id = pad_id
+    head_bias = start_at_mean(model, train) if settings.head_bias_to_mean else None
     collator = ValueCollator(pad_id)
     arguments = shared_arguments(settings)
     bf16 = arguments["bf16"]
@@ -182,6 +200,9 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         "out": str(out),
         "train_episodes": len(train),
         "heldout_episodes": len(held),
+        "split": {"train": [r.get("task", "") for r in train_rows], "heldout": [r.get("task", "") for r in eval_rows],
+                  "heldout_rewards": [float(r["reward"]) for r in eval_rows]},
+        "head_bias": head_bias,
         "rewards": rewards,
         "steps": trainer.state.global_step,
         "heldout_before": before,
