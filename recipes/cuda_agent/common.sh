@@ -1,0 +1,48 @@
+# Shared by the stage scripts (sourced, not run): paths, the Python that has verl, and dry runs.
+# Every setting is an environment variable with a default; extra arguments to a stage script are passed
+# to verl as Hydra overrides, after ours, so they win (e.g. `trainer.n_gpus_per_node=4`).
+# CUDA_AGENT_DRY_RUN=1 prints what would run instead of running it: the module on the first line, then
+# one Hydra override (or argument) per line. tests/verl/ composes exactly those lines with verl's configs.
+set -euo pipefail
+RECIPE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PYTHON=${PYTHON:-python3}
+# The agent-loop YAML and the reward function ship inside the cuda_agent package.
+AGENT_LOOP_CONFIG=${AGENT_LOOP_CONFIG:-$("$PYTHON" -c "import cuda_agent.train.verl as v; print(v.AGENT_LOOP_CONFIG)")}
+REWARD_FUNCTION=pkg://cuda_agent.train.verl.reward
+
+# run_module MODULE ARGS...: python -m MODULE ARGS (torchrun for SFT), or print them under a dry run.
+run_module() {
+    local module=$1
+    shift
+    if [ -n "${CUDA_AGENT_DRY_RUN:-}" ]; then
+        printf '%s\n' "$module" "$@"
+        return 0
+    fi
+    if [ "$module" = verl.trainer.sft_trainer ]; then
+        exec torchrun --standalone --nnodes=1 --nproc_per_node="${NGPUS:-8}" -m "$module" "$@"
+    fi
+    exec "$PYTHON" -m "$module" "$@"
+}
+
+# run_command COMMAND...: a plain command (vllm serve, cuda-agent), or printed under a dry run.
+run_command() {
+    if [ -n "${CUDA_AGENT_DRY_RUN:-}" ]; then
+        printf '%q ' "$@"
+        printf '\n'
+        return 0
+    fi
+    "$@"
+}
+
+# The judge: JUDGE_URL names a judge server (`cuda-agent serve`, one per cluster or per node); without it
+# every rollout/reward worker judges on its own node's GPUs. Ray hands these variables to every worker
+# on every node (job runtime_env). The token is never put on a command line (verl prints its config):
+# name a file holding it (on a filesystem all nodes see) in CUDA_AGENT_JUDGE_TOKEN_FILE.
+JUDGE_URL=${JUDGE_URL:-}
+RAY_ENV=()
+for pair in "CUDA_AGENT_JUDGE_URL=$JUDGE_URL" "CUDA_AGENT_JUDGE_TOKEN_FILE=${CUDA_AGENT_JUDGE_TOKEN_FILE:-}" \
+            "CUDA_AGENT_JUDGE_TIMEOUT_S=${CUDA_AGENT_JUDGE_TIMEOUT_S:-}" \
+            "CUDA_AGENT_FAILURE_REWARD=${CUDA_AGENT_FAILURE_REWARD:-}" \
+            "CUDA_AGENT_ROLLOUT_DIR=${CUDA_AGENT_ROLLOUT_DIR:-}"; do
+    if [ -n "${pair#*=}" ]; then RAY_ENV+=("+ray_kwargs.ray_init.runtime_env.env_vars.$pair"); fi
+done

@@ -1,0 +1,214 @@
+"""Tasks -> verl's RL parquet: one row per task, for stage 1 (single turn) or stage 4 (the agent loop).
+
+Tasks are read with the loaders `cuda-agent solve` uses: an Ops-6K parquet or `cuda-agent synth` output
+(`load_ops6k`, keeping each row's `data_source` and ops), task files and folders (`collect_tasks`), and a
+KernelBench checkout (`KernelBench/KernelBench`, whose level1/ ... level4/ folders hold the tasks). Every
+task is validated statically (`load_task`); one that fails is reported and skipped, never written.
+
+A row has verl's columns:
+  prompt        the chat messages: for stage 1 the single-turn prompt (part 1's `single_turn_messages`);
+                for stage 4 the opening messages `solve` sends, rendered for a bubblewrap workspace at
+                /workspace (CudaAgentLoop renders them again for the workspace it lays out, so verl uses
+                this copy only to filter over-long prompts and to log)
+  agent_name    "single_turn_agent" (verl's own, stage 1) or "cuda_agent" (CudaAgentLoop, stage 4)
+  data_source   "cuda_agent/<origin>" (ops6k, synth, kernelbench/levelN, tasks): verl groups metrics by it
+  ability       "cuda"
+  reward_model  {"style": "judge", "ground_truth": <the task's digest>}: the judge needs no answer key
+  extra_info    {"index", "split", "task": {"name", "source", "digest"}, "ops"}: what the loop and the
+                reward function rebuild the task from
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.task import Task, TaskError, load_task
+
+SINGLE_TURN = "single_turn"
+AGENT = "agent"
+FORMATS = (SINGLE_TURN, AGENT)
+SINGLE_TURN_AGENT = "single_turn_agent"  # verl's built-in loop: one generation, reward from the reward fn
+DISPLAY_ROOT = "/workspace"
+
+
+@dataclass
+class Conversion:
+    """What was read, written and skipped (with why), for the command's table and JSON."""
+
+    read: int = 0
+    written: dict[str, int] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    sources: Counter = field(default_factory=Counter)
+    paths: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"read": self.read, "written": self.written, "skipped": [{"where": w, "why": y} for w, y in self.skipped],
+                "data_sources": dict(self.sources), "paths": self.paths}  # fmt: skip
+
+
+def task_from_extra_info(extra_info: Any) -> Task:
+    """The task a row carries (`extra_info.task`), validated again: rows come from files anyone can edit."""
+    spec = (extra_info or {}).get("task") if isinstance(extra_info, dict) else None
+    if not isinstance(spec, dict) or not isinstance(spec.get("source"), str):
+        raise TaskError("the row's extra_info has no task (write the data with `cuda-agent train verl-data`)")
+    name = str(spec.get("name") or "task")
+    task = load_task(spec["source"], name=name)
+    digest = spec.get("digest")
+    if digest and digest != task.digest:
+        raise TaskError(f"task {name}: its source does not match the digest recorded with it")
+    return task
+
+
+def load_tasks(specs: Iterable[str | Path], problems: list[tuple[str, str]]) -> list[tuple[Task, str]]:
+    """(task, origin) for every task under `specs`; tasks that fail to load go to `problems` instead."""
+    from cuda_agent.commands.solve import collect_tasks
+
+    out: list[tuple[Task, str]] = []
+    for spec in specs:
+        path = Path(spec)
+        if not path.exists():
+            problems.append((str(path), "no such file or folder"))
+            continue
+        if path.suffix == ".parquet":
+            out += _parquet_tasks(path, problems)
+        elif path.is_dir() and _levels(path):
+            for level in _levels(path):
+                out += [(t, f"kernelbench/{level.name}") for t in collect_tasks([str(level)], problems)]
+        else:
+            out += [(t, "tasks") for t in collect_tasks([str(path)], problems)]
+    return _unique(out)
+
+
+def _levels(path: Path) -> list[Path]:
+    """A KernelBench checkout's level folders (level1/, level2/, ...), if `path` is one."""
+    return sorted(p for p in path.iterdir() if p.is_dir() and p.name.startswith("level") and any(p.glob("*.py")))
+
+
+def _parquet_tasks(path: Path, problems: list[tuple[str, str]]) -> list[tuple[Task, str]]:
+    import pyarrow.parquet as pq
+
+    columns = pq.read_schema(path).names
+    if "code" not in columns:  # not Ops-6K-shaped: the generic reader solve uses (source/name columns)
+        from cuda_agent.commands.solve import collect_tasks
+
+        return [(t, "tasks") for t in collect_tasks([str(path)], problems)]
+    from cuda_agent.synth.dataset import load_ops6k
+
+    origin = "synth" if "filter_log" in columns else "ops6k"
+    out = []
+    for raw in load_ops6k(path):
+        try:
+            task = load_task(raw.source, name=_safe(raw.name))
+        except TaskError as exc:
+            problems.append((f"{path} row {raw.metadata.get('row')}", str(exc)))
+            continue
+        out.append((Task(task.name, task.source, None, dict(raw.metadata)), origin))
+    return out
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "task"
+
+
+def _unique(tasks: list[tuple[Task, str]]) -> list[tuple[Task, str]]:
+    seen: Counter = Counter()
+    out = []
+    for task, origin in tasks:
+        seen[task.name] += 1
+        if seen[task.name] > 1:
+            task = Task(f"{task.name}-{seen[task.name]}", task.source, task.path, task.metadata)
+        out.append((task, origin))
+    return out
+
+
+def prompt_for(task: Task, fmt: str) -> list[dict[str, str]]:
+    """The row's `prompt` messages for stage 1 (`single_turn`) or stage 4 (`agent`)."""
+    if fmt == SINGLE_TURN:
+        from cuda_agent.train.single_turn import single_turn_messages
+
+        return single_turn_messages(task)
+    if fmt == AGENT:
+        from cuda_agent.agent.config import AgentConfig
+        from cuda_agent.agent.prompts import system_prompt, task_prompt
+        from cuda_agent.workspace.files import TEMPLATE_DIR
+
+        protections = {"mechanism": "bwrap", "network": "isolated"}
+        return [{"role": "system", "content": system_prompt(TEMPLATE_DIR, DISPLAY_ROOT, AgentConfig(), protections)},
+                {"role": "user", "content": task_prompt(task.name, task.source, DISPLAY_ROOT)}]  # fmt: skip
+    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def row_for(task: Task, origin: str, fmt: str, index: int, split: str) -> dict[str, Any]:
+    from cuda_agent.train.verl import AGENT_NAME
+
+    ops = task.metadata.get("ops") or []
+    return {
+        "data_source": f"cuda_agent/{origin}",
+        "agent_name": SINGLE_TURN_AGENT if fmt == SINGLE_TURN else AGENT_NAME,
+        "prompt": prompt_for(task, fmt),
+        "ability": "cuda",
+        "reward_model": {"style": "judge", "ground_truth": task.digest},
+        "extra_info": {"index": index, "split": split, "ops": [str(o) for o in ops],
+                       "task": {"name": task.name, "source": task.source, "digest": task.digest}},
+    }
+
+
+def convert(specs: Iterable[str | Path], out: Path, *, fmt: str, val_size: int = 0, seed: int = 0) -> Conversion:
+    """Write `out`/train.parquet (and val.parquet with `val_size` tasks held out at random)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    report = Conversion()
+    tasks = load_tasks(specs, report.skipped)
+    report.read = len(tasks) + len(report.skipped)
+    if not tasks:
+        return report
+    order = list(range(len(tasks)))
+    random.Random(seed).shuffle(order)
+    val_size = max(0, min(int(val_size), len(tasks) - 1))
+    held = set(order[:val_size])
+    splits = {"train": [i for i in range(len(tasks)) if i not in held], "val": sorted(held)}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, indices in splits.items():
+        if not indices:
+            continue
+        rows = [row_for(tasks[i][0], tasks[i][1], fmt, n, split) for n, i in enumerate(indices)]
+        path = out / f"{split}.parquet"
+        write_rows(rows, path)
+        report.written[split] = len(rows)
+        report.paths[split] = str(path)
+        report.sources.update(r["data_source"] for r in rows)
+    return report
+
+
+def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """Parquet, written to a temporary name and renamed: a reader never sees half a file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(pa.Table.from_pylist(rows), tmp)
+    tmp.replace(path)
+
+
+def table(report: Conversion) -> str:
+    lines = [f"read {report.read} task(s); wrote " + (", ".join(f"{n} {s}" for s, n in report.written.items())
+                                                    or "nothing")]  # fmt: skip
+    for source, count in sorted(report.sources.items()):
+        lines.append(f"  {source:<32} {count:>6}")
+    if report.skipped:
+        lines.append(f"skipped {len(report.skipped)}:")
+        lines += [f"  {where}: {why}" for where, why in report.skipped[:20]]
+        if len(report.skipped) > 20:
+            lines.append(f"  ... and {len(report.skipped) - 20} more (see --json)")
+    return "\n".join(lines)
+
+
+def dumps(report: Conversion) -> str:
+    return json.dumps(report.to_dict())
