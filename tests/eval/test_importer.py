@@ -208,5 +208,5 @@ def test_an_imported_submission_builds_with_judge_build_only(imported) -> None:
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     verdict = json.loads(done.stdout.splitlines()[-1])
     assert verdict["status"] == "built" and verdict["stages"]["build"] == "passed"
-    assert sorted(verdict["checks"]["build"]["compiled"] + verdict["checks"]["build"]["cached"]) == [
-        "kernels/relu_vec4.cu", "kernels/relu_vec4_binding.cpp"]
+    units = {Path(u).name for u in verdict["checks"]["build"]["compiled"] + verdict["checks"]["build"]["cached"]}
+    assert {"relu_vec4.cu", "relu_vec4_binding.cpp"} <= units  # both generated files were built
