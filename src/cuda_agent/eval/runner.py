@@ -350,16 +350,18 @@ def finish(run_dir: Path, *, level_sizes: dict[int, int] | None, bootstrap: int 
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     records = read_records(Path(run_dir) / "records.jsonl")
     bundle.write_manifest(run_dir)
-    try:
-        from cuda_agent.eval.metrics import compute_metrics
-        from cuda_agent.eval.report import write_report
-    except ImportError as exc:
-        say(f"report not written: {exc}")
-        return {}
+    from cuda_agent.eval.metrics import compute_metrics
+
     metrics = compute_metrics(records, level_sizes=level_sizes, bootstrap=bootstrap, seed=seed,
                               expected_tasks=expected or None)  # fmt: skip
-    paths = write_report(Path(run_dir), records, metrics, compare_run=compare)
     say(metrics_table(metrics))
+    try:
+        from cuda_agent.eval.report import write_report
+    except ImportError as exc:  # the plots need matplotlib: keep the numbers, say what is missing
+        path = bundle.write_json(Path(run_dir) / "metrics.json", metrics.to_dict())
+        say(f"report not written ({exc}; pip install matplotlib, then `cuda-agent eval --report {run_dir}`)")
+        return {"metrics": metrics, "paths": {"metrics.json": path}}
+    paths = write_report(Path(run_dir), records, metrics, compare_run=compare)
     for name, path in sorted(paths.items()):
         say(f"{name}: {path}")
     return {"metrics": metrics, "paths": paths}
