@@ -91,7 +91,7 @@ def recheck(run_dir: Path, backend: Backend, say: Callable[[str], None]) -> dict
         f"{len(missing)} without a submission")  # fmt: skip
     rows: dict[int, dict[str, Any]] = {}
     start = time.monotonic()
-    for index, outcome in backend.judge_many(items):
+    for index, outcome in backend.judge_many(items) if items else ():
         record = kept[index]
         slug = slug_of(record.level, record.problem, record.name)
         if outcome.get("verdict") is None:

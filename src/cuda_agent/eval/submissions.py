@@ -156,7 +156,7 @@ def judge_submissions(run_dir: Path, run_id: str, units: list[tuple[Unit, Path]]
         else:
             ready.append((unit, folder))
     items = [(folder, unit.task.task, unit.judgment_key(run_id)) for unit, folder in ready]
-    for index, outcome in backend.judge_many(items):
+    for index, outcome in backend.judge_many(items) if items else ():  # nothing to judge: no judge started
         unit, folder = ready[index]
         if outcome.get("verdict"):
             progress.finished(unit.key, book.finalize(unit, outcome, folder))
