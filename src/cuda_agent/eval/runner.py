@@ -152,7 +152,7 @@ class Progress:
             elapsed = time.monotonic() - self.start
             rate = self.new / elapsed if elapsed > 0 else 0.0
             left = self.total - self.done
-            eta = f"{left / rate:.0f} s" if rate > 0 and left else ("-" if left else "0 s")
+            eta = _duration(left / rate) if rate > 0 and left else ("-" if left else "0 s")
             if record is None:
                 what = f"not recorded: {note}"
             else:
@@ -161,6 +161,14 @@ class Progress:
                     what += f" {record.speedup_vs_eager:.2f}x eager {record.speedup_vs_compile:.2f}x compile"
             print(f"[{self.done}/{self.total}] {rate * 3600:.0f}/h ETA {eta}  {label}: {what}",
                   file=self.stream, flush=True)  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 # ---- agent episodes ---------------------------------------------------------------------------------------
