@@ -102,6 +102,11 @@ def test_value_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["steps"] == 4 and summary["heldout_episodes"] >= 1
+    # the split is by episode and reported; the head starts at the mean target of the training tokens
+    split = summary["split"]
+    assert len(split["train"]) == summary["train_episodes"] and len(split["heldout"]) == summary["heldout_episodes"]
+    assert sorted(split["heldout_rewards"]) == [-1.0, 2.0]
+    assert -1.0 < summary["head_bias"] < 2.0
     for key in ("value_loss", "explained_variance"):
         assert math.isfinite(summary["heldout_after"][key])
     critic = AutoModelForTokenClassification.from_pretrained(out)
