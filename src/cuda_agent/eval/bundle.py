@@ -134,6 +134,13 @@ def _git_commit() -> str | None:
     return _run(["git", "-C", str(here), "rev-parse", "HEAD"], timeout=5)
 
 
+def _git_dirty() -> bool | None:
+    """Whether our source tree has uncommitted changes (then the commit alone does not pin the code)."""
+    here = Path(__file__).resolve().parents[1]
+    status = _run(["git", "-C", str(here), "status", "--porcelain", "--", "."], timeout=10)
+    return None if status is None else bool(status)
+
+
 def protocol_version() -> str | None:
     """The judge's timing protocol version (it names the method behind every speedup)."""
     from cuda_agent.eval.judges import judge_name
@@ -158,7 +165,7 @@ def fingerprint(settings: dict[str, Any], backend: str) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - torch is a hard dependency
         torch_info = {}
     return {
-        "cuda_agent": {"version": __version__, "commit": _git_commit()},
+        "cuda_agent": {"version": __version__, "commit": _git_commit(), "uncommitted_changes": _git_dirty()},
         "judge": {
             "protocol_version": protocol_version(),
             "tolerance": {"atol": settings.get("atol"), "rtol": settings.get("rtol")},
