@@ -33,7 +33,7 @@ def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path |
     from dataclasses import replace
 
     from cuda_agent.judge.config import JudgeConfig
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     results: dict[str, list[dict]] = {e.name: [] for e in examples}
     for run in range(runs):

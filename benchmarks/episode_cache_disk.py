@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from cuda_agent.judge.cache import SHARED_ENV, warm_shared  # noqa: E402
+from cuda_agent.judge.trusted.cache import SHARED_ENV, warm_shared  # noqa: E402
 from cuda_agent.task import load_task  # noqa: E402
 from cuda_agent.workspace import materialize  # noqa: E402
 

@@ -90,13 +90,13 @@ def judge_locally(items: list[tuple[str, Path]], config: Any, build_only: bool, 
     if build_only:
         from concurrent.futures import ThreadPoolExecutor
 
-        from cuda_agent.judge.cpu_checks import check_on_cpu
+        from cuda_agent.judge.decide.cpu_checks import check_on_cpu
 
         with ThreadPoolExecutor(workers) as pool:
             for i, (verdict, _) in enumerate(pool.map(lambda it: check_on_cpu(it[1], None, config), items)):
                 verdicts[i] = verdict
     else:
-        from cuda_agent.judge.service import JudgeService
+        from cuda_agent.judge.decide.service import JudgeService
 
         with JudgeService(config, keep_warm=True) as service:
             for index, verdict in service.judge_many([folder for _, folder in items]):
@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("judge-service-bench"))
     args = parser.parse_args(argv)
 
-    from cuda_agent.judge.build import BuildConfig
     from cuda_agent.judge.config import JudgeConfig
-    from cuda_agent.judge.toolchain import default_arch
+    from cuda_agent.judge.trusted.build import BuildConfig
+    from cuda_agent.judge.trusted.toolchain import default_arch
 
     args.out.mkdir(parents=True, exist_ok=True)
     config = JudgeConfig(build=BuildConfig(arch=default_arch()))
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         judge_locally(variants(pool, len(pool), root, "warm"), config, args.build_only, args.workers)
         aa_idle: list[float] = []
         if not args.build_only:
-            from cuda_agent.judge.service import JudgeService
+            from cuda_agent.judge.decide.service import JudgeService
 
             base = next(folder for name, folder, _ in pool if name == args.aa_example)
             with JudgeService(config, keep_warm=True) as service:

@@ -210,7 +210,7 @@ def phase_sequential(service: Any, journal: Journal, phase: str, label: str,
 
 
 def phase_cold_build(examples: dict[str, Path], variants: Path) -> list[dict[str, Any]]:
-    from cuda_agent.judge.build import BuildConfig, build_extension
+    from cuda_agent.judge.trusted.build import BuildConfig, build_extension
 
     records = []
     for i, (name, path) in enumerate(examples.items()):
@@ -320,7 +320,7 @@ def main() -> int:
     os.environ["CUDA_AGENT_CACHE"] = str(cache)  # objects, baselines and anything else the judge caches
     try:
         from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-        from cuda_agent.judge.service import JudgeService
+        from cuda_agent.judge.decide.service import JudgeService
     except ImportError as exc:
         print(f"FAIL: the judge service is not importable: {exc}", file=sys.stderr)
         return 2

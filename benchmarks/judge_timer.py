@@ -20,7 +20,7 @@ from pathlib import Path
 def copy_bandwidth(gib: int = 1) -> float:
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     n = gib << 30
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
@@ -42,8 +42,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    from cuda_agent.judge.api import judge
     from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.entry import judge
 
     bandwidth = copy_bandwidth()
     print(

@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 
-from cuda_agent.judge import precision  # noqa: E402
-from cuda_agent.judge.audit import make_parameters_matter, vary_constant_state  # noqa: E402
-from cuda_agent.judge.compare import Tolerance  # noqa: E402
+from cuda_agent.judge.candidate.inputs import draw_inputs  # noqa: E402
 from cuda_agent.judge.config import JudgeConfig  # noqa: E402
-from cuda_agent.judge.inputs import draw_inputs  # noqa: E402
+from cuda_agent.judge.trusted import precision  # noqa: E402
+from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state  # noqa: E402
+from cuda_agent.judge.trusted.compare import Tolerance  # noqa: E402
 from cuda_agent.task import Task, build_model, flatten_tensors, import_task_module  # noqa: E402
 
 

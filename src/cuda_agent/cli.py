@@ -73,8 +73,7 @@ EXIT_MISSING_TOOL = 3
 
 def _missing_tool(error: BaseException) -> str | None:
     """The message for an error that means "install X", wherever in a command it surfaced, else None."""
-    from cuda_agent.judge.config import JudgeUnavailable
-    from cuda_agent.judge.toolchain import ToolchainError
+    from cuda_agent.judge import JudgeUnavailable, ToolchainError
 
     seen: set[int] = set()
     while error is not None and id(error) not in seen:  # a worker's error may arrive wrapped

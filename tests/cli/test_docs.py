@@ -48,7 +48,7 @@ def test_the_license_pyproject_declares_is_there() -> None:
 
 
 def test_the_verdict_doc_shows_every_field_of_the_schema() -> None:
-    from cuda_agent.judge.verdict import Timing, Verdict
+    from cuda_agent.judge.decide.verdict import Timing, Verdict
 
     text = (DOCS / "verdict.md").read_text()
     for cls in (Verdict, Timing):

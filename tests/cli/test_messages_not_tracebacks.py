@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.cli import main
-from cuda_agent.judge import toolchain
+from cuda_agent.judge.trusted import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 

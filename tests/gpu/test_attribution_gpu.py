@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.build import BuildConfig, build_extension
-from cuda_agent.judge.coverage import COPY_ACTIVITY, binary_attribution, coverage_report, normalise
+from cuda_agent.judge.decide.coverage import COPY_ACTIVITY, binary_attribution, coverage_report, normalise
+from cuda_agent.judge.trusted.build import BuildConfig, build_extension
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.gpu
@@ -30,7 +30,7 @@ def _load(case: str, tmp_path: Path):
 def test_profiled_kernel_names_match_the_binary(tmp_path: Path) -> None:
     import torch
 
-    from cuda_agent.judge.kernel_trace import traced
+    from cuda_agent.judge.candidate.kernel_trace import traced
 
     module, path = _load("tests/adversarial/00_honest_macro_kernel_name", tmp_path)
     names, reserved = binary_attribution(path)
@@ -49,7 +49,7 @@ def test_profiled_kernel_names_match_the_binary(tmp_path: Path) -> None:
 def test_pitched_copies_are_reported_as_copies(tmp_path: Path) -> None:
     import torch
 
-    from cuda_agent.judge.kernel_trace import traced
+    from cuda_agent.judge.candidate.kernel_trace import traced
 
     module, path = _load("tests/adversarial/00_honest_memcpy2d_concat", tmp_path)
     a, b = torch.randn(256, 128, device="cuda"), torch.randn(256, 128, device="cuda")
@@ -65,8 +65,8 @@ def test_tracing_inside_the_op_gate_records_no_op(tmp_path: Path) -> None:
     """The candidate worker traces forward inside the op gate: the profiler itself must dispatch nothing."""
     import torch
 
-    from cuda_agent.judge.kernel_trace import traced
-    from cuda_agent.judge.opgate import OpGate
+    from cuda_agent.judge.candidate.kernel_trace import traced
+    from cuda_agent.judge.candidate.opgate import OpGate
 
     module, _ = _load("tests/adversarial/00_honest_inc_kernel_body", tmp_path)
     x = torch.randn(4096, 256, device="cuda")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cuda_agent.judge.build import BuildConfig
 from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.trusted.build import BuildConfig
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.gpu
@@ -41,7 +41,7 @@ def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
 
 
 def judge_all(folder: Path, name: str) -> list[str]:
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     cases = sorted(p.parent for p in folder.glob("*/expected.json"))
     assert cases, f"no {folder}/*/expected.json"
@@ -83,7 +83,7 @@ def test_adversarial_suite_cheats_rejected_honest_accepted() -> None:
 def test_timer_sees_full_copy_bandwidth() -> None:
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     n = 1 << 30  # 1 GiB in, 1 GiB out
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
@@ -113,7 +113,7 @@ def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path)
     crashing candidate in between changes nothing for the next one, and warm latency is a few seconds."""
     import time
 
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"))
     with JudgeService(config) as service:
@@ -137,7 +137,7 @@ def test_inputs_fallback_to_files_when_a_seed_does_not_reproduce_them(tmp_path: 
     """Normally the candidate worker draws its inputs from the seeds; a task whose get_inputs() reads a
     clock draws differently there, and the judgment switches to input files without changing the verdict
     (softmax is shift-invariant, so the clock's offset leaves the right answer well defined)."""
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     seeded = _variant("row_softmax", tmp_path, "seeded")
     clocked = _variant("row_softmax", tmp_path, "clocked")

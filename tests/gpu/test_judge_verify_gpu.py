@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.build import BuildConfig
 from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.trusted.build import BuildConfig
 
 ROOT = Path(__file__).parents[2]
 SUITE = ROOT / "tests" / "adversarial"
@@ -68,7 +68,7 @@ def _meets(expected: dict, verdict: dict) -> bool:
 
 @pytest.fixture(scope="module")
 def verdicts() -> dict[str, dict]:
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     cases = [folder(name) for name in REASONS]
     config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
@@ -111,9 +111,9 @@ def test_reference_worker_redraws_a_timed_call_and_audits_it(tmp_path: Path) -> 
     """The reference worker on its own: prepare a task, then check one 'timed call' from its seed."""
     import torch
 
-    from cuda_agent.judge import tensorfile
-    from cuda_agent.judge.inputs import draw_inputs
-    from cuda_agent.judge.reference_worker import ReferenceWorker
+    from cuda_agent.judge.candidate.inputs import draw_inputs
+    from cuda_agent.judge.common import tensorfile
+    from cuda_agent.judge.trusted.reference_worker import ReferenceWorker
     from cuda_agent.task import Task, import_task_module
 
     task = SUITE / "07_honest_gated_residual" / "model.py"

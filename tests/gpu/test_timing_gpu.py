@@ -22,7 +22,7 @@ def _median(sampler, rounds: int = 4, samples: int = 10) -> float:
 def _sleep_ms() -> float:
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     sampler = Sampler(lambda: torch.cuda._sleep(SLEEP_CYCLES), [[]])
     sampler.warmup()
@@ -32,7 +32,7 @@ def _sleep_ms() -> float:
 def test_pad_kernel_fills_every_sm() -> None:
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     sampler = Sampler(lambda: None, [[]])
     assert sampler.kernel is not None, "the whole-GPU pad kernel did not load (driver API unavailable?)"
@@ -46,7 +46,7 @@ def test_side_stream_work_cannot_hide_under_the_flush() -> None:
     call timed behind an ordinary flush (zero_ + a one-thread sleep) hides most of it: the test can fail."""
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     side = torch.cuda.Stream()
 
@@ -71,7 +71,7 @@ def test_unjoined_side_stream_tail_is_charged() -> None:
     """Work left running on another stream after the end event is charged (device-wide `after` event)."""
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     side = torch.cuda.Stream()
 
@@ -93,7 +93,7 @@ def test_host_launch_overhead_is_hidden_up_to_the_pad() -> None:
     """A call that spends 150 us on the host before launching a tiny kernel is timed by the kernel."""
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     x = torch.zeros(1024, device="cuda")
 
@@ -113,7 +113,7 @@ def test_host_launch_overhead_is_hidden_up_to_the_pad() -> None:
 def test_a_a_same_kernel_twice_agrees_within_two_percent() -> None:
     import torch
 
-    from cuda_agent.judge.timing import Sampler
+    from cuda_agent.judge.candidate.sampler import Sampler
 
     x = torch.randn(4096, 4096, device="cuda")
     a, b = Sampler(lambda t: t * 1.5 + 0.25, [[x]]), Sampler(lambda t: t * 1.5 + 0.25, [[x]])
@@ -130,7 +130,7 @@ def test_a_a_same_kernel_twice_agrees_within_two_percent() -> None:
 
 def test_drain_probe_sees_another_process_keep_the_gpu_busy() -> None:
     """GPU work of another context (a frozen candidate's queued kernels, a helper process) is seen."""
-    from cuda_agent.judge.timing import drain_probe
+    from cuda_agent.judge.candidate.sampler import drain_probe
 
     idle = drain_probe(None, timeout_s=2.0)
     assert idle["drained"] and idle["busy_ms"] < 5, idle
@@ -157,7 +157,7 @@ def test_fresh_compile_builds_are_distinct_and_timed() -> None:
     """Each torch.compile build of the reference worker compiles afresh and stays valid."""
     import torch
 
-    from cuda_agent.judge.reference_worker import compile_build, fresh_compiles
+    from cuda_agent.judge.trusted.reference_worker import compile_build, fresh_compiles
 
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()).cuda().eval()
     x = torch.randn(64, 256, device="cuda")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge import authkey
-from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
+from cuda_agent.judge.trusted import authkey
+from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
 
 KEY = b"k" * 32
 
@@ -114,7 +114,7 @@ def test_process_key_is_not_in_the_environment_and_memory_is_closed(tmp_path: Pa
     process of the same user cannot read its memory through /proc/PID/mem."""
     code = (
         "import os, sys, subprocess\n"
-        "from cuda_agent.judge import authkey\n"
+        "from cuda_agent.judge.trusted import authkey\n"
         "key = authkey.process_key()\n"
         "child = subprocess.run([sys.executable, '-c', 'import os,sys; print(open(f\"/proc/{os.getppid()}/status\").read())'],"
         " capture_output=True, text=True, env={**os.environ})\n"

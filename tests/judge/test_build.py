@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge import build as build_module
-from cuda_agent.judge.build import (
+from cuda_agent.judge.trusted import build as build_module
+from cuda_agent.judge.trusted.build import (
     BuildConfig,
     SubmissionError,
     build_extension,
@@ -21,7 +21,7 @@ from cuda_agent.judge.build import (
     stage_submission,
     trim_compiler_output,
 )
-from cuda_agent.judge.toolchain import discover
+from cuda_agent.judge.trusted.toolchain import discover
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 

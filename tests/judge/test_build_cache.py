@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.cli import main
-from cuda_agent.judge import cache
-from cuda_agent.judge.build import BuildConfig, build_extension
+from cuda_agent.judge.trusted import cache
+from cuda_agent.judge.trusted.build import BuildConfig, build_extension
 
 SMALL_BINDING = """
 #include "../binding_registry.h"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cuda_agent.judge.compare import Tolerance, compare_tensor, degenerate_baselines
-from cuda_agent.judge.timing import median_rse, ratio_with_bound, stat_of
+from cuda_agent.judge.decide.stats import median_rse, ratio_with_bound, stat_of
+from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenerate_baselines
 
 TOL = Tolerance()
 
@@ -85,7 +85,7 @@ def test_output_that_barely_varies_along_a_dimension_is_degenerate() -> None:
 
 
 def test_constant_parameters_and_buffers_are_varied() -> None:
-    from cuda_agent.judge.reference_worker import vary_constant_state
+    from cuda_agent.judge.trusted.reference_worker import vary_constant_state
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
     weight_before = model[0].weight.clone()

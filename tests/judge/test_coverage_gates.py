@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cuda_agent.judge.api import Judgment, Stop
 from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.decide.judgment import Judgment, Stop
 from cuda_agent.task import Task
 
 OURS = "void ew_kernel<4>(float const*, float*, long)"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.cli import main
-from cuda_agent.judge.verdict import STAGES, Status, Verdict, failed_stage, stage_outcomes
+from cuda_agent.judge.decide.verdict import STAGES, Status, Verdict, failed_stage, stage_outcomes
 from cuda_agent.task import load_task
 from cuda_agent.workspace import materialize
 

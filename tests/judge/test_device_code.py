@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.coverage import binary_attribution, coverage_report
-from cuda_agent.judge.device_code import imported_symbols, kernels, qualified_name, reserved_kernels
+from cuda_agent.judge.decide.coverage import binary_attribution, coverage_report
+from cuda_agent.judge.trusted.device_code import imported_symbols, kernels, qualified_name, reserved_kernels
 
 SOURCE = r"""
 #include <cuda_runtime.h>
@@ -81,7 +81,7 @@ def test_qualified_names() -> None:
 
 
 def test_a_file_that_is_not_elf_is_an_error(tmp_path: Path) -> None:
-    from cuda_agent.judge.device_code import DeviceCodeError
+    from cuda_agent.judge.trusted.device_code import DeviceCodeError
 
     bad = tmp_path / "x.so"
     bad.write_bytes(b"not an elf")

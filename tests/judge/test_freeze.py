@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.freeze import ProcessTree, create_cgroup
+from cuda_agent.judge.trusted.freeze import ProcessTree, create_cgroup
 
 TREE = r"""
 import os, sys, time

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from cuda_agent.judge.inputs import draw_inputs, fingerprint
+from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.task import Task, import_task_module
 
 SEEDED_TASK = """
@@ -47,7 +47,7 @@ def _print_in_fresh_process(tmp_path: Path, source: str, seed: int) -> str:
         import torch
         torch.randn(1000)  # generator state used before: the draw must not depend on it
         from pathlib import Path
-        from cuda_agent.judge.inputs import draw_inputs, fingerprint
+        from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
         from cuda_agent.task import Task, import_task_module
         path = Path({str(tmp_path / "model.py")!r})
         module = import_task_module(Task(name="model", source=path.read_text(), path=path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from cuda_agent.judge.opgate import OpGate
+from cuda_agent.judge.candidate.opgate import OpGate
 
 
 def test_allocation_and_views_are_allowed() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.channel import WorkerHandle
-from cuda_agent.judge.pool import WorkerPool, judges_dir, kill_strays, machine_dir, register_judge
-from cuda_agent.judge.service import split_cpus
+from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.decide.service import split_cpus
+from cuda_agent.judge.trusted.pool import WorkerPool, judges_dir, kill_strays, machine_dir, register_judge
 
 
 @pytest.fixture
@@ -70,8 +70,8 @@ def test_a_reference_worker_is_retired_when_the_judgment_raises(pool: WorkerPool
 
 
 def test_a_verdict_against_the_candidate_keeps_the_reference_worker(pool: WorkerPool) -> None:
-    from cuda_agent.judge.api import Stop
-    from cuda_agent.judge.verdict import Status, failure
+    from cuda_agent.judge.decide.judgment import Stop
+    from cuda_agent.judge.decide.verdict import Status, failure
 
     with pytest.raises(Stop), pool.reference("task-a") as slot:
         pid = slot.worker.pid
@@ -172,11 +172,11 @@ def _state(pid: str) -> str:
 
 
 def test_send_and_receive_split_a_call_and_replies_must_match_their_request(tmp_path: Path) -> None:
-    from cuda_agent.judge.channel import WorkerFailure
-    from cuda_agent.judge.procs import scrubbed_env
+    from cuda_agent.judge.common.channel import WorkerFailure
+    from cuda_agent.judge.common.procs import scrubbed_env
 
     worker = WorkerHandle(
-        "cuda_agent.judge.candidate_worker", log_path=tmp_path / "w.log", env=scrubbed_env(), cwd=tmp_path
+        "cuda_agent.judge.candidate.worker", log_path=tmp_path / "w.log", env=scrubbed_env(), cwd=tmp_path
     )
     try:
         request = worker.send("warm", gpu=False)
@@ -195,9 +195,9 @@ def test_judge_many_returns_every_build_failure_with_its_index(
     own index, and the bound on waiting submissions never blocks the batch (one build worker)."""
     import shutil
 
-    from cuda_agent.judge import service as service_module
     from cuda_agent.judge.config import JudgeConfig
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide import service as service_module
+    from cuda_agent.judge.decide.service import JudgeService
 
     monkeypatch.setattr(service_module, "require_gpu", lambda: None)
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cuda_agent.judge.reward import milestone_reward
-from cuda_agent.judge.verdict import Environment, Stat, Status, Timing, Verdict, failure
+from cuda_agent.judge.decide.reward import milestone_reward
+from cuda_agent.judge.decide.verdict import Environment, Stat, Status, Timing, Verdict, failure
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cuda_agent.judge.sandbox import candidate_sandbox
+from cuda_agent.judge.trusted.sandbox import candidate_sandbox
 
 
 def test_protections_are_reported() -> None:

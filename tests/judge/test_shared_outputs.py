@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from cuda_agent.judge.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.tensorfile import TensorFileError
+from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
+from cuda_agent.judge.common.tensorfile import TensorFileError
 
 LIMIT = 64 << 20
 
@@ -24,8 +24,8 @@ LIMIT = 64 << 20
 WRITER = textwrap.dedent("""
     import fcntl, json, mmap, os, sys
     import torch
-    from cuda_agent.judge.shared_outputs import OutputBuffers
-    from cuda_agent.judge import tensorfile
+    from cuda_agent.judge.common.shared_outputs import OutputBuffers
+    from cuda_agent.judge.common import tensorfile
     buffers = OutputBuffers()
     keep = []
     for line in sys.stdin:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.coverage import coverage_report
-from cuda_agent.judge.static_checks import check_kernel_sources, check_model_new
+from cuda_agent.judge.decide.coverage import coverage_report
+from cuda_agent.judge.trusted.static_checks import check_kernel_sources, check_model_new
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -123,7 +123,7 @@ def test_coverage_share_attributes_by_exact_binary_names() -> None:
     aten_gemm = coverage_report({"void at::native::cutlass_gemm_kernel<float>(float*)": 10.0}, names, {"addmm"})
     assert aten_gemm.share == 0.0
     # cuBLAS kernels count only for a submission whose own objects call cuBLAS (else ATen launched them)
-    from cuda_agent.judge.coverage import linked_libraries
+    from cuda_agent.judge.decide.coverage import linked_libraries
 
     assert linked_libraries({"kernels/g.cpp": {"cublasSgemm_v2", "cudaMalloc"}}) == {"cublas"}
     by_aten = coverage_report(kernels, names, {"addmm"}, libraries=linked_libraries({"kernels/k.cu": {"cudaMalloc"}}))
@@ -263,7 +263,7 @@ def test_gemv_needs_a_matrix_product_and_streams_must_be_joined(tmp_path: Path) 
 
 
 def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
-    from cuda_agent.judge.static_checks import check_imports
+    from cuda_agent.judge.trusted.static_checks import check_imports
 
     honest = {"kernels/a_binding.cpp": {"PyObject_SetAttrString", "PyGILState_Ensure", "cudaLaunchKernel"}}
     assert check_imports(honest, {"relu"}) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cuda_agent.judge import tensorfile
+from cuda_agent.judge.common import tensorfile
 
 
 def test_round_trip_keeps_values_strides_and_structure(tmp_path: Path) -> None:

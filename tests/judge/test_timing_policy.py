@@ -1,4 +1,4 @@
-"""The parent's half of the timing protocol (timing.py), on plain numbers: the host-clock bound, the
+"""The parent's half of the timing protocol (decide/stats.py, candidate/sampler.py), on plain numbers: the host-clock bound, the
 baseline spread, the reward margin, the pad length."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ import statistics
 
 import pytest
 
-from cuda_agent.judge import timing
-from cuda_agent.judge.reward import milestone_reward
-from cuda_agent.judge.timing import HostClock, baseline_spread, pad_for, reward_threshold, round_time
+from cuda_agent.judge.candidate import sampler
+from cuda_agent.judge.candidate.sampler import pad_for
+from cuda_agent.judge.decide import stats
+from cuda_agent.judge.decide.reward import milestone_reward
+from cuda_agent.judge.decide.stats import HostClock, baseline_spread, reward_threshold, round_time
 
 
 def _reference_rounds(seed: int = 0, overhead: float = 0.08, jitter: float = 0.002) -> list:
@@ -58,7 +60,7 @@ def test_baseline_spread_is_the_relative_iqr_of_round_medians() -> None:
 def test_reward_threshold_adds_the_spread_as_margin() -> None:
     assert reward_threshold(0.0) == pytest.approx(1.05)
     assert reward_threshold(0.04) == pytest.approx(1.05 * 1.04)
-    assert reward_threshold(5.0) == pytest.approx(1.05 * (1 + timing.MAX_SPREAD_MARGIN))  # capped
+    assert reward_threshold(5.0) == pytest.approx(1.05 * (1 + stats.MAX_SPREAD_MARGIN))  # capped
     assert reward_threshold(-1.0) == pytest.approx(1.05)
 
 
@@ -74,10 +76,10 @@ def test_reward_with_margin_needs_more_than_the_spread() -> None:
 
 
 def test_pad_covers_the_host_enqueue_time_within_bounds() -> None:
-    assert pad_for(0.0) == timing.PAD_MIN_MS
-    assert pad_for(0.1) == pytest.approx(timing.PAD_FACTOR * 0.1 + timing.PAD_EXTRA_MS)
+    assert pad_for(0.0) == sampler.PAD_MIN_MS
+    assert pad_for(0.1) == pytest.approx(sampler.PAD_FACTOR * 0.1 + sampler.PAD_EXTRA_MS)
     assert pad_for(0.1) > 0.1
-    assert pad_for(100.0) == timing.PAD_MAX_MS
+    assert pad_for(100.0) == sampler.PAD_MAX_MS
 
 
 def test_round_time_is_the_same_rule_for_every_contender() -> None:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from cuda_agent.judge.api import Judgment, Stop
 from cuda_agent.judge.config import JudgeConfig, TimingConfig
-from cuda_agent.judge.freeze import ProcessTree, _stat_fields
-from cuda_agent.judge.pool import ReferenceSlot
-from cuda_agent.judge.verdict import Environment
+from cuda_agent.judge.decide.judgment import Judgment, Stop
+from cuda_agent.judge.decide.verdict import Environment
+from cuda_agent.judge.trusted.freeze import ProcessTree, _stat_fields
+from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
 CALLS = 10

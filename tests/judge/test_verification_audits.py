@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import torch
 
-from cuda_agent.judge import layout, precision
-from cuda_agent.judge.audit import (
+from cuda_agent.judge.candidate import aliasing
+from cuda_agent.judge.trusted import layout, precision
+from cuda_agent.judge.trusted.audit import (
     differs,
     inputs_that_do_not_matter,
     make_parameters_matter,
     vary_constant_state,
 )
-from cuda_agent.judge.compare import Tolerance, degenerate_baselines
-from cuda_agent.judge.reference_worker import judge_outputs
+from cuda_agent.judge.trusted.compare import Tolerance, degenerate_baselines
+from cuda_agent.judge.trusted.reference_worker import judge_outputs
 
 TOL = Tolerance()
 
@@ -134,18 +135,18 @@ def test_views_and_aliases_are_refused_unless_the_reference_has_them() -> None:
     ref = x.t().contiguous()  # the task materialises the transpose
     view = x.t()
     assert judge_outputs([ref], [view], TOL, None, None, None, None)["match"], "values alone pass"
-    decided = judge_outputs([ref], [view], TOL, [[]], layout.aliases([view], [x]), None, None)
+    decided = judge_outputs([ref], [view], TOL, [[]], aliasing.aliases([view], [x]), None, None)
     assert not decided["match"] and "strides" in decided["reason"]
     same = x.clone()  # an identity-like task whose reference copies
-    alias = judge_outputs([same], [x], TOL, [[]], layout.aliases([x], [x]), None, None)
+    alias = judge_outputs([same], [x], TOL, [[]], aliasing.aliases([x], [x]), None, None)
     assert not alias["match"] and "input 0" in alias["reason"]
     # Where the reference itself returns a view of its input, so may the candidate.
-    allowed = judge_outputs([x], [x], TOL, layout.aliases([x], [x]), layout.aliases([x], [x]), None, None)
+    allowed = judge_outputs([x], [x], TOL, aliasing.aliases([x], [x]), aliasing.aliases([x], [x]), None, None)
     assert allowed["match"]
     # Two outputs in one buffer, where the reference's do not share memory.
     buf = torch.randn(2, 10)
     both = judge_outputs([buf[0].clone(), buf[0].clone()], [buf[0], buf[0]], TOL, [[], []],
-                         layout.aliases([buf[0], buf[0]], []), None, None)  # fmt: skip
+                         aliasing.aliases([buf[0], buf[0]], []), None, None)  # fmt: skip
     assert not both["match"] and "output 1" in both["reason"]
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cuda_agent.judge.api import Judgment, Stop
-from cuda_agent.judge.channel import WorkerFailure
+from cuda_agent.judge.common.channel import WorkerFailure
 from cuda_agent.judge.config import JudgeConfig
-from cuda_agent.judge.pool import ReferenceSlot
+from cuda_agent.judge.decide.judgment import Judgment, Stop
+from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
 

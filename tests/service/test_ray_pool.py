@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.judge.build import BuildConfig
 from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.trusted.build import BuildConfig
 from cuda_agent.service.jobs import JobQueue
 from cuda_agent.service.store import Store
 from cuda_agent.service.submission import from_json

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_honest_example_over_http_matches_the_local_judge(tmp_path: Path) -> None:
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge.decide.service import JudgeService
 
     example = ROOT / "examples" / "elementwise_chain"
     with JudgeService() as service:

@@ -22,7 +22,7 @@ from cuda_agent.agent.prompts import system_prompt, task_prompt
 from cuda_agent.agent.tools import ToolBox, ToolContext, build_sandbox
 from cuda_agent.agent.tools.sandbox import EPISODE_CACHE
 from cuda_agent.agent.trajectory import TrajectoryWriter
-from cuda_agent.judge.cache import prepare_episode_cache
+from cuda_agent.judge import prepare_episode_cache
 from cuda_agent.task import Task
 from cuda_agent.workspace import materialize
 

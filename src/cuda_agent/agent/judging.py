@@ -45,8 +45,7 @@ class LocalJudge:
         self.lock = lock or threading.Lock()
 
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
-        from cuda_agent.judge.api import judge
-        from cuda_agent.judge.config import JudgeUnavailable
+        from cuda_agent.judge import JudgeUnavailable, judge
 
         try:
             with self.lock:

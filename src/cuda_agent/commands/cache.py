@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def _roots(args: argparse.Namespace) -> dict[str, Path]:
-    from cuda_agent.judge.cache import cache_root, default_shared_root, episode_caches
+    from cuda_agent.judge import cache_root, default_shared_root, episode_caches
 
     if args.root:
         roots = {f"root:{r}": r for r in args.root}
@@ -51,7 +51,7 @@ def _roots(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cuda_agent.judge import cache
+    from cuda_agent.judge.trusted import cache
 
     if args.runs and not args.runs.is_dir():
         print(f"error: --runs {args.runs} is not a folder", file=sys.stderr)
@@ -92,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _warm(args: argparse.Namespace, roots: dict[str, Path]) -> int:
-    from cuda_agent.judge.cache import default_shared_root, warm_shared
-    from cuda_agent.judge.toolchain import ToolchainError
+    from cuda_agent.judge import ToolchainError, default_shared_root, warm_shared
 
     target = args.root[0] if args.root else default_shared_root()
     print(f"warming {target} (the first time this compiles the precompiled header: about a minute)",

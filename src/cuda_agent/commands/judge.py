@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cuda_agent.commands.render import verdict_table
-from cuda_agent.judge.verdict import Verdict
+from cuda_agent.judge import Verdict
 
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -54,9 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cuda_agent.judge.build import BuildConfig
-    from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-    from cuda_agent.judge.toolchain import default_arch
+    from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
     from cuda_agent.task import TaskError, load_task
 
     for path in args.submissions:
@@ -77,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         cpu_build = dataclasses.replace(build, private_judge_binding=False)
         cpu_config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=cpu_build)
         return _build_only(args.submissions, task, cpu_config, args)
-    from cuda_agent.judge.service import JudgeService
+    from cuda_agent.judge import JudgeService
 
     config = JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
@@ -168,8 +166,7 @@ class Progress:
 
 def _build_only(submissions: list[Path], task: object, config: object, args: argparse.Namespace) -> int:
     """CPU checks of every folder, `--build-workers` at a time; verdicts in the order given."""
-    from cuda_agent.judge.cpu_checks import check_on_cpu, default_workers
-    from cuda_agent.judge.verdict import Status
+    from cuda_agent.judge import Status, check_on_cpu, default_workers
 
     workers = max(1, min(len(submissions), args.build_workers or default_workers()))
     progress = Progress(len(submissions))

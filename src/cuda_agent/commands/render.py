@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cuda_agent.judge.verdict import Verdict
+from cuda_agent.judge import Verdict
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -53,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"error: {exc.name} is not installed: pip install 'cuda-agent[service]'", file=sys.stderr)
         return 2
-    from cuda_agent.judge.build import BuildConfig
-    from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-    from cuda_agent.judge.toolchain import default_arch
+    from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
     from cuda_agent.service.auth import AuthConfigError, Tokens
     from cuda_agent.service.jobs import JobQueue
     from cuda_agent.service.store import Store

@@ -299,8 +299,7 @@ class Runner:
     def warm_shared_cache(self) -> None:
         """Put the judge's precompiled header into the machine's shared cache (once per machine and
         toolchain), which every episode's builds read in place instead of each making its own ~570 MB."""
-        from cuda_agent.judge.cache import warm_shared
-        from cuda_agent.judge.toolchain import ToolchainError
+        from cuda_agent.judge import ToolchainError, warm_shared
 
         self.say("shared build cache: checking (the first time on a machine it compiles the PCH, about a minute)")
         try:

@@ -1,12 +1,16 @@
-"""Judge settings, with the defaults of CUDA Agent (atol = rtol = 1e-2, five input sets)."""
+"""Judge settings, with the defaults of CUDA Agent (atol = rtol = 1e-2, five input sets).
+
+Trust boundary: read by the parent. The candidate worker gets only the numbers a command needs (how many
+samples a round has), never the tolerances, thresholds or which calls are checked.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuda_agent.judge.build import BuildConfig
-from cuda_agent.judge.procs import GIB
+from cuda_agent.judge.common.procs import GIB
+from cuda_agent.judge.trusted.build import BuildConfig
 
 
 class JudgeUnavailable(RuntimeError):

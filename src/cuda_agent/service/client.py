@@ -123,7 +123,7 @@ class RemoteJudge:
 
     @staticmethod
     def _verdict(record: dict[str, Any]) -> Any:
-        from cuda_agent.judge.verdict import Status, failure
+        from cuda_agent.judge import Status, failure
         from cuda_agent.service.wire import verdict_from_dict
 
         if record["status"] == JUDGE_ERROR or record.get("verdict") is None:

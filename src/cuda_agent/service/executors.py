@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cuda_agent.agent.judging import JUDGE_ERROR
-from cuda_agent.judge.config import JudgeConfig
-from cuda_agent.judge.verdict import Verdict
+from cuda_agent.judge import JudgeConfig, Verdict
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import Task
 
@@ -79,7 +78,7 @@ class BuildOnlyExecutor:
         self._pool.submit(self._run, job)
 
     def _run(self, job: Job) -> None:
-        from cuda_agent.judge.cpu_checks import check_on_cpu
+        from cuda_agent.judge import check_on_cpu
 
         with self._lock:
             self._running += 1
@@ -105,7 +104,7 @@ class LocalExecutor:
 
     def __init__(self, config: JudgeConfig | None = None, devices: list[int] | None = None,
                  build_workers: int | None = None) -> None:  # fmt: skip
-        from cuda_agent.judge.service import JudgeService
+        from cuda_agent.judge import JudgeService
 
         self.service = JudgeService(config, devices=devices, build_workers=build_workers, keep_warm=True)
         self.lanes = len(self.service.pools)

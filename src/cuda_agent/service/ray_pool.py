@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+from cuda_agent.judge import JudgeConfig, JudgeUnavailable
 from cuda_agent.service.executors import Job, Report, judge_error, outcome_of
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import Task, TaskError, load_task
@@ -56,13 +56,13 @@ def build_on_cpu(blob: bytes, config: JudgeConfig, build_only: bool) -> dict[str
         folder = Path(tmp) / "submission"
         task = _lay_out(blob, folder)
         if build_only:
-            from cuda_agent.judge.cpu_checks import check_on_cpu
+            from cuda_agent.judge import check_on_cpu
 
             verdict, result = check_on_cpu(folder, task, config, out_dir=Path(tmp) / "build")
             module = result.module_path.read_bytes() if result and result.ok and result.module_path else None
             return {"node": node, "module": module, "record": {"cpu_outcome": outcome_of(verdict)}}
-        from cuda_agent.judge.api import Judgment
-        from cuda_agent.judge.service import _resolve_task
+        from cuda_agent.judge import Judgment
+        from cuda_agent.judge.decide.service import _resolve_task
 
         resolved, failed = _resolve_task(folder, task)
         if failed is not None:
@@ -89,7 +89,7 @@ class JudgeLane:
         self.node = ray.get_runtime_context().get_node_id()
         self.service = None
         if not build_only:
-            from cuda_agent.judge.service import JudgeService
+            from cuda_agent.judge import JudgeService
 
             self.service = JudgeService(config, keep_warm=True)
             self.service.start()
@@ -104,7 +104,7 @@ class JudgeLane:
                 checks = outcome["verdict"].setdefault("checks", {})
                 checks["shipped_extension"] = {"bytes": len(module), "sha256": hashlib.sha256(module).hexdigest()}
             return {"node": self.node, "outcome": outcome}
-        from cuda_agent.judge.api import Judgment, Stop
+        from cuda_agent.judge import Judgment, Stop
 
         with tempfile.TemporaryDirectory(prefix="cuda-agent-ray-lane-") as tmp:
             folder = Path(tmp) / "submission"
@@ -125,7 +125,7 @@ class JudgeLane:
 def _adopt_build(judgment: Any, module: bytes | None, record: dict[str, Any]) -> None:
     """Leave `judgment` as its own `build()` would have: the static checks and the build ran on the build
     node over the same files; `Judgment.adopt_build` checks the shipped binary again here and takes it."""
-    from cuda_agent.judge.build import MODULE_NAME
+    from cuda_agent.judge import MODULE_NAME
 
     assert module is not None
     target = judgment.scratch / "build" / f"{MODULE_NAME}.so"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cuda_agent.judge.verdict import Environment, Stat, Status, Timing, Verdict
+from cuda_agent.judge import Environment, Stat, Status, Timing, Verdict
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

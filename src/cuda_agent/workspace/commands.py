@@ -10,10 +10,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from cuda_agent.judge.build import MODULE_NAME, BuildConfig
-from cuda_agent.judge.cache import shared_caches_from_env
-from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
-from cuda_agent.judge.toolchain import default_arch
+from cuda_agent.judge import (
+    MODULE_NAME,
+    BuildConfig,
+    JudgeConfig,
+    JudgeUnavailable,
+    default_arch,
+    shared_caches_from_env,
+)
 from cuda_agent.task import TaskError, load_task
 
 
@@ -21,8 +25,7 @@ def compile_main(root: Path = Path(".")) -> int:
     """Build kernels/ and check what the judge checks before it needs a GPU: model.py is a valid task,
     model_new.py and kernels/ pass the static checks, kernels/ builds. Exit 0 only when all of it passed;
     the module is installed whenever the build itself succeeded (so it can be tried while fixing the rest)."""
-    from cuda_agent.judge.cpu_checks import check_on_cpu
-    from cuda_agent.judge.verdict import Status
+    from cuda_agent.judge import Status, check_on_cpu
 
     # The agent's own check: no verdict trusts this build, so the judge's binding.cpp object may come from
     # the shared cache too (the final judgment compiles its own).
@@ -54,7 +57,7 @@ def compile_main(root: Path = Path(".")) -> int:
 
 
 def _judge(root: Path, timed: bool) -> int:
-    from cuda_agent.judge.api import judge
+    from cuda_agent.judge import judge
 
     try:
         task = load_task(root / "model.py")
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in commands:
         print(f"usage: python -m cuda_agent.workspace.commands {{{','.join(commands)}}}", file=sys.stderr)
         return 2
-    from cuda_agent.judge.toolchain import ToolchainError
+    from cuda_agent.judge import ToolchainError
 
     try:
         return commands[argv[0]]()

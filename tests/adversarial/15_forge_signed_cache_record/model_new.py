@@ -1,8 +1,8 @@
 """CHEAT (family 15, forging the judge's baseline cache, signature included): the judge now authenticates
 baseline records with an HMAC, so this submission tries to sign its forgery too. At import it rebuilds
 the cache key of its own task (task source from the judge's scratch, environment from torch and /proc,
-key recipe from cuda_agent.judge.baselines), then looks for the judge's key: the per-machine key file
-(cuda_agent.judge.authkey.machine_key), else the process key of *its own* process (what authkey hands a
+key recipe from cuda_agent.judge.trusted.baselines), then looks for the judge's key: the per-machine key file
+(cuda_agent.judge.trusted.authkey.machine_key), else the process key of *its own* process (what authkey hands a
 process that cannot read the file). It writes a record, signed with whatever key it got, claiming that
 eager and torch.compile take 50 ms per call.
 
@@ -15,10 +15,9 @@ Contained: writes only its own task's record (own copy of the task).
 import hashlib
 from pathlib import Path
 
+import cuda_extension
 import torch
 import torch.nn as nn
-
-import cuda_extension
 
 _FAKE_MS = 50.0
 
@@ -29,7 +28,7 @@ def _cache_dirs() -> list:
     import os
     import pwd
 
-    from cuda_agent.judge.baselines import default_cache_dir
+    from cuda_agent.judge.trusted.baselines import default_cache_dir
 
     dirs = [default_cache_dir()]
     for home in {pwd.getpwuid(os.getuid()).pw_dir, pwd.getpwuid(0).pw_dir}:  # this user, a root judge
@@ -41,10 +40,10 @@ def _cache_dirs() -> list:
 
 def _forge() -> None:
     try:
-        from cuda_agent.judge import authkey
-        from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
-        from cuda_agent.judge.reference_worker import _driver_version
-        from cuda_agent.judge.verdict import Environment
+        from cuda_agent.judge.decide.verdict import Environment
+        from cuda_agent.judge.trusted import authkey
+        from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
+        from cuda_agent.judge.trusted.reference_worker import _driver_version
     except Exception:
         return
     source = None

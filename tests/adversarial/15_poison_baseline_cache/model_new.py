@@ -13,19 +13,18 @@ judge is fixed and this case still scores high, delete the cached record (see RE
 import hashlib
 from pathlib import Path
 
+import cuda_extension
 import torch
 import torch.nn as nn
-
-import cuda_extension
 
 _FAKE_MS = 50.0
 
 
 def _poison() -> None:
     try:
-        from cuda_agent.judge.baselines import BaselineCache, BaselineRecord, cache_key
-        from cuda_agent.judge.reference_worker import _driver_version
-        from cuda_agent.judge.verdict import Environment
+        from cuda_agent.judge.decide.verdict import Environment
+        from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
+        from cuda_agent.judge.trusted.reference_worker import _driver_version
     except Exception:
         return
     source = None

@@ -12,10 +12,9 @@ import json
 import shutil
 from pathlib import Path
 
+import cuda_extension
 import torch
 import torch.nn as nn
-
-import cuda_extension
 
 
 def _cache_dirs() -> list:
@@ -24,7 +23,7 @@ def _cache_dirs() -> list:
     import os
     import pwd
 
-    from cuda_agent.judge.baselines import default_cache_dir
+    from cuda_agent.judge.trusted.baselines import default_cache_dir
 
     dirs = [default_cache_dir()]
     for home in {pwd.getpwuid(os.getuid()).pw_dir, pwd.getpwuid(0).pw_dir}:  # this user, a root judge
@@ -36,9 +35,9 @@ def _cache_dirs() -> list:
 
 def _replay() -> None:
     try:
-        from cuda_agent.judge.baselines import cache_key
-        from cuda_agent.judge.reference_worker import _driver_version
-        from cuda_agent.judge.verdict import Environment
+        from cuda_agent.judge.decide.verdict import Environment
+        from cuda_agent.judge.trusted.baselines import cache_key
+        from cuda_agent.judge.trusted.reference_worker import _driver_version
     except Exception:
         return
     source = None

@@ -1,0 +1,41 @@
+"""Which of a call's outputs share memory with its inputs or with each other (for the layout rule).
+
+Loaded in both workers. In the reference worker it computes the reference's own aliasing (a fact); in the
+candidate worker it computes the candidate's, which the parent passes to the reference worker as a
+**claim**: code in the candidate's process is the candidate's to patch. The rule itself is decided in the
+reference worker (`trusted/layout.py`); defence in depth only, see docs/design/trust_boundary.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int] | None:
+    """[start, end) byte range a tensor's elements reach, or None when it has none."""
+    if t.numel() == 0:
+        return None
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True))
+    start = t.data_ptr()
+    return start, start + span * t.element_size()
+
+
+def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
+
+
+def aliases(outputs: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
+    """For each output, the inputs ('input k') and other outputs ('output j') whose memory it overlaps."""
+    flat_inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
+    ranges_in = [(k, _extent(x), x.device) for k, x in enumerate(flat_inputs)]
+    ranges_out = [(_extent(t), t.device) for t in outputs]
+    found = []
+    for j, t in enumerate(outputs):
+        mine = ranges_out[j][0]
+        hits = [f"input {k}" for k, r, dev in ranges_in if dev == t.device and _overlap(mine, r)]
+        hits += [f"output {i}" for i, (r, dev) in enumerate(ranges_out)
+                 if i != j and dev == t.device and _overlap(mine, r)]  # fmt: skip
+        found.append(hits)
+    return found

@@ -1,0 +1,111 @@
+"""Task inputs drawn from a seed on the GPU, identically in the reference and the candidate worker.
+
+Moving inputs between the workers as files cost seconds per judgment (a 128 MB task wrote and read
+five input sets and 512 MB of timing sets). Instead both workers run the task's own `get_inputs()` after
+seeding every generator a task may use from the same secret seed, on the same GPU and torch build, which
+gives bit-identical tensors in milliseconds.
+
+This gives the candidate nothing new: it sees its inputs either way, and a candidate that tampers with
+its own draw only computes on inputs the reference did not (its outputs are compared against the
+reference's outputs for the true inputs). Each worker reports a fingerprint of what it drew; when they
+differ (a task whose `get_inputs()` reads a clock or an unseeded generator), the judge falls back to
+files written by the reference for that judgment.
+
+What a seed may reveal (docs/design/trust_boundary.md): every seed is an independent secret
+(`secrets.randbits`), used for one input set only, and the candidate worker receives it only when that
+set is due: a verification set's seed with its call, a timed call's seed with the round it belongs to.
+So a seed tells the candidate nothing beyond the content it is about to be given anyway; in particular
+nothing of later rounds, of the baselines' sets, or of which timed calls the parent will check. After
+each draw the generators are reseeded from the OS (`scrub_generators`), so torch's RNG state in the
+candidate's process never holds a seed for longer than the draw.
+
+Trust boundary: in the reference worker the draw is a fact (the expected outputs are computed on it); in
+the candidate worker it is a convenience whose result the candidate may change at will, and doing so only
+makes it compute on inputs the reference did not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import secrets
+import sys
+from types import ModuleType
+from typing import Any
+
+import torch
+
+CHUNKS = 256
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch (CPU and every GPU), Python's `random` and, if a task imported it, numpy."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
+
+
+def scrub_generators() -> None:
+    """Reseed every generator from the OS: the state after a draw must not keep its seed recoverable."""
+    seed_everything(secrets.randbits(62))
+
+
+def to_cuda(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.cuda()
+    if isinstance(value, list | tuple):
+        return type(value)(to_cuda(v) for v in value)
+    return value
+
+
+def draw_inputs(module: ModuleType, seed: int, device: str = "cuda") -> Any:
+    """The task's inputs for `seed`, drawn on the GPU: `torch.randn(...)` in get_inputs() then runs on
+    the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host). Anything but
+    a list or tuple comes back as it is, for `task.check_inputs` to name."""
+    seed_everything(seed)
+    try:
+        with torch.device(device):
+            inputs = module.get_inputs()
+    finally:
+        scrub_generators()
+    if not isinstance(inputs, list | tuple):
+        return inputs
+    return [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
+
+
+def fingerprint(values: list[Any]) -> str:
+    """A digest of an input set: layout of every tensor, an on-GPU checksum of its bytes, and the
+    non-tensor items. It detects inputs that a seed does not reproduce; it is not a defence against a
+    candidate (which can report anything and only ever hurts itself by doing so)."""
+    digest = hashlib.sha256()
+    for item in _leaves(values):
+        if isinstance(item, torch.Tensor):
+            t = item.detach()
+            digest.update(repr((str(t.dtype), tuple(t.shape), t.stride(), str(t.device.type))).encode())
+            digest.update(repr(_checksum(t)).encode())
+        else:
+            digest.update(repr((type(item).__name__, item)).encode())
+    return digest.hexdigest()
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    return [value]
+
+
+def _checksum(t: torch.Tensor) -> list[int]:
+    """Sums of the tensor's bytes, as 32-bit words, over 256 consecutive chunks and the tail, computed
+    on its own device in one pass (integer sums are exact, so the same bytes give the same numbers, and
+    chunking makes the sums depend on where values sit)."""
+    if t.numel() == 0:
+        return []
+    flat = t.contiguous().reshape(-1).view(torch.uint8)
+    words = flat.view(torch.int32) if flat.numel() % 4 == 0 else flat.to(torch.int32)
+    body = words.numel() - words.numel() % CHUNKS
+    sums = words[:body].view(CHUNKS, -1).sum(dim=1, dtype=torch.int64) if body else words[:0]
+    return [*sums.tolist(), int(words[body:].sum(dtype=torch.int64))]

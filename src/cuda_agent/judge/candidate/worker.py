@@ -1,0 +1,279 @@
+"""The untrusted worker: imports the candidate's `cuda_extension` and `ModelNew`, runs and times them.
+
+It draws its inputs from the seeds the judge gives it, with the task's own `get_inputs()` (inputs.py),
+and never holds the reference outputs, the tolerances or the verdict: outputs go back as tensor files
+for the reference worker to compare. One process per candidate, killed afterwards, so a CUDA context a
+candidate broke is never reused.
+Started as `python -I -m cuda_agent.judge.candidate.worker FD` with the candidate folder as cwd.
+
+Everything in this process is the candidate's to read and change (docs/design/trust_boundary.md): no
+fact of the reward is decided here. What it holds is chosen so that reading it gains nothing: one
+seed per input set, given only when that set is due (a timed round's seeds with that round), and no
+knowledge of which timed calls will be checked: every call of a round keeps its inputs and output
+(`Sampler.kept`) until the parent, after the round, asks for the ones it chose (`dump_call`). The
+facts it reports (aliasing of outputs, `aliasing.aliases`) are decided in the reference worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.candidate import aliasing, kernel_trace
+from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
+from cuda_agent.judge.candidate.opgate import OpGate
+from cuda_agent.judge.candidate.sampler import Sampler
+from cuda_agent.judge.common import tensorfile
+from cuda_agent.judge.common.channel import serve
+from cuda_agent.judge.common.shared_outputs import OutputBuffers
+from cuda_agent.task import Task, flatten_tensors, import_task_module
+
+
+def _load(path: str) -> Any:
+    """Tensors the judge wrote (never files the candidate wrote): memory-mapped, then copied to the GPU."""
+    return tensorfile.load(path, device="cuda", trusted=True)
+
+
+class InputSource:
+    """Where a call's inputs come from: drawn from a seed with the task's get_inputs() (the normal way),
+    or read from a file the reference wrote (for tasks whose inputs a seed does not reproduce)."""
+
+    def __init__(self, task_path: str) -> None:
+        path = Path(task_path)
+        self.task = import_task_module(
+            Task(name=path.stem, source=path.read_text(), path=path), "task_inputs"
+        )
+
+    def get(self, seed: int | None, path: str | None) -> Any:
+        if path is not None:
+            return _load(path)
+        if seed is None:
+            raise ValueError("an input seed or an input file is needed")
+        return draw_inputs(self.task, seed)
+
+
+class CandidateError(RuntimeError):
+    """The candidate misbehaved in a way the judge names (bad constructor, bad outputs)."""
+
+
+class RuleViolation(RuntimeError):
+    """The candidate broke a rule (changed global math settings): the judge rejects it."""
+
+
+def math_settings() -> dict[str, Any]:
+    """PyTorch's global precision settings: the reference runs with the defaults, so must the candidate."""
+    return {
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "matmul.fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+    }
+
+
+class CandidateWorker:
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.sampler: Sampler | None = None
+        self.inputs: InputSource | None = None
+        self.outputs = OutputBuffers()
+        self.round_inputs: list[Any] = []
+
+    def warm(self, gpu: bool) -> dict[str, Any]:
+        """Before any candidate code exists: create the CUDA context and run the profiler once, whose
+        first session costs seconds (CUPTI start-up) that would otherwise land on the coverage gate."""
+        if gpu:
+            from torch.profiler import ProfilerActivity, profile
+
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.cuda.init()
+            with profile(activities=[ProfilerActivity.CUDA]):
+                torch.ones(8, device="cuda").add_(1)
+                torch.cuda.synchronize()
+        return {}
+
+    def load(self, module_dir: str, state_path: str, task_path: str) -> dict[str, Any]:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.cuda.init()
+        self.settings = math_settings()
+        self.inputs = InputSource(task_path)  # the task's code, before any of the candidate's
+        sys.path.insert(0, module_dir)
+        state = torch.load(state_path, map_location="cuda", weights_only=True)
+        try:
+            importlib.import_module("cuda_extension")
+        except Exception as exc:
+            raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            model_new = importlib.import_module("model_new")
+        except Exception as exc:
+            raise CandidateError(f"import model_new failed: {type(exc).__name__}: {exc}") from exc
+        if not hasattr(model_new, "ModelNew"):
+            raise CandidateError("model_new.py defines no class ModelNew")
+        try:
+            model = model_new.ModelNew(*state["init_inputs"])
+        except Exception as exc:
+            raise CandidateError(
+                f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}; "
+                "ModelNew must take the same constructor arguments as Model"
+            ) from exc
+        if not isinstance(model, torch.nn.Module):
+            raise CandidateError("ModelNew must be a torch.nn.Module")
+        model = model.cuda()
+        try:
+            model.load_state_dict(state["state_dict"], strict=True)
+        except Exception as exc:
+            raise CandidateError(
+                f"ModelNew cannot load the reference's state_dict: {exc}; keep Model's parameters and "
+                "buffers (same names and shapes) so the judge can copy the reference weights"
+            ) from exc
+        self.model = model.eval()
+        self.check_settings("loading model_new and cuda_extension")
+        return {}
+
+    def check_settings(self, when: str) -> None:
+        now = math_settings()
+        changed = {k: (v, now[k]) for k, v in self.settings.items() if now[k] != v}
+        if changed:
+            listed = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in changed.items())
+            raise RuleViolation(f"{when} changed PyTorch's math settings ({listed}); keep the defaults")
+
+    def _inputs(self, seed: int | None, path: str | None) -> Any:
+        assert self.inputs is not None, "load first"
+        return self.inputs.get(seed, path)
+
+    def _hand_over(self, outputs: list[torch.Tensor], output_path: str, shared: bool) -> dict[str, Any]:
+        """Outputs to the reference: into the shared buffers (the path to read them at), or a file."""
+        if shared:
+            return {"shared_path": self.outputs.write([t.detach() for t in outputs])}
+        tensorfile.save([t.detach() for t in outputs], output_path)
+        return {}
+
+    def share_probe(self, nonce: int) -> dict[str, Any]:
+        """Can outputs go through shared memory here? Write a nonce there for the reference to read."""
+        try:
+            return {"shared_path": self.outputs.write([torch.tensor([nonce], dtype=torch.int64)])}
+        except Exception as exc:  # no memfd or seals on this kernel: the judge uses files
+            return {"shared_path": None, "reason": f"{type(exc).__name__}: {exc}"}
+
+    def run(
+        self, output_path: str, poison: bool, inputs_seed: int | None = None, inputs_path: str | None = None,
+        shared: bool = False, trace: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        inputs = self._inputs(inputs_seed, inputs_path)
+        kernels: dict[str, float] = {}
+        drawn = fingerprint(inputs)  # before forward, which may write into its inputs
+        gate = OpGate(poison=poison)
+        with torch.no_grad(), gate:
+            if trace:  # the kernels of this call alone (kernel_trace.py), for the parent's coverage gate
+                result, kernels = kernel_trace.traced(lambda: self.model(*inputs))
+            else:
+                result = self.model(*inputs)
+        torch.cuda.synchronize()  # surfaces asynchronous kernel faults here, not later
+        self.check_settings("forward")
+        outputs = flatten_tensors(result)
+        for k, t in enumerate(outputs):
+            if type(t) is not torch.Tensor:
+                raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        aliases = aliasing.aliases(outputs, list(inputs))
+        handed = self._hand_over(outputs, output_path, shared)
+        return {"forbidden": dict(gate.forbidden), "input_print": drawn, "kernels": kernels, "aliases": aliases,
+                **handed}  # fmt: skip
+
+    def profile(self, inputs_seed: int | None = None, inputs_path: str | None = None) -> dict[str, Any]:
+        """One forward under the CUDA profiler: which kernels ran and for how long (coverage gate)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        inputs = self._inputs(inputs_seed, inputs_path)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+            self.model(*inputs)
+            torch.cuda.synchronize()
+        kernels: dict[str, float] = {}
+        for event in prof.events():
+            device_type = getattr(event, "device_type", None)
+            if device_type is not None and "CUDA" in str(device_type):
+                kernels[event.name] = kernels.get(event.name, 0.0) + float(event.device_time_total)
+        return {"kernels": kernels}
+
+    def dump_call(self, index: int, output_path: str, shared: bool = False) -> dict[str, Any]:
+        """Hand over the output of call `index` of the last timed round (chosen by the parent after it)."""
+        assert self.sampler is not None
+        if not 0 <= index < len(self.sampler.kept):
+            raise CandidateError(f"no timed call {index} in the last round")
+        inputs, result = self.sampler.kept[index]
+        outputs = flatten_tensors(result)
+        if any(type(t) is not torch.Tensor for t in outputs):
+            raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
+        aliases = aliasing.aliases(outputs, list(inputs))
+        return {"aliases": aliases, **self._hand_over(outputs, output_path, shared)}
+
+    def time_setup(self, warmup_seeds: list[int] | None = None, warmup_path: str | None = None) -> dict[str, Any]:
+        """Warm up on sets of their own (never the timed or the verification content)."""
+        if warmup_path is not None:
+            sets = [self._inputs(None, warmup_path)]
+        else:
+            sets = [self._inputs(seed, None) for seed in warmup_seeds or []]
+        self.sampler = Sampler(self.model, sets)
+        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms}
+
+    def time_pad(self, pad_ms: float) -> dict[str, Any]:
+        """The pad length the parent chose for every contender (candidate/sampler.py)."""
+        assert self.sampler is not None, "time_setup first"
+        self.sampler.set_pad(pad_ms)
+        return {}
+
+    def draw_round(self, seeds: list[int] | None = None, inputs_path: str | None = None) -> dict[str, Any]:
+        """The next round's inputs, one set per timed call, drawn now (outside the parent's clock around
+        `time_round`): from seeds the parent made for this round alone, or a file the reference wrote."""
+        assert self.sampler is not None, "time_setup first"
+        self.sampler.kept, self.sampler._round_copies, self.round_inputs = [], {}, []  # free the last round
+        if inputs_path is not None:
+            self.round_inputs = list(_load(inputs_path))
+        else:
+            self.round_inputs = [self._inputs(seed, None) for seed in seeds or []]
+        torch.cuda.synchronize()
+        return {"calls": len(self.round_inputs)}
+
+    def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
+        assert self.sampler is not None, "time_setup first"
+        fresh, self.round_inputs = self.round_inputs, []
+        result = self.sampler.round(samples, keep, fresh=fresh or None)
+        self.check_settings("a timed forward")
+        return result.reply()
+
+    def profile_round(self, **round_args: Any) -> dict[str, Any]:
+        """A timed round exactly like `time_round` (same arguments, inputs, sampler), with the kernels it ran."""
+        reply, kernels = kernel_trace.traced(lambda: self.time_round(**round_args))
+        return {**reply, "kernels": kernels}
+
+    def exit(self) -> dict[str, Any]:
+        return {}
+
+
+def main() -> None:
+    worker = CandidateWorker()
+    serve(
+        {
+            "warm": worker.warm,
+            "load": worker.load,
+            "run": worker.run,
+            "profile": worker.profile,
+            "dump_call": worker.dump_call,
+            "draw_round": worker.draw_round,
+            "share_probe": worker.share_probe,
+            "time_setup": worker.time_setup,
+            "time_round": worker.time_round,
+            "profile_round": worker.profile_round,
+            "time_pad": worker.time_pad,
+            "exit": worker.exit,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The judgment's CPU stage: static checks, the build, the built binary's checks, the candidate installed.
+
+Runs in the parent (compilers in sandboxed children, trusted/build.py). Facts it establishes: which
+kernels are the submission's own (from the built library's device code, `binary_attribution`, never from
+source text), which symbols the extension imports (`check_imports`: what the linker binds, whatever the
+source spelled), and that only `model_new.py` and the built `cuda_extension` reach the candidate's folder.
+They cannot be forged because they are read from files the judge built itself before any candidate code
+ran; the static checks on source text are defence in depth (readable reasons for common cheats).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from cuda_agent.judge.decide.coverage import (
+    binary_attribution,
+)
+from cuda_agent.judge.decide.verdict import Status
+from cuda_agent.judge.trusted.build import MODULE_NAME, build_extension
+from cuda_agent.judge.trusted.freeze import ProcessTree
+from cuda_agent.judge.trusted.pool import CandidateSlot
+from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
+from cuda_agent.judge.trusted.static_checks import describe as describe_findings
+
+
+class BuildStage:
+    """The build stage (mixed into `Judgment`)."""
+
+    def build(self) -> None:
+        start = time.monotonic()
+        model_new = self.submission / "model_new.py"
+        if not model_new.is_file():
+            raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
+        findings = check_model_new(model_new.read_text(errors="replace"))
+        if (self.submission / "kernels").is_dir():
+            findings += check_kernel_sources(self.submission / "kernels")
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        self.checks["static"] = "passed"
+        result = build_extension(self.submission / "kernels", self.scratch / "build", self.config.build)
+        self.stages["build"] = time.monotonic() - start
+        self.checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached)}
+        if not result.ok:
+            self.compile_log = result.log
+            status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR
+            first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
+            raise self.fail(status, f"build failed: {first.strip()}", compile_log=result.log)
+        self.adopt_build(result.module_path, result.imports)
+
+    def adopt_build(self, module_file: Path, imports: dict[str, set[str]]) -> None:
+        """Check the built extension and take it as the candidate: the end of `build()`, and all of it for
+        an extension built from this submission on another node (service/ray_pool.py ships one from a CPU
+        build task to a GPU lane); the binary checks then run again where it is judged."""
+        self.imports = imports
+        findings = check_imports(imports)  # what the linker binds, whatever the source spelled
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        self.model_new_file = self.submission / "model_new.py"
+        self.module_file = module_file
+        # Attribution from the built binary (device_code.py), never from the source text.
+        self.kernel_names, reserved = binary_attribution(module_file)
+        self.checks["device_kernels"] = len({n for n in self.kernel_names if "(" in n or not n.startswith("_Z")})
+        if reserved:
+            raise self.fail(
+                Status.REJECTED,
+                f"kernels/ defines kernels in PyTorch's or a library's namespace ({', '.join(reserved[:3])}); "
+                "their launches could not be told from PyTorch's own: rename them",
+            )
+        self.built = True
+
+    def install(self, slot: CandidateSlot) -> None:
+        """Put the candidate into its worker's folder: only these two files of the submission get there."""
+        shutil.copyfile(self.model_new_file, slot.folder / "model_new.py")
+        shutil.copyfile(self.module_file, slot.folder / f"{MODULE_NAME}.so")
+        self.candidate_dir = slot.folder
+        self.out_dir = slot.out_dir  # the only place the candidate writes
+        self.checks["sandbox"] = slot.sandbox.protections
+        # Frozen while baselines run, counted for leftovers: the worker and all it starts (freeze.py).
+        self.candidate_tree = slot.tree or ProcessTree(slot.worker.pid, slot.folder)
+        self.candidate_separate_user = slot.sandbox.uid is not None

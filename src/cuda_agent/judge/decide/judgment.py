@@ -1,0 +1,242 @@
+"""`Judgment`: the story of one judgment, from a submission folder to its verdict.
+
+Runs in the judge's parent process, which never loads candidate code. Stages, each in its own module
+and each ending the judgment with a verdict when it fails:
+build (CPU, build_stage.py) -> reference (inputs, outputs, degeneracy audit; prepared while the build
+runs, reference_stage.py) -> load the candidate into a pre-started sandboxed worker -> verify (input sets
++ a repeat, op gate, comparison by the reference worker, verify_stage.py) -> memory check -> timing
+(interleaved rounds on fresh content, host-clock cross-check, timing_stage.py, timed_checks.py) ->
+coverage (coverage_stage.py) -> reward (reward.py). Worker calls and their failures: calls.py.
+
+Facts it establishes itself: the order of the stages and that every path ends in a verdict (a judge
+error fails closed, `runtime_error`, never a reward), and the reward from the facts the stages gathered
+(`verdict_ok`, `milestone_reward`). Workers come from a `WorkerPool` (trusted/pool.py); `JudgeService`
+(service.py) keeps one alive across judgments and runs many submissions with builds in parallel and GPU
+work serialised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+from cuda_agent.judge.decide.build_stage import BuildStage
+from cuda_agent.judge.decide.calls import WorkerCalls
+from cuda_agent.judge.decide.coverage_stage import CoverageStage
+from cuda_agent.judge.decide.reference_stage import ReferenceStage
+from cuda_agent.judge.decide.reward import milestone_reward
+from cuda_agent.judge.decide.timed_checks import TimedChecks
+from cuda_agent.judge.decide.timing_stage import TimingStage
+from cuda_agent.judge.decide.verdict import (
+    Environment,
+    Status,
+    Timing,
+    Verdict,
+    failed_stage,
+    failure,
+    stage_outcomes,
+)
+from cuda_agent.judge.decide.verify_stage import VerifyStage
+from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool, pin_current_thread
+from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources
+from cuda_agent.judge.trusted.static_checks import describe as describe_findings
+from cuda_agent.task import Task
+
+
+class Stop(Exception):
+    """Ends a judgment early with its verdict. A verdict about the candidate says nothing against the
+    reference worker, which the pool keeps (`keeps_workers`) unless a call to it failed."""
+
+    keeps_workers = True
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+
+def require_gpu() -> None:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover
+        raise JudgeUnavailable(f"torch is not importable: {exc}") from exc
+    if not torch.cuda.is_available():
+        raise JudgeUnavailable("no CUDA GPU is visible: the judge needs one to verify and time kernels")
+
+
+def scratch_root(config: JudgeConfig) -> Path:
+    if config.scratch_dir:
+        return config.scratch_dir
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+@dataclass
+class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks, TimingStage, CoverageStage):
+    """One judgment: its story (`run`, or `build_only` then `run_built`) and the verdict it ends in.
+
+    The stages are mixed in from their own modules (decide/*_stage.py, timed_checks.py, calls.py); this
+    class holds the order they run in, and the verdict every path ends with (`finish`, `verdict_ok`)."""
+
+    submission: Path
+    task: Task
+    config: JudgeConfig
+    stages: dict[str, float] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+    compile_log: str = ""
+    environment: Environment | None = None
+
+    def __post_init__(self) -> None:
+        root = scratch_root(self.config)
+        root.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=root))
+        self.exits = ExitStack()
+        self.built = False
+        self.started = time.monotonic()
+
+    # ---- the story -------------------------------------------------------------------------------
+    def run(self, pool: WorkerPool) -> Verdict:
+        """The whole judgment. The reference is prepared on the GPU while the build runs on the CPU."""
+
+        def story() -> Verdict:
+            with ExitStack() as held:
+
+                def reference() -> ReferenceSlot:  # waits for a warm worker, then prepares: off the build's path
+                    slot = held.enter_context(pool.reference(self.task.digest))
+                    self.prepare_reference(pool, slot)
+                    return slot
+
+                with ThreadPoolExecutor(1, initializer=pin_current_thread, initargs=(pool.cpus,)) as ex:
+                    prepared = ex.submit(reference)
+                    try:
+                        self.build()
+                    finally:
+                        futures_wait([prepared])  # a build failure wins over a reference failure
+                ref = prepared.result()
+                return self.candidate_stages(pool, ref)
+
+        return self._guarded(story)
+
+    def build_only(self) -> Verdict | None:
+        """The CPU part alone (static checks, build): a verdict when it fails, else None."""
+        try:
+            self.build()
+            return None
+        except Stop as stop:
+            return self.finish(stop.verdict)
+        except Exception as exc:  # fail closed
+            return self.finish(failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})"))
+
+    def run_built(self, pool: WorkerPool) -> Verdict:
+        """The GPU part of a judgment whose `build_only()` passed (the batch pipeline's GPU lane)."""
+
+        def story() -> Verdict:
+            assert self.built, "build_only() first"
+            with pool.reference(self.task.digest) as ref:
+                self.prepare_reference(pool, ref)
+                return self.candidate_stages(pool, ref)
+
+        return self._guarded(story)
+
+    def candidate_stages(self, pool: WorkerPool, ref_slot: ReferenceSlot) -> Verdict:
+        # Rules that depend on what the reference runs (cuBLAS only for a GEMM, cuDNN only for a conv).
+        findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
+        findings += check_imports(self.imports, self.reference_ops)
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        waited = time.monotonic()
+        slot = pool.take_candidate()  # warmed before this candidate existed; used for it alone
+        self.stages["worker_wait"] = time.monotonic() - waited
+        self.exits.callback(slot.close)
+        if slot.warm_error:
+            raise self.fail(
+                Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
+            )
+        self.install(slot)
+        ref, cand = ref_slot.worker, slot.worker
+        with pool.gpu_lock():
+            self.load_candidate(cand, ref)
+            self.verify(ref, cand)
+            if not self.config.time_candidate:
+                return self.verdict_ok(None)
+            with pool.quiet:  # no worker warm-up in this process touches the GPU while timing runs
+                timing = self.time(ref, cand)
+        return self.verdict_ok(timing)
+
+    def _guarded(self, story: Callable[[], Verdict]) -> Verdict:
+        try:
+            return story()
+        except Stop as stop:
+            return self.finish(stop.verdict)
+        except Exception as exc:  # fail closed: a judge bug is never a reward
+            return self.finish(failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})"))
+        finally:
+            self.exits.close()
+
+    def finish(self, verdict: Verdict) -> Verdict:
+        """Attach what every verdict carries: stage times, checks, environment, tolerance, log."""
+        return Verdict(
+            reward=verdict.reward,
+            status=verdict.status,
+            reason=verdict.reason,
+            compile_log=verdict.compile_log or self.compile_log,
+            timing=verdict.timing,
+            environment=self.environment,
+            tolerance={"atol": self.config.atol, "rtol": self.config.rtol},
+            checks=dict(self.checks),
+            stage_seconds={
+                k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()
+            },
+            task=self.task.name,
+            stages=stage_outcomes(
+                failed_stage(verdict, self.stages, self.config.time_candidate),
+                () if self.config.time_candidate else ("timing",),
+            ),
+        )
+
+    @contextlib.contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Add the block's wall time to `stages[stage]` (parts inside a stage, for finding slow spots)."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.stages[stage] = self.stages.get(stage, 0.0) + time.monotonic() - began
+
+    def fail(self, status: Status, reason: str, **extra: Any) -> Stop:
+        return Stop(failure(status, reason, **extra))
+
+    def verdict_ok(self, timing: Timing | None) -> Verdict:
+        reward = milestone_reward(
+            True,
+            timing.speedup_vs_eager_low if timing else None,
+            timing.speedup_vs_compile_low if timing else None,
+            eager_threshold=timing.eager_threshold if timing else None,
+            compile_threshold=timing.compile_threshold if timing else None,
+        )
+        if timing:
+            reason = (
+                f"correct on {self.config.input_sets} input sets; {timing.candidate_ms:.4g} ms vs eager "
+                f"{timing.eager_ms:.4g} ms ({timing.speedup_vs_eager:.2f}x) and torch.compile "
+                f"{timing.compile_ms:.4g} ms ({timing.speedup_vs_compile:.2f}x)"
+            )
+        else:
+            reason = f"correct on {self.config.input_sets} input sets (not timed)"
+        return self.finish(Verdict(reward=reward, status=Status.OK, reason=reason, timing=timing))
+
+    def cleanup(self) -> None:
+        self.exits.close()
+        if not self.config.keep_scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+

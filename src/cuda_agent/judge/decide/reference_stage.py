@@ -1,0 +1,101 @@
+"""The judgment's reference stage: secret seeds, the reference worker prepared, inputs for each call.
+
+Runs in the parent. Facts it establishes: the seeds of every verification set and warm-up set
+(`secrets.randbits`, made here), which the candidate receives one at a time with the call that uses it;
+the reference's outputs, the degeneracy and parameter audits and the precision evaluation (made by the
+reference worker, a process that never runs candidate code, and only read here); the switch to input
+files written by the reference when the candidate's draw differs. None of it can be forged: the seeds
+never exist in the candidate's process before their call, and the reference's replies come from a
+trusted process.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.decide.verdict import Environment, Status
+from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool
+
+
+class ReferenceStage:
+    """The reference stage (mixed into `Judgment`)."""
+
+    def prepare_reference(self, pool: WorkerPool, slot: ReferenceSlot) -> None:
+        """Fresh secret seeds, inputs, weights and reference outputs for this judgment (GPU, locked)."""
+        start = time.monotonic()
+        self.reference_slot = slot
+        if slot.warm_error:
+            slot.broken = True
+            raise self.fail(
+                Status.RUNTIME_ERROR, f"the judge could not start its reference worker: {slot.warm_error}"
+            )
+        self.io_dir = self.scratch / "io"  # written by the reference worker, read by the candidate
+        self.io_dir.mkdir()
+        for path in (self.scratch, self.io_dir):
+            path.chmod(0o755)  # readable by the sandbox user; writable only by the judge
+        self.task_file = self.scratch / "model.py"
+        self.task_file.write_text(self.task.source)
+        with pool.gpu_lock():
+            reply = self._prepare(slot)
+        self.stages["reference"] = time.monotonic() - start
+        self._check_prepared(reply)
+
+    def _prepare(self, slot: ReferenceSlot) -> dict:
+        ref = slot.worker
+        self.input_seeds = [secrets.randbits(62) for _ in range(self.config.input_sets)]
+        reply = self._reference_call(
+            ref, "prepare", self.config.prepare_timeout_s,
+            task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
+            input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
+            atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
+        )  # fmt: skip
+        if slot.environment is None:
+            env = self._reference_call(ref, "environment", 60)
+            env.pop("ok", None)
+            slot.environment = env
+        self.environment = Environment(**slot.environment)
+        return reply
+
+    def _check_prepared(self, reply: dict) -> None:
+        if reply["degenerate"]:
+            raise self.fail(
+                Status.TASK_ERROR,
+                f"degenerate task: {', '.join(reply['degenerate'])} passes as the output on every input set "
+                f"at atol={self.config.atol:g}, rtol={self.config.rtol:g}; the task cannot tell a right answer "
+                "from a trivial one",
+            )
+        self.checks["degeneracy_audit"] = "passed"
+        self.reference_ops = set(reply["ops"])
+        self.input_prints: list[str] = reply["input_prints"]
+        self.checks["parameter_audit"] = reply.get("parameter_audit", {})
+        self.checks["precision_audit"] = (
+            f"{reply.get('precision', 'off')}, k = {self.config.precision_k:g}"
+            if self.config.precision_audit else "off (tolerance only)"
+        )  # fmt: skip
+        self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
+        self.checks["inputs"] = "drawn from secret seeds in each worker"
+
+    def input_args(self, set_index: int) -> dict[str, Any]:
+        if self.input_files:
+            return {"inputs_path": str(self.io_dir / f"inputs_{set_index}.tensors")}
+        return {"inputs_seed": self.input_seeds[set_index]}
+
+    def warmup_args(self) -> dict[str, Any]:
+        """Warm-up sets of their own: fresh seeds (or, in input-file mode, the first input file)."""
+        if self.input_files:
+            return {"warmup_path": str(self.io_dir / "inputs_0.tensors")}
+        return {"warmup_seeds": [secrets.randbits(62) for _ in range(2)]}
+
+    def precision_k(self) -> float | None:
+        return self.config.precision_k if self.config.precision_audit else None
+
+    def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
+        """The candidate worker drew other inputs than the reference (a task whose get_inputs() a seed does
+        not reproduce, or a candidate meddling with its own draw): the rest of this judgment uses input
+        files the reference writes, and the caller runs its call again."""
+        self._reference_call(ref, "save_inputs", self.config.prepare_timeout_s, workdir=str(self.io_dir))
+        self.input_files = True
+        self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"

@@ -1,0 +1,115 @@
+"""The parent's half of the timing protocol: statistics over workers' samples, bounded by its own clock.
+
+Runs in the judge's parent process only (never in a worker). Facts it establishes: a round's time for the
+speedup (`round_time`: the median sample, or the host-clock bound `HostClock` where that is larger), the
+speedup's lower confidence bound (`ratio_with_bound`), the baselines' spread and the reward thresholds
+widened by it (`baseline_spread`, `reward_threshold`). They cannot be forged by the candidate because the
+inputs are the parent's own clock (`time.perf_counter` around each round), the reference worker's
+samples (a process that never ran candidate code) and the candidate's samples taken only as claims that
+the host clock bounds (docs/design/timing.md).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS
+from cuda_agent.judge.decide.verdict import Stat
+
+BASE_THRESHOLD = 1.05
+MAX_SPREAD_MARGIN = 0.10
+
+
+def stat_of(samples: Sequence[float]) -> Stat:
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n == 0:
+        return Stat(float("nan"), float("nan"), float("nan"), float("nan"), 0)
+    q = statistics.quantiles(ordered, n=4, method="inclusive") if n >= 2 else [ordered[0]] * 3
+    return Stat(median=statistics.median(ordered), p25=q[0], p75=q[2], min=ordered[0], samples=n)
+
+
+def median_rse(round_medians: Sequence[float]) -> float:
+    """Relative standard error of the median, estimated from the spread of per-round medians."""
+    n = len(round_medians)
+    if n < 3:
+        return float("inf")
+    med = statistics.median(round_medians)
+    if med <= 0:
+        return float("inf")
+    # The standard error of a median is about 1.25 times that of a mean for near-normal data.
+    return 1.2533 * statistics.stdev(round_medians) / (n**0.5) / med
+
+
+def ratio_with_bound(
+    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, paired: bool, seed: int = 0
+) -> tuple[float, float]:
+    """Median speedup (baseline / candidate) and the 5th percentile of its bootstrap distribution.
+
+    Paired rounds (measured interleaved) give per-round ratios; unpaired ones (cached baseline) compare
+    medians of resampled rounds.
+    """
+    rng = random.Random(seed)
+    if paired:
+        ratios = [b / c for b, c in zip(baseline_rounds, candidate_rounds, strict=True) if c > 0]
+        point = statistics.median(ratios)
+        boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+    else:
+        point = statistics.median(baseline_rounds) / statistics.median(candidate_rounds)
+        boots = sorted(
+            statistics.median(rng.choices(baseline_rounds, k=len(baseline_rounds)))
+            / statistics.median(rng.choices(candidate_rounds, k=len(candidate_rounds)))
+            for _ in range(2000)
+        )
+    return point, boots[int(0.05 * len(boots))]
+
+
+@dataclass(frozen=True)
+class HostClock:
+    """The parent's own clock as a bound on what a worker's round can have cost per call.
+
+    `overhead_ms`: per-call host cost beyond the events, measured on the trusted reference's rounds (its
+    copies to fresh memory excluded); `margin_ms`: three robust standard deviations of it."""
+
+    overhead_ms: float
+    margin_ms: float
+
+    @classmethod
+    def from_reference(cls, rounds: Sequence[tuple[float, float, list[float]]]) -> HostClock:
+        """`rounds`: (parent wall ms, reference setup ms, samples) of each baseline round."""
+        per_call = [(wall - setup) / len(s) - statistics.median(s) for wall, setup, s in rounds if s]
+        if not per_call:
+            return cls(0.0, float("inf"))
+        centre = statistics.median(per_call)
+        mad = statistics.median(abs(x - centre) for x in per_call)
+        return cls(centre, 3 * 1.4826 * mad + TAIL_RESOLUTION_MS)
+
+    def bound(self, wall_ms: float, calls: int) -> float:
+        """The least a call of a round that took `wall_ms` by the parent's clock can have cost."""
+        return wall_ms / max(1, calls) - self.overhead_ms - self.margin_ms
+
+
+def round_time(samples: Sequence[float], wall_ms: float, clock: HostClock) -> tuple[float, bool]:
+    """A round's time for the speedup: its median sample, or the host-clock bound where that is larger
+    (forged or escaped work). Applied to every contender alike. Returns (time, charged by the clock)."""
+    median = statistics.median(samples)
+    bound = clock.bound(wall_ms, len(samples))
+    return (bound, True) if bound > median else (median, False)
+
+
+def baseline_spread(round_medians: Sequence[float]) -> float:
+    """Window-to-window spread of a baseline: the IQR of its per-round medians over their median."""
+    if len(round_medians) < 2:
+        return 0.0
+    q = statistics.quantiles(sorted(round_medians), n=4, method="inclusive")
+    med = statistics.median(round_medians)
+    return (q[2] - q[0]) / med if med > 0 else 0.0
+
+
+def reward_threshold(spread: float, base: float = BASE_THRESHOLD) -> float:
+    """The speedup a lower confidence bound must exceed: `base` (1.05) with the baseline's own measured
+    spread as an extra margin (at most MAX_SPREAD_MARGIN), so a noisy baseline never hands out a reward."""
+    return base * (1.0 + min(MAX_SPREAD_MARGIN, max(0.0, spread)))

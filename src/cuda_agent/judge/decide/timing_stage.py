@@ -1,0 +1,262 @@
+"""The judgment's timing stage: interleaved rounds, baselines in a frozen window, the parent's clock.
+
+Runs in the parent. Facts it establishes: the candidate's time per call (its samples are claims, bounded
+by this process's own clock around each round, `round_time` and `HostClock`, with GPU work it left
+running after a round charged to it), the eager and torch.compile baselines (timed by the reference
+worker, with the candidate's whole process tree frozen and the GPU verified idle, `baselines_window`),
+cached baselines only under an HMAC whose key the candidate never sees (trusted/authkey.py), and the
+speedups with their lower confidence bounds. A speedup too good to believe is re-timed strictly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for
+from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.decide.calls import _finite, _thread_count
+from cuda_agent.judge.decide.stats import (
+    HostClock,
+    baseline_spread,
+    median_rse,
+    ratio_with_bound,
+    reward_threshold,
+    round_time,
+    stat_of,
+)
+from cuda_agent.judge.decide.verdict import Status, Timing
+from cuda_agent.judge.trusted.authkey import judge_key
+from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
+from cuda_agent.judge.trusted.freeze import FreezeFailed, ProcessTree
+
+
+class TimingStage:
+    """The timing stage (mixed into `Judgment`)."""
+
+    def time(self, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
+        """Interleaved rounds of candidate, eager and torch.compile, by the protocol of candidate/sampler.py: device
+        time with host launch overhead hidden by one pad for all three, every stream of the context
+        waited for, the parent's clock as a bound on every round, work still running after a candidate
+        round charged to it, baselines timed with the candidate's process tree frozen on an idle GPU."""
+        start = time.monotonic()
+        tc = self.config.timing
+        assert self.environment is not None
+        secret, where = judge_key(self.candidate_separate_user)
+        cache = BaselineCache(self.config.cache_dir, secret=secret)
+        key = cache_key(self.task.digest, self.environment.key())
+        cached = cache.get(key)
+        self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
+        setup = self._candidate_call(
+            cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.warmup_args()
+        )  # fmt: skip
+        # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
+        self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
+        hosts = {"candidate": _finite(setup.get("host_ms"))}
+        builds_ms: list[float] = []
+        if cached is None:
+            with self.baselines_window(cand, ref):
+                made = self._reference_call(
+                    ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
+                    compile_builds=tc.compile_builds, build_windows=tc.build_windows,
+                    samples=tc.samples_per_round,
+                )  # fmt: skip
+            hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
+            builds_ms = [float(x) for x in made["compile_builds_ms"]]
+            pad = pad_for(max(hosts.values()))
+            self._reference_call(ref, "time_pad", 60, pad_ms=pad)
+        else:
+            builds_ms = list(cached.compile_builds_ms)
+            pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
+        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad)
+        rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
+        walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
+        reference_rounds: list[tuple[float, float, list[float]]] = []  # for the HostClock
+        outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
+        escaped_ms = 0.0  # work the candidate worker itself reported past its end events
+        for _ in range(tc.max_rounds):
+            reply, samples, wall_ms = self._candidate_round(cand, ref, "timing")
+            escaped_ms += _finite(reply.get("escaped_ms"))
+            with self.baselines_window(cand, ref, freeze=cached is None) as busy_ms:
+                # Work of the candidate's still on the GPU after its round: its calls' cost.
+                outstanding_ms += busy_ms
+                samples = [s + busy_ms / len(samples) for s in samples]
+                rounds["candidate"].append(samples)
+                walls["candidate"].append(wall_ms + busy_ms)
+                for who in ([] if cached else ["eager", "compile"]):
+                    began = time.perf_counter()
+                    reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
+                                                 samples=tc.samples_per_round)  # fmt: skip
+                    wall_ms = (time.perf_counter() - began) * 1000
+                    got = self._samples(who, reply, wall_ms)
+                    rounds[who].append(got)
+                    walls[who].append(wall_ms)
+                    reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
+            # The first round is always checked, later ones at random (the candidate cannot tell which),
+            # and the last one before timing ends.
+            checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
+            if self._timing_done(rounds, ["candidate"] if cached else ["candidate", "eager", "compile"]):
+                if not checked:
+                    self.check_round(ref, cand)
+                break
+        self.check_timed_coverage(ref, cand)
+        self.check_leftovers(cand, "timing")
+        if cached is None:
+            self.host_clock = HostClock.from_reference(reference_rounds)
+            eager_rounds = [round_time(r, w, self.host_clock)[0] for r, w in zip(rounds["eager"], walls["eager"], strict=True)]
+            compile_rounds = [round_time(r, w, self.host_clock)[0] for r, w in zip(rounds["compile"], walls["compile"], strict=True)]
+            cached = BaselineRecord(
+                eager_samples=[s for r in rounds["eager"] for s in r],
+                compile_samples=[s for r in rounds["compile"] for s in r],
+                eager_rounds=eager_rounds, compile_rounds=compile_rounds,
+                overhead_ms=self.host_clock.overhead_ms, overhead_margin_ms=self.host_clock.margin_ms,
+                compile_builds_ms=builds_ms, eager_spread=baseline_spread(eager_rounds),
+                compile_spread=baseline_spread(compile_rounds), pad_ms=pad,
+            )  # fmt: skip
+            cache.put(key, cached)
+            paired, source = True, "measured"
+        else:
+            self.host_clock = HostClock(cached.overhead_ms, cached.overhead_margin_ms)
+            paired, source = False, "cached"
+        charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
+        cand_rounds = [t for t, _ in charged]
+        cand_samples = [s for r in rounds["candidate"] for s in r]
+        self.checks["host_clock"] = {
+            "overhead_ms": round(self.host_clock.overhead_ms, 5),
+            "margin_ms": round(self.host_clock.margin_ms, 5),
+            "candidate_rounds_charged_by_host_clock": sum(by_clock for _, by_clock in charged),
+            "outstanding_gpu_work_ms": round(outstanding_ms, 4),
+            "work_after_end_events_ms": round(escaped_ms, 4),
+        }
+        eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
+        s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
+        s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
+        if s_comp_low > tc.plausible_speedup:
+            # Too good to take on trust: time again, checking the output of every round, and keep the
+            # slower of the two measurements.
+            recheck = self.recheck_rounds(cand, ref)
+            self.checks["plausibility_recheck_ms"] = round(statistics.median(recheck), 5)
+            if statistics.median(recheck) > statistics.median(cand_rounds):
+                cand_rounds = recheck
+                cand_samples = recheck
+                paired = False
+                s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=False)
+                s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=False)
+        cand_stat = stat_of(cand_samples)
+        eager_stat = stat_of(cached.eager_samples)
+        compile_stat = stat_of(cached.compile_samples)
+        self.stages["timing"] = time.monotonic() - start
+        policy = {
+            "measures": "device time per call, host launch overhead hidden up to the pad, every stream",
+            "pad_ms": round(pad, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
+            "compile_builds_ms": [round(b, 5) for b in builds_ms],
+            "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
+        }  # fmt: skip
+        return Timing(
+            candidate_ms=cand_stat.median, eager_ms=eager_stat.median, compile_ms=compile_stat.median,
+            speedup_vs_eager=s_eager, speedup_vs_compile=s_comp,
+            speedup_vs_eager_low=s_eager_low, speedup_vs_compile_low=s_comp_low,
+            candidate=cand_stat, eager=eager_stat, compile=compile_stat,
+            rounds=len(cand_rounds), baseline_source=source, protocol=PROTOCOL_VERSION,
+            eager_threshold=reward_threshold(cached.eager_spread),
+            compile_threshold=reward_threshold(cached.compile_spread), policy=policy,
+        )  # fmt: skip
+
+    def _samples(self, who: str, reply: dict, wall_ms: float) -> list[float]:
+        """A round's samples, refused when they cannot be true by this process's clock."""
+        tc = self.config.timing
+        try:
+            samples = [float(x) for x in reply["samples"]]
+        except (KeyError, TypeError, ValueError):
+            samples = []
+        if len(samples) != tc.samples_per_round or not all(0 < s < 1e9 for s in samples) or sum(samples) > wall_ms:
+            raise self.fail(Status.REJECTED, f"{who} timing samples are impossible for the host clock")
+        return samples
+
+    def _candidate_round(
+        self, cand: WorkerHandle, ref: WorkerHandle, purpose: str
+    ) -> tuple[dict[str, Any], list[float], float]:
+        """One timed round of the candidate on fresh content (drawn outside the host clock), the call it
+        keeps for a possible check chosen in secret: its reply, its checked samples and the parent's wall
+        time of the round in ms."""
+        tc = self.config.timing
+        self.draw_round(ref, cand)
+        began = time.perf_counter()
+        reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
+                                     samples=tc.samples_per_round,
+                                     keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
+        wall_ms = (time.perf_counter() - began) * 1000
+        return reply, self._samples("candidate", reply, wall_ms), wall_ms
+
+    def recheck_rounds(self, cand: WorkerHandle, ref: WorkerHandle) -> list[float]:
+        tc = self.config.timing
+        medians = []
+        for _ in range(tc.recheck_rounds):
+            _, samples, wall_ms = self._candidate_round(cand, ref, "re-timing")
+            with self.baselines_window(cand, ref, freeze=False) as busy_ms:
+                wall_ms += busy_ms
+            # Charge the host clock, not the events, on this strict pass (no margin).
+            host_per_call = self.host_clock.bound(wall_ms, len(samples)) + self.host_clock.margin_ms
+            medians.append(max(statistics.median(samples) + busy_ms / len(samples), host_per_call))
+            self.check_round(ref, cand)
+        return medians
+
+    @contextlib.contextmanager
+    def baselines_window(self, cand: WorkerHandle, ref: WorkerHandle, freeze: bool = True) -> Iterator[float]:
+        """The candidate's whole process tree frozen and the GPU verified idle: what the reference runs
+        inside is timed on a GPU the candidate cannot touch. Yields how long the GPU stayed busy after
+        the candidate's last reply (its work, charged to its round by the caller).
+
+        First the trusted reference probes the GPU while the candidate is still running (anything busy
+        now is work the candidate left behind: a second context, a helper process, a patched timer), then
+        the tree is frozen (cgroup v2 where available, and SIGSTOP of every process found in /proc,
+        setsid children included), then the GPU must drain: work queued before the freeze keeps running,
+        and must end before a baseline is timed. `freeze=False` (no baseline to time: cached ones) only
+        measures the work left behind."""
+        with self.timed("baseline_windows"):
+            first = self._reference_call(ref, "drain", 60, timeout_s=2.0)
+            if not freeze:
+                yield _finite(first.get("busy_ms"))
+                return
+            try:
+                report = self.tree_of(cand).freeze()
+            except FreezeFailed as exc:
+                raise self.fail(Status.REJECTED, f"the judge could not freeze the candidate's processes: {exc}") from None
+        try:
+            with self.timed("baseline_windows"):
+                second = self._reference_call(ref, "drain", 60, timeout_s=self.config.timing.drain_timeout_s)
+            if not second["drained"]:
+                raise self.fail(
+                    Status.REJECTED,
+                    f"the GPU stayed busy for {self.config.timing.drain_timeout_s:g} s after every process of the "
+                    "candidate was frozen: GPU work queued outside forward (a helper process, a second "
+                    "context, deferred kernels) is not allowed",
+                )
+            self.checks["baseline_freeze"] = f"{report.method}; GPU verified idle before each baseline round"
+            yield _finite(first.get("busy_ms")) + _finite(second.get("busy_ms"))
+        finally:
+            self.tree_of(cand).thaw()
+
+    def tree_of(self, cand: WorkerHandle) -> ProcessTree:
+        """The candidate's process tree: the pool's (with its cgroup), else one found by /proc alone."""
+        tree = getattr(self, "candidate_tree", None)
+        if tree is None or tree.pid != cand.pid:
+            tree = self.candidate_tree = ProcessTree(cand.pid, getattr(self, "candidate_dir", None))
+        return tree
+
+    def _timing_done(self, rounds: dict[str, list[list[float]]], contenders: list[str]) -> bool:
+        tc = self.config.timing
+        done = True
+        for who in contenders:
+            samples = [s for r in rounds[who] for s in r]
+            total = sum(samples)
+            if total >= tc.max_gpu_ms:
+                return True
+            medians = [statistics.median(r) for r in rounds[who]]
+            if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(medians) > tc.target_rse:
+                done = False
+        return done

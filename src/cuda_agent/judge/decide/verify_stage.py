@@ -1,0 +1,185 @@
+"""The judgment's verification stage: the candidate loaded, run on every input set, compared, checked.
+
+Runs in the parent. Facts it establishes: each verification output matches the reference (decided by the
+reference worker on the handed-over bytes; the candidate only computes), the same input gives the same
+output (a repeat of set 1 from a fresh draw), the outputs came from the candidate worker's own buffers
+(`_owns`: a `/proc/<its pid>/fd/N` path, checked here), GPU memory held (NVML from outside, else the
+device-wide drop the reference measures), and no thread or process outlives a call (counted from /proc,
+outside the candidate). The op-gate report (`forbidden`) is a claim from the candidate's process: it is
+defence in depth and a readable reason, backed by the coverage gate's GPU evidence (coverage_stage.py).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.decide.calls import _thread_count
+from cuda_agent.judge.decide.verdict import Status
+from cuda_agent.judge.trusted.gpumem import process_gpu_bytes
+
+
+class VerifyStage:
+    """The verification stage (mixed into `Judgment`)."""
+
+    def load_candidate(self, cand: WorkerHandle, ref: WorkerHandle) -> None:
+        start = time.monotonic()
+        self.free_before = self._reference_call(ref, "free_memory", 60)["free"]
+        self.choose_output_channel(ref, cand)
+        self._candidate_call(
+            cand, "load", self.config.startup_timeout_s, "loading the candidate",
+            module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
+            task_path=str(self.task_file),
+        )  # fmt: skip
+        self.threads_after_load = _thread_count(cand.pid)
+        self.checks["candidate_threads_after_load"] = self.threads_after_load
+        self.stages["load"] = time.monotonic() - start
+
+    def choose_output_channel(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """Shared memory when both workers can use it on this machine (probed with a secret nonce before
+        any candidate code is loaded), else files."""
+        nonce = secrets.randbits(62)
+        reply = self._candidate_call(cand, "share_probe", 60, "opening its output buffers", nonce=nonce)
+        path, reason = reply.get("shared_path"), str(reply.get("reason", ""))
+        self.shared_outputs = False
+        if isinstance(path, str) and self._owns(cand, path):
+            read = self._reference_call(ref, "read_probe", 60, path=path)
+            self.shared_outputs = read.get("values") == [nonce]
+            reason = str(read.get("reason") or "the reference read other values")
+        self.checks["outputs"] = "shared memory (sealed memfd)" if self.shared_outputs else f"files ({reason})"
+
+    @staticmethod
+    def _owns(cand: WorkerHandle, path: str) -> bool:
+        """A shared buffer must be one of this candidate worker's own descriptors, nobody else's."""
+        return re.fullmatch(rf"/proc/{cand.pid}/fd/\d+", path) is not None
+
+    def handed_over(self, cand: WorkerHandle, reply: dict, file: Path) -> dict[str, Any]:
+        """Where the reference reads the outputs of the call that gave `reply`."""
+        if not self.shared_outputs:
+            return {"path": str(file), "shared": False}
+        path = reply.get("shared_path")
+        if not isinstance(path, str) or not self._owns(cand, path):
+            raise self.fail(Status.REJECTED, "the candidate worker handed over its outputs outside its own buffers")
+        return {"path": path, "shared": True}
+
+    def verify(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """Run the input sets; the reference compares output k while the candidate computes k + 1."""
+        start = time.monotonic()
+        n = self.config.input_sets
+        traced: list[dict[str, float]] = []  # the kernels of every verification call (coverage gate)
+        # The five sets, then the first again from a fresh copy: the same input must give the same output.
+        order = [*range(n), 0]
+        pending: tuple[str, str] | None = None  # (request id, label) of the comparison in flight
+
+        def settle() -> None:
+            """Take the comparison in flight out of `pending`, then wait for it: a verdict it raises must
+            not leave it there for the drain below, which would wait for a reply already read."""
+            nonlocal pending
+            done, pending = pending, None
+            if done:
+                self._settle_comparison(ref, done)
+
+        try:
+            for run_index, set_index in enumerate(order):
+                label = f"input set {set_index + 1}" if run_index < n else "the repeated input set 1"
+                output_path = self.out_dir / f"outputs_{run_index}.tensors"
+                while True:
+                    reply = self._candidate_call(
+                        cand, "run", self.config.forward_timeout_s, f"forward on {label}",
+                        output_path=str(output_path), poison=True, shared=self.shared_outputs, trace=True,
+                        **self.input_args(set_index),
+                    )  # fmt: skip
+                    if self.input_files or reply["input_print"] == self.input_prints[set_index]:
+                        break
+                    settle()  # the reference takes one request at a time
+                    self.switch_to_input_files(ref, "inputs")
+                if not traced:  # CUPTI starts its threads with the first traced call: count from here on
+                    self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
+                traced.append(reply.get("kernels") or {})
+                if reply["forbidden"]:
+                    ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
+                    raise self.fail(
+                        Status.REJECTED,
+                        f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
+                        "cuda_extension calls are allowed: implement these in your kernels",
+                    )
+                own = process_gpu_bytes(cand.pid)
+                if own is None:  # the fallback asks the reference: settle its comparison first
+                    settle()
+                # Before comparing: a memory hog must not starve the reference worker.
+                self.check_memory(ref, cand, own)
+                settle()
+                request = self._reference_send(
+                    ref, "compare", ref_index=set_index, **self.handed_over(cand, reply, output_path),
+                    atol=self.config.atol, rtol=self.config.rtol, aliases=reply.get("aliases"),
+                    precision_k=self.precision_k(),
+                )  # fmt: skip
+                pending = (request, label)
+            settle()
+        finally:
+            if pending:  # the judgment ended with a comparison in flight: drain it or retire the worker
+                try:
+                    ref.receive("compare", pending[0], self.config.prepare_timeout_s)
+                except WorkerFailure:
+                    self.reference_slot.broken = True
+        self.checks["verified_input_sets"] = n
+        self.checks["repeat_determinism"] = "passed"
+        self.checks["op_gate"] = "passed"
+        self.check_leftovers(cand, "its forward calls")
+        self.check_coverage(traced)
+        self.stages["verify"] = time.monotonic() - start
+
+    def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str]) -> None:
+        request, label = pending
+        with self.timed("compare_wait"):  # what the pipelining did not hide
+            verdict = self._reference_result(
+                "compare", lambda: ref.receive("compare", request, self.config.prepare_timeout_s)
+            )
+        self.note_error_ratio(verdict)  # refused ones too: the record shows how far off they were
+        if not verdict["match"]:
+            raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
+
+    def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None) -> None:
+        """GPU memory the candidate holds after a call: its own (NVML, context included) where NVML can
+        tell, else the device-wide drop in free memory since before it was loaded."""
+        if own is not None:
+            held, self.checks["gpu_memory_source"] = own, "nvml"
+        else:  # device-wide delta since before the load
+            held = self.free_before - self._reference_call(ref, "free_memory", 60)["free"]
+            self.checks["gpu_memory_source"] = "device_free_delta"
+        self.checks["candidate_gpu_memory_bytes"] = max(
+            held, self.checks.get("candidate_gpu_memory_bytes", 0)
+        )
+        if held > self.config.candidate_gpu_memory_bytes:
+            raise self.fail(
+                Status.RUNTIME_ERROR,
+                f"the candidate holds {held / 2**30:.1f} GiB of GPU memory after its forward call (limit "
+                f"{self.config.candidate_gpu_memory_bytes / 2**30:.0f} GiB): free what you allocate",
+            )
+
+    def note_error_ratio(self, verdict: dict) -> None:
+        """The largest precision-audit ratio seen (candidate error / reference error), for the record."""
+        ratio = verdict.get("error_ratio")
+        if isinstance(ratio, int | float):
+            self.checks["precision_error_ratio"] = round(max(float(ratio), self.checks.get("precision_error_ratio", 0.0)), 3)
+
+    def check_leftovers(self, cand: WorkerHandle, when: str) -> None:
+        """No threads or processes may outlive a call: count them from /proc, outside the candidate."""
+        threads = _thread_count(cand.pid)
+        children = self.tree_of(cand).walk() - {cand.pid}  # setsid children and daemons too (freeze.py)
+        baseline = self.threads_after_load
+        self.checks[f"candidate_threads_after_{when.split()[-1]}"] = threads
+        if children:
+            raise self.fail(
+                Status.REJECTED, f"the candidate left {len(children)} process(es) running after {when}"
+            )
+        if threads > baseline + self.config.thread_slack:
+            raise self.fail(
+                Status.REJECTED,
+                f"the candidate started {threads - baseline} thread(s) that outlived {when}: all work must "
+                "finish inside forward, on the current stream",
+            )

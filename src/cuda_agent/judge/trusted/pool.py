@@ -1,0 +1,355 @@
+"""Pre-started worker processes for one GPU, so a judgment never waits for `import torch`.
+
+Starting a worker costs about 4 s on an H200 host (3 s to import torch, 1 s to create a CUDA context)
+and the first CUDA profiler session another few seconds. The pool pays that ahead of time:
+
+- **Candidate workers** are started and warmed (torch imported, CUDA context and profiler initialised)
+  *before* any candidate code exists, each in its own sandbox and scratch folder. Each one serves
+  exactly one candidate and is then killed: a CUDA context a candidate may have broken is never reused,
+  and nothing a candidate leaves in its process can reach the next one.
+- **Reference workers** run trusted task code only, so one is kept per task and reused by later
+  judgments of that task (fresh secret seeds, fresh inputs, fresh weights every time). Any failure
+  retires it.
+
+GPU work of a warm-up never overlaps the timing phase of a judgment in this process: both take
+`quiet`, so a spare's context creation cannot disturb a measurement.
+
+Trust boundary: runs in the parent. Facts it establishes: each candidate worker is fresh (started before the
+candidate existed, in its own sandbox and cgroup, killed afterwards), and the reference workers never load
+candidate code. The candidate cannot forge them: it exists only inside a worker this module started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import queue
+import shutil
+import signal
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from stat import S_ISDIR
+
+from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.common.procs import scrubbed_env
+from cuda_agent.judge.trusted.build import cache_root
+from cuda_agent.judge.trusted.freeze import ProcessTree
+from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox
+
+REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
+CANDIDATE_WORKER = "cuda_agent.judge.candidate.worker"
+WARM_TIMEOUT_S = 180.0
+
+
+@dataclass
+class CandidateSlot:
+    """One warmed, sandboxed candidate process and the folder it may write in. Used once."""
+
+    worker: WorkerHandle
+    root: Path  # judge-owned scratch of this slot (removed with it)
+    folder: Path  # the candidate's cwd/HOME: model_new.py and cuda_extension.so go here
+    out_dir: Path  # the only place the candidate writes outputs
+    sandbox: Sandbox
+    tree: ProcessTree | None = None  # the worker and everything it starts (freeze.py)
+    warm_error: str | None = None
+    retire: Callable[[CandidateSlot], None] | None = None  # the pool's clean-up after the worker is gone
+
+    def close(self) -> None:
+        self.worker.close()
+        if self.tree is not None:
+            self.tree.close()  # setsid children and double-forked daemons too
+        shutil.rmtree(self.root, ignore_errors=True)
+        retire, self.retire = self.retire, None  # once, even if closed twice
+        if retire:
+            retire(self)
+
+
+@dataclass
+class ReferenceSlot:
+    worker: WorkerHandle
+    root: Path
+    environment: dict | None = None
+    warm_error: str | None = None
+    broken: bool = False  # set by a judgment whose call to this worker failed
+
+    def close(self) -> None:
+        self.worker.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def pin_current_thread(cpus: frozenset[int] | None) -> None:
+    """Restrict this thread (and the processes it starts, which inherit it) to `cpus`, if allowed."""
+    if cpus:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setaffinity(0, cpus)
+
+
+@dataclass
+class WorkerPool:
+    """Workers for one GPU (`device`: an index into the parent's visible GPUs, or None for the default)."""
+
+    scratch_root: Path
+    device: int | None = None
+    spare_candidates: int = 1
+    # Reference workers kept (one per task, least recently used out): a miss costs 1.5-2 s of GPU-lane
+    # time (task import, model set-up, first kernels); a kept one holds its CUDA context between uses.
+    kept_references: int = 6
+    cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
+    replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
+    quiet: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
+        self._references: OrderedDict[str, ReferenceSlot] = OrderedDict()
+        self._live_sessions: set[int] = set()  # session ids (= pids) of candidate workers alive now
+        register_judge()  # before any worker exists: other judges' reapers must know its workers
+        self._spare_reference: Future[ReferenceSlot] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._starter = ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="judge-warmup", initializer=pin_current_thread,
+            initargs=(self.cpus,),
+        )  # fmt: skip
+
+    # ---- environment of the workers ---------------------------------------------------------------
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = scrubbed_env(extra)
+        if self.device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.physical_gpu()
+        return env
+
+    def physical_gpu(self) -> str:
+        """This pool's GPU as the machine names it: `device` (default 0) mapped through the parent's
+        CUDA_VISIBLE_DEVICES."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [s.strip() for s in visible.split(",")] if visible else []
+        index = self.device or 0
+        return ids[index] if index < len(ids) else str(index)
+
+    # ---- candidates --------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin warming the spares (call once the caller knows it will judge)."""
+        with self._lock:
+            while self._spares.qsize() < self.spare_candidates:
+                self._spares.put(self._starter.submit(self._new_candidate))
+            if self._spare_reference is None:
+                self._spare_reference = self._starter.submit(self._new_reference)
+
+    def take_candidate(self) -> CandidateSlot:
+        """A warmed candidate process for exactly one candidate; a replacement starts warming at once."""
+        with self._lock:
+            if self._spares.empty():
+                self._spares.put(self._starter.submit(self._new_candidate))
+            future = self._spares.get()
+            if self.replenish and not self._closed:
+                self._spares.put(self._starter.submit(self._new_candidate))
+        return future.result()
+
+    def _new_candidate(self) -> CandidateSlot:
+        root = Path(tempfile.mkdtemp(prefix="cuda-agent-candidate-", dir=self.scratch_root))
+        root.chmod(0o755)
+        folder = root / "candidate"
+        out_dir = folder / "out"
+        out_dir.mkdir(parents=True)
+        sandbox = candidate_sandbox()
+        sandbox.give(folder)
+        env = self._env({"HOME": str(folder), "TMPDIR": str(folder)})
+        worker = WorkerHandle(
+            CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
+        )
+        with self._lock:
+            self._live_sessions.add(worker.pid)
+        # Into a cgroup of its own (where the judge may create one) before any candidate code exists.
+        tree = ProcessTree.attach(worker.pid, folder)
+        slot = CandidateSlot(worker, root, folder, out_dir, sandbox, tree, retire=self._retire_candidate)
+        slot.warm_error = self._warm(worker)
+        return slot
+
+    def _retire_candidate(self, slot: CandidateSlot) -> None:
+        """After a candidate: kill whatever its sandbox user still runs outside the live spares.
+
+        A candidate that escaped its process group (setsid, a double fork) would otherwise outlive it and
+        could reach the next candidates, which share the sandbox user."""
+        with self._lock:
+            self._live_sessions.discard(slot.worker.pid)
+            live = set(self._live_sessions)
+        if slot.sandbox.uid is not None:
+            kill_strays(slot.sandbox.uid, live)
+
+    # ---- references --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def reference(self, task_digest: str) -> Iterator[ReferenceSlot]:
+        """The reference worker kept for this task (or a fresh one). It is retired if the body raises
+        or marks it broken; otherwise kept for the next judgment of the task."""
+        with self._lock:
+            slot = self._references.pop(task_digest, None)
+            if slot is None:
+                future = self._spare_reference or self._starter.submit(self._new_reference)
+                replace = self.replenish and not self._closed
+                self._spare_reference = self._starter.submit(self._new_reference) if replace else None
+            else:
+                future = None
+        if future is not None:
+            slot = future.result()
+        assert slot is not None
+        broken = True
+        try:
+            yield slot
+            broken = False
+        except BaseException as exc:
+            # A verdict against the candidate (`keeps_workers`) leaves the reference usable; a judge
+            # error may have left it mid-call, so it goes.
+            broken = not getattr(exc, "keeps_workers", False)
+            raise
+        finally:
+            broken = broken or slot.broken or slot.warm_error is not None or slot.worker.process.poll() is not None
+            broken = broken or (not self._closed and not self._ended(slot))
+            if broken or self._closed:
+                slot.close()
+            else:
+                self._keep(task_digest, slot)
+
+    @staticmethod
+    def _ended(slot: ReferenceSlot) -> bool:
+        """Have the reference worker drop the judgment's state before it is kept (see end_judgment)."""
+        try:
+            return bool(slot.worker.call("end_judgment", 60).get("ok"))
+        except Exception:  # a worker that cannot do this much is not kept
+            return False
+
+    @contextlib.contextmanager
+    def gpu_lock(self) -> Iterator[None]:
+        """Exclusive use of this GPU for verification and timing, across every judge process on the
+        machine (a file lock): a measurement taken while another judge runs kernels would be noise."""
+        locks = machine_dir() / "locks"
+        locks.mkdir(exist_ok=True)
+        with open(locks / f"gpu-{self.physical_gpu()}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _keep(self, task_digest: str, slot: ReferenceSlot) -> None:
+        with self._lock:
+            self._references[task_digest] = slot
+            while len(self._references) > self.kept_references:
+                _, old = self._references.popitem(last=False)
+                old.close()
+
+    def _new_reference(self) -> ReferenceSlot:
+        root = Path(tempfile.mkdtemp(prefix="cuda-agent-reference-", dir=self.scratch_root))
+        worker = WorkerHandle(REFERENCE_WORKER, log_path=root / "reference.log", env=self._env(), cwd=root)
+        slot = ReferenceSlot(worker, root)
+        slot.warm_error = self._warm(worker)
+        return slot
+
+    def _warm(self, worker: WorkerHandle) -> str | None:
+        """Import torch, create the CUDA context, initialise the profiler. Errors are kept, not raised:
+        the judgment that takes the slot reports them as a verdict."""
+        try:
+            reply = worker.call("warm", WARM_TIMEOUT_S, gpu=False)  # waits out `import torch` (CPU only)
+            if reply.get("ok"):
+                with self.quiet:
+                    reply = worker.call("warm", WARM_TIMEOUT_S, gpu=True)
+        except WorkerFailure as exc:
+            return f"{exc}: {exc.log_tail[-500:]}"
+        if not reply.get("ok"):
+            return f"{reply.get('error')}: {reply.get('message', '')[:500]}"
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            futures = list(self._spares.queue)
+            if self._spare_reference is not None:
+                futures.append(self._spare_reference)
+            references = list(self._references.values())
+            self._references.clear()
+        for slot in references:
+            slot.close()
+        self._starter.shutdown(wait=True, cancel_futures=True)
+        for future in futures:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                future.result().close()
+
+
+
+def _uid_and_stat(pid: int | str) -> tuple[int, list[str]] | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    uid_line = next((line.split() for line in status.splitlines() if line.startswith("Uid:")), None)
+    return (int(uid_line[1]), stat) if uid_line else None
+
+
+def machine_dir() -> Path:
+    """State every judge process on this machine shares, whatever cache each one uses: the GPU locks
+    and the judge registry. (Under each judge's own cache, two judges with different caches took the
+    same GPU at once and killed each other's warming workers as strays.)
+
+    `$CUDA_AGENT_MACHINE_DIR`, else /dev/shm/cuda-agent-<uid> (or /tmp/...). It must belong to this user
+    and be writable by nobody else: a candidate (another user) that could add a registry entry could
+    keep an escaped process alive. A folder failing that is not used; a private one under the cache is."""
+    chosen = os.environ.get("CUDA_AGENT_MACHINE_DIR")
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+    folder = Path(chosen) if chosen else base / f"cuda-agent-{os.geteuid()}"
+    with contextlib.suppress(OSError):
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        info = folder.lstat()
+        if S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022:
+            return folder
+    fallback = cache_root() / "machine"
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def judges_dir() -> Path:
+    """Where judge processes on this machine register themselves (a file named by their pid)."""
+    return machine_dir() / "judges"
+
+
+def register_judge() -> None:
+    """Enter this process in the registry, and drop entries of judges that have exited (their pid could
+    otherwise be reused by a process whose children would then be spared as a judge's workers)."""
+    folder = judges_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
+            with contextlib.suppress(OSError):
+                entry.unlink()
+    (folder / str(os.getpid())).touch()
+
+
+def kill_strays(uid: int, live_sessions: set[int]) -> int:
+    """SIGKILL every process of `uid` that is not part of a live candidate worker. Returns how many.
+
+    Kept: processes in one of this judge's `live_sessions`, and candidate workers of any judge process
+    on the machine: session leaders whose parent is a registered judge. An escaped daemon (setsid, a
+    double fork) is neither: its parent is init, a subreaper or the candidate itself."""
+    judges = {int(p.name) for p in judges_dir().glob("*") if p.name.isdigit()} if judges_dir().is_dir() else set()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        info = _uid_and_stat(entry)
+        if info is None or info[0] != uid:
+            continue
+        stat = info[1]
+        ppid, session = int(stat[1]), int(stat[3])  # after the comm field: state, ppid, pgrp, session
+        if session in live_sessions:
+            continue
+        if session == int(entry) and ppid in judges and _uid_and_stat(ppid) is not None:
+            continue  # another judge's worker
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+    return killed
