@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU run of the issue-12 adversarial cases added by H12c this session (12 cheats over classes 1-4, 6, 8-10,
+# GPU run of the issue-12 adversarial cases added by H12c this session (13 cheats over classes 1-4, 6, 8-10,
 # 5 honest edge cases) plus 3 earlier honest references, through scripts/gpu_suite.py: ONE judge process
 # (one GPU), verdicts in $OUT/suite/verdicts.jsonl, a per-family table and an issue-12 class table.
 # About 5-6 minutes on one H200 (8 of the cases bring tasks of their own, whose baselines are measured).
@@ -13,7 +13,7 @@ PY=${PYTHON:-python}
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv | tee "$OUT/gpu.txt"
 CASES=(
   # cheats (expected.json "class": the issue-12 class)
-  10_update_wrapper_event_patch 02_linked_cublas_aten_mm_cpp 02_aten_header_decoy_softmax_cpp
+  10_update_wrapper_event_patch 10_lazy_output_detach_hook 02_linked_cublas_aten_mm_cpp 02_aten_header_decoy_softmax_cpp
   04_iterator_counter_stale_python 04_profiler_state_detect_cpp 04_initial_seed_cache_python
   04_tensorimpl_version_cache_cpp 08_cublaslt_bf16_gemm_cpp 06_pool_stream_unjoined_tail_cpp
   13_double_fork_daemon_cpp 13_cgroup_escape_daemon_cpp 15_from_file_forged_record_python
