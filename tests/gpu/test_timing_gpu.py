@@ -130,7 +130,7 @@ def test_a_a_same_kernel_twice_agrees_within_two_percent() -> None:
 
 def test_drain_probe_sees_another_process_keep_the_gpu_busy() -> None:
     """GPU work of another context (a frozen candidate's queued kernels, a helper process) is seen."""
-    from cuda_agent.judge.candidate.sampler import drain_probe
+    from cuda_agent.judge.trusted.drain import drain_probe
 
     idle = drain_probe(None, timeout_s=2.0)
     assert idle["drained"] and idle["busy_ms"] < 5, idle
@@ -151,6 +151,38 @@ def test_drain_probe_sees_another_process_keep_the_gpu_busy() -> None:
         helper.wait(timeout=30)
     after = drain_probe(idle["idle_ms"], timeout_s=2.0)
     assert after["drained"], after
+
+
+def test_a_context_switch_is_not_charged_but_another_contexts_work_is() -> None:
+    """The drain allows its first probe the calibrated switch from another (idle) context: an H200 charged
+    0.3-0.6 ms per drain to every honest candidate before. Work that context leaves behind is charged."""
+    import torch
+
+    from cuda_agent.judge.trusted.drain import GpuDrain, _SecondContext
+
+    drain = GpuDrain()
+    assert drain.switch_ms > 0, drain.calibration
+    other = _SecondContext(torch.cuda.current_device())
+    try:
+        for _ in range(5):
+            other.run_kernel()  # finished: nothing left behind
+            got = drain(timeout_s=2.0)
+            assert got["drained"] and got["busy_ms"] == 0.0, (got, drain.calibration)
+        # 3 ms of work left running in the other context when the drain starts: charged (most of it).
+        lib = other.lib
+        assert lib.cuCtxPushCurrent_v2(other.ctx) == 0
+        try:
+            import ctypes
+
+            arg = ctypes.c_uint64(3_000_000)
+            params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(arg), ctypes.c_void_p))
+            assert lib.cuLaunchKernel(other.func, 1, 1, 1, 32, 1, 1, 0, None, params, None) == 0
+        finally:
+            other._pop()
+        got = drain(timeout_s=2.0)
+        assert got["drained"] and got["busy_ms"] > 1.5, (got, drain.calibration)
+    finally:
+        other.close()
 
 
 def test_fresh_compile_builds_are_distinct_and_timed() -> None:

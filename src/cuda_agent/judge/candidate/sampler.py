@@ -24,7 +24,7 @@ Trust boundary: this module is loaded into the candidate's worker, where it is t
 the samples it reports there are claims, establishing no fact by themselves. The parent bounds them by its
 own clock (`decide/stats.py`: `HostClock`, `round_time`) and times baselines with this same code in the
 reference worker, a process that never loaded candidate code, with the candidate's whole process tree
-frozen and the GPU verified idle (`drain_probe`). There, and only there, its samples are facts.
+frozen and the GPU verified idle (`trusted/drain.py`). There, and only there, its samples are facts.
 
 The statistics over the samples (`stat_of`, `median_rse`, `ratio_with_bound`, `HostClock`,
 `baseline_spread`, `reward_threshold`) run in the parent and live in `decide/stats.py`.
@@ -196,6 +196,7 @@ class Sampler:
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self.kept: list[tuple[Any, Any]] = []  # (inputs, output) of every call of a round with fresh inputs
         self._round_copies: dict[int, list[Any]] = {}
+        self._prepared: tuple[Any, ...] | None = None  # a round set up by `prepare`
         self._cudart = cuda_runtime()
         if self._cudart is not None:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
@@ -285,12 +286,11 @@ class Sampler:
         return 0.0 if host >= 0.8 * busy_ms else host
 
     # ---- a round --------------------------------------------------------------------------------------
-    def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None) -> RoundResult:
-        """Time `samples` calls. With `fresh` (one input set per call, drawn for this round) call i gets
-        `fresh[i]` and every call's inputs and output are kept (`kept`) for checks chosen afterwards.
-        Without, each round draws its input sets in a random order and copies them to fresh memory first
-        (outside the timed loop), so an output cache keyed on addresses or call order misses; `keep` names
-        the call whose output is kept (`last`)."""
+    def prepare(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None) -> float:
+        """Everything a round needs before its first call (argument lists, copies to fresh memory, CUDA
+        events), done now so that the parent can keep it outside the clock it times the round with: set-up
+        the parent's clock charged as if it were per-call cost made an honest candidate look 10-20 us per
+        call slower than itself on an H200. Returns the set-up's ms."""
         torch = self.torch
         setup_began = time.perf_counter()
         if fresh is not None:
@@ -307,9 +307,26 @@ class Sampler:
         keep = samples - 1 if keep is None else keep
         n_cal = -(-samples // CALIBRATE_EVERY) + 1  # one before every CALIBRATE_EVERY calls, one at the end
         ev = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(samples + n_cal)]
-        stream = self.stream
         torch.cuda.synchronize()
         setup_ms = (time.perf_counter() - setup_began) * 1000
+        self._prepared = (calls, order, keep, ev, fresh is not None, setup_ms)
+        return setup_ms
+
+    def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None) -> RoundResult:
+        """Time `samples` calls. With `fresh` (one input set per call, drawn for this round) call i gets
+        `fresh[i]` and every call's inputs and output are kept (`kept`) for checks chosen afterwards.
+        Without, each round draws its input sets in a random order and copies them to fresh memory first
+        (outside the timed loop), so an output cache keyed on addresses or call order misses; `keep` names
+        the call whose output is kept (`last`). A round `prepare`d beforehand runs as prepared (its
+        arguments here are then ignored)."""
+        torch = self.torch
+        if self._prepared is None:
+            self.prepare(samples, keep, fresh)
+        calls, order, keep, ev, is_fresh, setup_ms = self._prepared
+        self._prepared = None
+        fresh = calls if is_fresh else None
+        samples = len(calls)
+        stream = self.stream
         host_start = time.perf_counter()
         timed: list[int] = []
         calibration: list[int] = []
@@ -352,51 +369,6 @@ class Sampler:
         end.record(self.stream)
         self.torch.cuda.synchronize()
         after.record(self.stream)
-
-
-def drain_probe(idle_ms: float | None, timeout_s: float = 10.0) -> dict[str, Any]:
-    """Is the GPU idle? Host-timed flush probes (launch to completion) until two in a row take no longer
-    than an idle GPU's (`idle_ms`, None: measure it now). Work of another context -- a frozen
-    candidate's queued kernels, a second context, a helper process -- time-shares the GPU and stretches
-    the probe, whatever stream or process it is on. Returns whether the GPU drained, how long it stayed
-    busy (`busy_ms`, charged to the candidate's last round) and the idle probe time."""
-    import torch
-
-    sampler_kernel = _pad_kernel()
-    buffer = _flush_buffer()
-
-    def probe() -> float:
-        began = time.perf_counter()
-        if sampler_kernel is not None:
-            sampler_kernel.launch(torch.cuda.current_stream().cuda_stream, 0.0)
-        else:
-            buffer.zero_()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - began) * 1000
-
-    if idle_ms is None:
-        torch.cuda.synchronize()
-        idle_ms = min(probe() for _ in range(7))
-    limit = 1.5 * idle_ms + 0.03
-    began = time.perf_counter()
-    good_since: float | None = None
-    good = 0
-    probes = 0
-    while True:
-        at = time.perf_counter()
-        took = probe()
-        probes += 1
-        if took <= limit:
-            good_since = at if good == 0 else good_since
-            good += 1
-            if good >= 2:
-                busy = max(0.0, ((good_since or at) - began) * 1000)
-                return {"drained": True, "busy_ms": busy, "idle_ms": idle_ms, "probes": probes}
-        else:
-            good = 0
-        if time.perf_counter() - began > timeout_s:
-            return {"drained": False, "busy_ms": (time.perf_counter() - began) * 1000, "idle_ms": idle_ms,
-                    "probes": probes}  # fmt: skip
 
 
 CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06

@@ -20,6 +20,9 @@ from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS
 from cuda_agent.judge.decide.verdict import Stat
 
 BASE_THRESHOLD = 1.05
+# The host clock charges a round only beyond this many ms per call: jitter of a quiet host, so that an
+# honest round is not charged for it (a forged or escaped share smaller than this goes uncharged).
+HOST_MARGIN_FLOOR_MS = 0.003
 MAX_SPREAD_MARGIN = 0.10
 
 
@@ -85,7 +88,7 @@ class HostClock:
             return cls(0.0, float("inf"))
         centre = statistics.median(per_call)
         mad = statistics.median(abs(x - centre) for x in per_call)
-        return cls(centre, 3 * 1.4826 * mad + TAIL_RESOLUTION_MS)
+        return cls(centre, max(3 * 1.4826 * mad + TAIL_RESOLUTION_MS, HOST_MARGIN_FLOOR_MS))
 
     def bound(self, wall_ms: float, calls: int) -> float:
         """The least a call of a round that took `wall_ms` by the parent's clock can have cost."""

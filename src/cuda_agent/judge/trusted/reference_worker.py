@@ -30,7 +30,7 @@ import torch
 from cuda_agent.judge.candidate import aliasing
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler, drain_probe
+from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
@@ -41,6 +41,7 @@ from cuda_agent.judge.trusted.audit import (
     vary_constant_state,
 )
 from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenerate_baselines, describe
+from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
 # Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
@@ -248,14 +249,18 @@ class ReferenceWorker:
             torch.cuda.init()
             torch.ones(8, device="cuda").add_(1)
             torch.cuda.synchronize()
-            # How long the drain probe takes on an idle GPU: measured now, before any candidate exists
-            # (the pool warms workers one at a time), never while a candidate could be keeping it busy.
-            self.idle_probe_ms = drain_probe(None, timeout_s=5.0)["idle_ms"]
+            # How long the drain probe takes on an idle GPU and right after another context's kernel:
+            # measured now, before any candidate exists (the pool warms workers one at a time), never while
+            # a candidate could be keeping the GPU busy (trusted/drain.py).
+            self.gpu_drain = GpuDrain()
         return {}
 
     def drain(self, timeout_s: float = 10.0) -> dict[str, Any]:
-        """Is the GPU idle now (the candidate frozen)? See candidate/sampler.py: drain_probe."""
-        return drain_probe(getattr(self, "idle_probe_ms", None), timeout_s)
+        """Is the GPU idle now (the candidate frozen), and how much work outlived its reply? See trusted/drain.py."""
+        gpu_drain = getattr(self, "gpu_drain", None)
+        if gpu_drain is None:  # not warmed for the GPU: measure the idle probe now, no switch allowance
+            return drain_probe(None, timeout_s)
+        return {**gpu_drain(timeout_s), "switch_calibration": gpu_drain.calibration}
 
     def free_memory(self) -> dict[str, Any]:
         # Memory this worker cached (e.g. for the candidate outputs it compared) is not the candidate's.
