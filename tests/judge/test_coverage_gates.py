@@ -1,11 +1,11 @@
-"""The coverage gates of api.Judgment against scripted workers (issue 12, class 3): every verification call is
-traced and one extra round of timed calls too, and the parent classifies what ran against the kernels it read
-from the built binary, so a submission honest only on the calls that used to be looked at is refused."""
+"""The coverage gates of Judgment (decide/coverage_stage.py) against scripted replies (issue 12, class 3):
+every verification call is traced, and timed rounds chosen at random after their draw too
+(test_traced_rounds.py); the parent classifies what ran against the kernels it read from the built
+binary, so a submission honest only on the calls that used to be looked at is refused."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,20 +18,6 @@ ATEN = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKe
 GEMM = "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma"
 
 
-class TimedCandidate:
-    """Replies to the traced timed round with the kernels `ran`."""
-
-    pid = 2
-
-    def __init__(self, ran: dict[str, float]) -> None:
-        self.ran = ran
-        self.commands: list[tuple[str, dict[str, Any]]] = []
-
-    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
-        self.commands.append((command, payload))
-        return {"ok": True, "samples": [0.1] * payload.get("samples", 1), "wall_ms": 5.0, "kernels": self.ran}
-
-
 def judgment(tmp_path: Path, ops: set[str], imports: dict[str, set[str]] | None = None) -> Judgment:
     made = Judgment(tmp_path, Task(name="t", source="", path=tmp_path / "model.py"),
                     JudgeConfig(scratch_dir=tmp_path / "scratch"))  # fmt: skip
@@ -39,7 +25,6 @@ def judgment(tmp_path: Path, ops: set[str], imports: dict[str, set[str]] | None 
     made.reference_ops = ops
     made.imports = imports or {"kernels/ew.cu": {"__cudaLaunchKernel"}}
     made.check_round = lambda ref, cand: None  # type: ignore[method-assign]  (outputs: another test's job)
-    made.draw_round = lambda ref, cand: None  # type: ignore[method-assign]
     return made
 
 
@@ -63,16 +48,14 @@ def test_verification_calls_are_all_counted(tmp_path: Path) -> None:
 )
 def test_a_traced_round_of_timed_calls_is_gated(tmp_path: Path, ran: dict[str, float], refused: str | None) -> None:
     made = judgment(tmp_path, {"gelu"})
-    cand = TimedCandidate(ran)
+    reply = {"ok": True, "samples": [0.1] * 10, "kernels": ran}
     if refused is None:
-        made.check_timed_coverage(None, cand)  # type: ignore[arg-type]
+        made.gate_timed_round(reply, 10)
+        assert made.checks["coverage_timed"]["calls_profiled"] == 10
     else:
         with pytest.raises(Stop) as stopped:
-            made.check_timed_coverage(None, cand)  # type: ignore[arg-type]
+            made.gate_timed_round(reply, 10)
         assert refused in stopped.value.verdict.reason, stopped.value.verdict.reason
-    # the round is asked for exactly like a timed one: same arguments as time_round
-    (command, payload), = cand.commands
-    assert command == "profile_round" and set(payload) == {"samples", "keep"}
 
 
 def test_cublas_kernels_are_the_candidates_only_if_it_calls_cublas(tmp_path: Path) -> None:

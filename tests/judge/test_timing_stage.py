@@ -1,4 +1,4 @@
-"""The timing stage (api.Judgment.time) against scripted workers and a real candidate process: baselines
+"""The timing stage (decide/timing_stage.py: Judgment.time) against scripted workers and a real candidate process: baselines
 are timed with the candidate's process tree frozen and the GPU drained, GPU work left behind after a
 candidate round is charged to it, the parent's clock bounds forged samples, and the verdict records the
 policy and the thresholds. Each scripted call sleeps for the time its samples claim, as a GPU would."""
@@ -104,7 +104,7 @@ def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.
     made.candidate_separate_user = True  # machine key, kept under tmp_path by CUDA_AGENT_CACHE
     made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
     made.check_round = lambda *args, **kw: True  # type: ignore[method-assign]  (output checks: verify tests)
-    made.check_timed_coverage = lambda *args, **kw: None  # type: ignore[method-assign]  (needs a profiler)
+    made.gate_timed_round = lambda *args, **kw: None  # type: ignore[method-assign]  (test_traced_rounds.py)
     return made
 
 

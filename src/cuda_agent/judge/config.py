@@ -35,6 +35,10 @@ class TimingConfig:
     # A speedup over torch.compile above this (lower bound) is re-measured strictly before it counts.
     plausible_speedup: float = 8.0
     recheck_rounds: int = 5
+    # Share of timed rounds traced for the coverage gate, each decided by the parent after that round's
+    # inputs were drawn (at least one round per judgment, at most half; a traced round's samples are
+    # not used: tracing costs time).
+    traced_round_share: float = 0.35
 
 
 @dataclass(frozen=True)

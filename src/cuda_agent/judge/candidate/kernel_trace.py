@@ -2,9 +2,11 @@
 
 Runs inside the candidate's process, so what it reports is evidence the parent weighs, not a verdict: the
 parent classifies the kernels (coverage.py) against the extension's device code, which it read from the
-built binary itself. Every verification call is traced, and one extra round of timed calls made exactly
-like the others (same commands, fresh inputs, same sampler), so behaving honestly only on the calls that
-are looked at means behaving honestly on calls that look like every timed call.
+built binary itself. Every verification call is traced, and timed rounds the parent picks at random after
+each round's draw (same command, arguments, fresh inputs and sampler as every round), so behaving honestly
+only on the calls that are looked at means behaving honestly on rounds that look like every timed round.
+What remains visible here during a traced round (the profiler's own state) is listed in
+docs/design/trust_boundary.md.
 """
 
 from __future__ import annotations

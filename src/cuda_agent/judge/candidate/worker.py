@@ -239,17 +239,17 @@ class CandidateWorker:
         torch.cuda.synchronize()
         return {"calls": len(self.round_inputs)}
 
-    def time_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
+    def time_round(self, samples: int, keep: int | None = None, trace: bool = False) -> dict[str, Any]:
+        """A timed round on the inputs of the last `draw_round`; with `trace`, the kernels it ran too (the
+        coverage gate's evidence: which rounds are traced the parent decides after the draw)."""
         assert self.sampler is not None, "time_setup first"
+        if trace:
+            reply, kernels = kernel_trace.traced(lambda: self.time_round(samples, keep))
+            return {**reply, "kernels": kernels}
         fresh, self.round_inputs = self.round_inputs, []
         result = self.sampler.round(samples, keep, fresh=fresh or None)
         self.check_settings("a timed forward")
         return result.reply()
-
-    def profile_round(self, **round_args: Any) -> dict[str, Any]:
-        """A timed round exactly like `time_round` (same arguments, inputs, sampler), with the kernels it ran."""
-        reply, kernels = kernel_trace.traced(lambda: self.time_round(**round_args))
-        return {**reply, "kernels": kernels}
 
     def exit(self) -> dict[str, Any]:
         return {}
@@ -268,7 +268,6 @@ def main() -> None:
             "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
-            "profile_round": worker.profile_round,
             "time_pad": worker.time_pad,
             "exit": worker.exit,
         }

@@ -15,8 +15,9 @@ submission that does not link the library itself. Fills,
 memsets and memory copies are neutral (copies are data movement, not foreign compute: a concatenation may
 be all copies); everything else is foreign.
 
-The kernel lists come from profiled calls: every verification call and a secret round of timed calls,
-indistinguishable from the others by what the candidate is called with (see decide/coverage_stage.py).
+The kernel lists come from profiled calls: every verification call, and timed rounds the parent chooses
+at random after each round's inputs were drawn (decide/timing_stage.py); what still tells a traced round
+from the others in the candidate's process is listed in docs/design/trust_boundary.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """The coverage gate of a judgment: GPU time of the calls that count, attributed by the built binary.
 
 Runs in the parent. Facts it establishes: the share of forward GPU time in the submission's own kernels
-(or allowed libraries), over every verification call and one round of timed calls made like every other
-(decide/coverage.py classifies). The kernel list is CUPTI evidence gathered in the candidate's process,
-so it is a claim; what makes it hard to forge is that it must name kernels of the extension's own
-device code for most of the time, while the outputs of the same calls are checked by the reference.
+(or allowed libraries), over every verification call and every timed round the timing stage chose to
+trace (at random, after the round's inputs were drawn; decide/coverage.py classifies). The kernel list is
+CUPTI evidence gathered in the candidate's process, so it is a **claim**: a candidate that does not touch
+the judge's code there cannot hide PyTorch's kernels from it, but one that patches `kernel_trace` (issue 12
+class 1) can report its own kernel names. Defence in depth against that attacker, a fact against the
+others; docs/design/trust_boundary.md, "What is still a claim".
 """
 
 from __future__ import annotations
 
-import secrets
-
-from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.coverage import (
     CoverageReport,
     coverage_report,
@@ -32,24 +31,13 @@ class CoverageStage:
         self.checks["coverage"] = report.summary()
         self._gate_coverage(report, "forward")
 
-    def check_timed_coverage(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
-        """One more round of timed calls, made exactly like the others (fresh inputs, the same sampler and
-        arguments), traced: a submission honest on the verification calls and calling PyTorch (or nothing)
-        on timed calls is seen here. Its samples are not used (tracing costs time); its outputs are checked
-        like every round's."""
-        tc = self.config.timing
-        with self.timed("coverage"):
-            draw = getattr(self, "draw_round", None)  # rounds with fresh content for every call
-            if draw is not None:
-                draw(ref, cand)
-            reply = self._candidate_call(cand, "profile_round", self.config.timing_timeout_s, "timing",
-                                         samples=tc.samples_per_round,
-                                         keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
-            check = getattr(self, "check_round", None) or getattr(self, "spot_check", None)
-            if check is not None:
-                check(ref, cand)
-        report = coverage_report(reply.get("kernels") or {}, self.kernel_names, self.reference_ops,
-                                 calls=tc.samples_per_round, libraries=linked_libraries(self.imports))  # fmt: skip
+    def gate_timed_round(self, reply: dict, calls: int) -> None:
+        """A traced round of timed calls (chosen by the timing stage after the round's inputs were drawn,
+        timing_stage.py): a submission honest on the verification calls and calling PyTorch (or nothing)
+        on timed calls is seen here. A reply without kernels is a round that ran none of them."""
+        kernels = reply.get("kernels")
+        report = coverage_report(kernels if isinstance(kernels, dict) else {}, self.kernel_names,
+                                 self.reference_ops, calls=calls, libraries=linked_libraries(self.imports))  # fmt: skip
         self.checks["coverage_timed"] = report.summary()
         if report.submitted_us + report.library_us + report.copies_us <= 0:
             raise self.fail(Status.REJECTED, "a round of timed calls ran none of your kernels (only "

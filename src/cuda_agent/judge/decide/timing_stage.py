@@ -78,8 +78,22 @@ class TimingStage:
         reference_rounds: list[tuple[float, float, list[float]]] = []  # for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
         escaped_ms = 0.0  # work the candidate worker itself reported past its end events
-        for _ in range(tc.max_rounds):
-            reply, samples, wall_ms = self._candidate_round(cand, ref, "timing")
+        traced_rounds = 0
+        owed_trace = False  # timing is done but no round was traced yet: the next one is
+        while True:
+            share = 1.0 if owed_trace else min(0.5, tc.traced_round_share)  # most rounds measure
+            reply, samples, wall_ms, traced = self._candidate_round(cand, ref, "timing", trace_share=share)
+            if traced:
+                # Coverage evidence, not a measurement (tracing costs time): its samples are not used, its
+                # outputs are checked like a first round's, and the window after it only measures leftovers.
+                with self.baselines_window(cand, ref, freeze=False):
+                    pass
+                self.check_round(ref, cand)
+                self.gate_timed_round(reply, len(samples))
+                traced_rounds += 1
+                if owed_trace:
+                    break
+                continue
             escaped_ms += _finite(reply.get("escaped_ms"))
             with self.baselines_window(cand, ref, freeze=cached is None) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
@@ -99,11 +113,14 @@ class TimingStage:
             # The first round is always checked, later ones at random (the candidate cannot tell which),
             # and the last one before timing ends.
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
-            if self._timing_done(rounds, ["candidate"] if cached else ["candidate", "eager", "compile"]):
+            contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
+            if len(rounds["candidate"]) >= tc.max_rounds or self._timing_done(rounds, contenders):
                 if not checked:
                     self.check_round(ref, cand)
-                break
-        self.check_timed_coverage(ref, cand)
+                if traced_rounds:
+                    break
+                owed_trace = True
+        self.checks["traced_timed_rounds"] = traced_rounds
         self.check_leftovers(cand, "timing")
         if cached is None:
             self.host_clock = HostClock.from_reference(reference_rounds)
@@ -178,25 +195,30 @@ class TimingStage:
         return samples
 
     def _candidate_round(
-        self, cand: WorkerHandle, ref: WorkerHandle, purpose: str
-    ) -> tuple[dict[str, Any], list[float], float]:
-        """One timed round of the candidate on fresh content (drawn outside the host clock), the call it
-        keeps for a possible check chosen in secret: its reply, its checked samples and the parent's wall
-        time of the round in ms."""
+        self, cand: WorkerHandle, ref: WorkerHandle, purpose: str, trace_share: float = 0.0
+    ) -> tuple[dict[str, Any], list[float], float, bool]:
+        """One timed round of the candidate on fresh content (drawn outside the host clock): its reply,
+        its checked samples, the parent's wall time of the round in ms, and whether it was traced.
+
+        Whether the round is traced for the coverage gate (with probability `trace_share`) is decided here,
+        by `secrets`, after the round's inputs were drawn and handed over, so nothing the candidate holds
+        before the round (its inputs, their seeds, the round's place in the order) tells. The round is
+        asked for with the same command and arguments as every other (`trace` only differs in value)."""
         tc = self.config.timing
         self.draw_round(ref, cand)
+        traced = trace_share >= 1.0 or (trace_share > 0 and secrets.randbelow(1 << 20) < trace_share * (1 << 20))
         began = time.perf_counter()
         reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
                                      samples=tc.samples_per_round,
-                                     keep=secrets.randbelow(tc.samples_per_round))  # fmt: skip
+                                     keep=secrets.randbelow(tc.samples_per_round), trace=traced)  # fmt: skip
         wall_ms = (time.perf_counter() - began) * 1000
-        return reply, self._samples("candidate", reply, wall_ms), wall_ms
+        return reply, self._samples("candidate", reply, wall_ms), wall_ms, traced
 
     def recheck_rounds(self, cand: WorkerHandle, ref: WorkerHandle) -> list[float]:
         tc = self.config.timing
         medians = []
         for _ in range(tc.recheck_rounds):
-            _, samples, wall_ms = self._candidate_round(cand, ref, "re-timing")
+            _, samples, wall_ms, _ = self._candidate_round(cand, ref, "re-timing")
             with self.baselines_window(cand, ref, freeze=False) as busy_ms:
                 wall_ms += busy_ms
             # Charge the host clock, not the events, on this strict pass (no margin).

@@ -7,9 +7,12 @@ one) and may share memory with an input or another output only where the referen
 Where each fact is established: strides travel inside the handed-over tensor file and are read by the
 reference worker; the aliasing facts are computed by `candidate/aliasing.py` in the candidate worker (from
 data pointers of the call's inputs and outputs) and, for the reference, in the reference worker.
-The rule is decided here, in the reference worker (`problem`). The candidate-side facts are as trustworthy as
-the judge's code in that process (see docs/design/trust_boundary.md); a candidate that forged them would
-still have to hand over the right values, which a view cannot give once strides are compared.
+The rule is decided here, in the reference worker (`problem`), but both inputs of it about the candidate
+(the strides in the tensor file's header and the aliasing report) are written by judge code in the
+candidate's process: they are **claims**, as trustworthy as that code once the candidate patches it. This
+rule is defence in depth: a candidate that patched its hand-over to write a materialised copy would pass
+it while returning views (docs/design/trust_boundary.md, "What is still a claim"); the values must still be
+right.
 """
 
 from __future__ import annotations

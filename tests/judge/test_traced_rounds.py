@@ -1,0 +1,164 @@
+"""Which timed round is traced for the coverage gate is the parent's secret (issue 12, class 3).
+
+Against scripted workers and a real process standing in for the candidate (it is frozen while baselines
+run): the traced round is chosen by `secrets` after its inputs were drawn, at no fixed place (not always
+the last, not always the first), asked for with the same command and arguments as every other round, and
+its samples are not part of the timing. A submission honest only on the round that used to be traced (the
+last one) is caught when ATen runs in a traced round.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cuda_agent.judge.config import JudgeConfig, TimingConfig
+from cuda_agent.judge.decide.judgment import Judgment, Stop
+from cuda_agent.judge.decide.verdict import Environment
+from cuda_agent.judge.trusted.freeze import ProcessTree
+from cuda_agent.judge.trusted.pool import ReferenceSlot
+from cuda_agent.task import Task
+
+CALLS = 10
+OURS = "void ew_kernel<4>(float const*, float*, long)"
+ATEN = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(int, float*)"
+
+
+class Reference:
+    """Baselines of fixed cost; each call sleeps for what its samples claim, as a GPU would."""
+
+    pid = 1
+
+    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        if command == "time_setup":
+            return {"ok": True, "host_ms": {"eager": 0.01, "compile": 0.01}, "compile_builds_ms": [0.5]}
+        if command == "time_pad":
+            return {"ok": True}
+        if command == "time_round":
+            ms = 1.0 if kw["mode"] == "eager" else 0.5
+            time.sleep(CALLS * ms / 1000)
+            return {"ok": True, "samples": [ms] * CALLS, "setup_ms": 0.0}
+        if command == "drain":
+            return {"ok": True, "drained": True, "busy_ms": 0.0}
+        raise AssertionError(f"unexpected reference command {command}")
+
+
+class Candidate:
+    """Records every command in order. In the rounds `aten_rounds` (0-based) its calls run PyTorch's
+    kernel instead of its own."""
+
+    def __init__(self, pid: int, aten_rounds: frozenset[int] = frozenset()) -> None:
+        self.pid = pid
+        self.aten_rounds = aten_rounds
+        self.commands: list[tuple[str, dict[str, Any]]] = []
+        self.rounds = 0
+
+    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        self.commands.append((command, kw))
+        if command == "time_setup":
+            return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.01}
+        if command in ("time_pad", "draw_round"):
+            return {"ok": True}
+        if command == "time_round":
+            cheating = self.rounds in self.aten_rounds
+            self.rounds += 1
+            time.sleep(CALLS * 0.25 / 1000)
+            reply: dict[str, Any] = {"ok": True, "samples": [0.25] * CALLS, "escaped_ms": 0.0}
+            if kw["trace"]:  # the worker adds the kernels of a traced round
+                reply["kernels"] = {ATEN if cheating else OURS: 2.5 * 1000}
+            return reply
+        raise AssertionError(f"unexpected candidate command {command}")
+
+
+@pytest.fixture
+def candidate_process():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference,
+              **timing: Any) -> Judgment:  # fmt: skip
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    config = JudgeConfig(scratch_dir=tmp_path / "scratch", cache_dir=tmp_path / "baselines",
+                         timing=TimingConfig(min_samples=30, min_gpu_ms=1.0, max_rounds=8, **timing))  # fmt: skip
+    made = Judgment(tmp_path, Task(name="t", source="x = 1\n", path=tmp_path / "model.py"), config)
+    made.environment = Environment(gpu="G", compute_capability="9.0", driver="1", torch="t", cuda="c")
+    made.io_dir = made.out_dir = tmp_path
+    made.input_files = False
+    made.threads_after_load = 10**6
+    made.candidate_tree = ProcessTree(proc.pid, tmp_path)
+    made.candidate_separate_user = True
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.check_round = lambda *args, **kw: True  # type: ignore[method-assign]  (outputs: other tests)
+    made.kernel_names = {OURS}
+    made.reference_ops = {"gelu"}
+    made.imports = {"kernels/ew.cu": {"__cudaLaunchKernel"}}
+    return made
+
+
+def _rounds(cand: Candidate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(draw_round payload, time_round payload) of every round, in order."""
+    out, draw = [], None
+    for command, kw in cand.commands:
+        if command == "draw_round":
+            draw = kw
+        elif command == "time_round":
+            assert draw is not None, "a timed round without fresh inputs drawn before it"
+            out.append((draw, kw))
+            draw = None
+    return out
+
+
+def test_the_traced_round_is_chosen_after_the_draw_at_no_fixed_place(tmp_path, monkeypatch, candidate_process) -> None:
+    positions: set[tuple[int, int]] = set()  # (index of a traced round, rounds in that judgment)
+    for attempt in range(12):
+        ref, cand = Reference(), Candidate(candidate_process.pid)
+        made = _judgment(tmp_path / str(attempt), monkeypatch, candidate_process, ref)
+        timing = made.time(ref, cand)  # type: ignore[arg-type]
+        rounds = _rounds(cand)
+        traced = [i for i, (_, kw) in enumerate(rounds) if kw["trace"]]
+        assert traced and made.checks["traced_timed_rounds"] == len(traced)
+        # every round is asked for alike: the same command and argument names, the draw before it says
+        # nothing of tracing (seeds only), and the draw comes first
+        assert {frozenset(kw) for _, kw in rounds} == {frozenset({"samples", "keep", "trace"})}
+        assert {frozenset(draw) for draw, _ in rounds} == {frozenset({"seeds"})}
+        # traced rounds are evidence, not measurements
+        assert timing.rounds == len(rounds) - len(traced)
+        positions |= {(i, len(rounds)) for i in traced}
+    assert any(i < n - 1 for i, n in positions), f"the traced round was always the last: {positions}"
+    assert len({i for i, _ in positions}) >= 3, f"the traced round sits at few places: {positions}"
+
+
+def test_aten_before_the_round_that_used_to_be_traced_is_caught(tmp_path, monkeypatch, candidate_process) -> None:
+    """PyTorch's kernel in the first three rounds, its own afterwards: against a fixed traced round after
+    the timing rounds this always passed. Traced at random after each draw (share 0.5 here), one of the
+    first three is traced in 7 judgments of 8, and then it is refused."""
+    caught = 0
+    for attempt in range(6):
+        ref, cand = Reference(), Candidate(candidate_process.pid, aten_rounds=frozenset({0, 1, 2}))
+        made = _judgment(tmp_path / str(attempt), monkeypatch, candidate_process, ref, traced_round_share=0.5)
+        try:
+            made.time(ref, cand)  # type: ignore[arg-type]
+        except Stop as stop:
+            assert stop.verdict.status.value == "rejected"
+            assert "ran none of your kernels" in stop.verdict.reason
+            caught += 1
+            continue
+        traced = [i for i, (_, kw) in enumerate(_rounds(cand)) if kw["trace"]]
+        assert traced and min(traced) >= 3, "a traced ATen round was let through"
+    assert caught >= 1
+
+
+def test_a_traced_round_without_kernels_is_refused(tmp_path, monkeypatch, candidate_process) -> None:
+    """A worker patched to drop the kernel list from its reply fails closed."""
+    made = _judgment(tmp_path, monkeypatch, candidate_process, Reference())
+    with pytest.raises(Stop) as stopped:
+        made.gate_timed_round({"ok": True, "samples": [0.25] * CALLS}, CALLS)
+    assert "ran none of your kernels" in stopped.value.verdict.reason
