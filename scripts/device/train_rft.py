@@ -419,7 +419,7 @@ def main() -> int:
     parser.add_argument("--sft-steps", type=int, default=600)
     parser.add_argument("--value-epochs", type=float, default=20)
     parser.add_argument("--value-lr", type=float, default=3e-4)
-    parser.add_argument("-j", "--concurrency", type=int, default=12, help="collection episodes at once")
+    parser.add_argument("-j", "--concurrency", type=int, default=16, help="collection episodes at once")
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)

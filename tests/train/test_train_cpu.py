@@ -107,6 +107,8 @@ def test_value_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
     assert len(split["train"]) == summary["train_episodes"] and len(split["heldout"]) == summary["heldout_episodes"]
     assert sorted(split["heldout_rewards"]) == [-1.0, 2.0]
     assert -1.0 < summary["head_bias"] < 2.0
+    per_episode = summary["heldout_after"]["per_episode"]
+    assert sorted(e["target"] for e in per_episode) == sorted(split["heldout_rewards"])
     for key in ("value_loss", "explained_variance"):
         assert math.isfinite(summary["heldout_after"][key])
     critic = AutoModelForTokenClassification.from_pretrained(out)

@@ -145,7 +145,7 @@ def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueC
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    values, targets = [], []
+    values, targets, episodes = [], [], []
     with torch.no_grad():
         for example in examples:
             batch = collator([example])
@@ -153,6 +153,9 @@ def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueC
             keep = batch["value_mask"][0].bool()
             values.append(logits[0, :, 0].float().cpu()[keep])
             targets.append(batch["value_targets"][0][keep])
+            episodes.append({"task": example.get("task", ""), "target": example["value_target"],
+                             "mean_value": round(float(values[-1].mean()), 4),
+                             "last_value": round(float(values[-1][-1]), 4)})  # fmt: skip
     model.train(was_training)
     v, t = torch.cat(values), torch.cat(targets)
     var = float(t.var(unbiased=False))
@@ -161,6 +164,7 @@ def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueC
         "explained_variance": (1.0 - float((t - v).var(unbiased=False)) / var) if var > 0 else float("nan"),
         "tokens": int(t.numel()),
         "episodes": len(examples),
+        "per_episode": episodes,  # the critic's mean and final value on each episode's assistant tokens
     }
 
 
