@@ -187,14 +187,9 @@ class ServiceJudge:
 
 
 def _start_service(config: Any) -> Any:
-    import cuda_agent.judge as judge_package
+    from cuda_agent.judge import JudgeService
 
-    service_class = getattr(judge_package, "JudgeService", None)
-    if service_class is None:  # before the judge package re-exported it
-        from importlib import import_module
-
-        service_class = import_module("cuda_agent.judge.service").JudgeService
-    service = service_class(config, keep_warm=True)
+    service = JudgeService(config, keep_warm=True)
     try:
         service.start()
     except BaseException:
