@@ -44,13 +44,19 @@ def test_one_judgment_per_distinct_submission(tmp_path) -> None:
     (tmp_path / "runs" / "f").mkdir()
     (tmp_path / "runs" / "f" / "trajectory.jsonl").write_text(json.dumps(gone) + "\n")
 
+    # g: the reference in its workspace was changed after the episode: never judged against it
+    g = tmp_path / "runs" / "g"
+    play(g, KERNEL)
+    (g / "ws" / "model.py").write_text((g / "ws" / "model.py").read_text().replace("torch.relu(x)", "x"))
+
     judge = Counted()
     lines: list[str] = []
     report = judge_distinct([tmp_path / "runs"], judge, progress=lines.append)
     assert len(judge.workspaces) == 2 == len(lines) == report.to_dict()["judgments"]
     sizes = sorted(len(g.files) for g in report.groups)
     assert sizes == [1, 2]  # a and b end in the same files (b talked differently), c in other files
-    assert set(report.skipped) == {str(tmp_path / "runs" / n / "trajectory.jsonl") for n in "def"}
+    assert set(report.skipped) == {str(tmp_path / "runs" / n / "trajectory.jsonl") for n in "defg"}
+    assert "not the episode's task" in report.skipped[str(g / "trajectory.jsonl")]
     assert "already judged" in report.skipped[str(d)] and "no final workspace" in " ".join(report.skipped.values())
     shared = [load_trajectory(tmp_path / "runs" / n / "trajectory.jsonl") for n in "ab"]
     assert shared[0]["messages"] != shared[1]["messages"]
@@ -60,7 +66,7 @@ def test_one_judgment_per_distinct_submission(tmp_path) -> None:
         assert r["judge"]["shared"]["episodes"] == 2 and r["judge"]["shared"]["digest"] == shared[0]["judge"]["shared"]["digest"]
         assert r["reward"] == r["judge"]["reward"]
     assert load_trajectory(d)["judge"]["status"] == "ok"  # untouched
-    assert "judgment(s) for 3 episode(s); 3 not judged here" in report.table()
+    assert "judgment(s) for 3 episode(s); 4 not judged here" in report.table()
     # a second pass finds nothing left to judge
     again = judge_distinct([tmp_path / "runs"], judge)
     assert again.groups == [] and len(judge.workspaces) == 2

@@ -68,8 +68,10 @@ class Report:
 
 
 def group_episodes(paths: Iterable[Path | str], report: Report) -> list[Group]:
-    """Finished, unjudged episodes grouped by (task digest, final files); the rest go to `report.skipped`."""
+    """Finished, unjudged episodes grouped by (task digest, final files); the rest go to `report.skipped`.
+    The reference judged against is the workspace's `model.py`, so it must still be the episode's task."""
     from cuda_agent.agent import load_trajectory
+    from cuda_agent.task import load_task
 
     groups: dict[tuple[str, str], Group] = {}
     for path in trajectory_files(paths):
@@ -89,6 +91,9 @@ def group_episodes(paths: Iterable[Path | str], report: Report) -> list[Group]:
             report.skipped[str(path)] = f"no final workspace at {workspace} to judge"
             continue
         task = record.get("task") or {}
+        if task.get("digest") and load_task(workspace / "model.py", name="check").digest != task["digest"]:
+            report.skipped[str(path)] = "the workspace's model.py is not the episode's task (changed since)"
+            continue
         digest = kernel_digest(record)
         key = (str(task.get("digest") or task.get("name")), digest)
         group = groups.setdefault(key, Group(task=str(task.get("name") or "?"), digest=digest))
