@@ -61,6 +61,31 @@ class EpisodeResult:
         }
 
 
+def open_workspace(task: Task, workspace: Path, config: AgentConfig, *, overwrite: bool = False) -> ToolBox:
+    """Lay out `workspace` for `task` with its judge cache and Bash sandbox, and the ten tools over it.
+
+    Every episode works in what this returns, whether `solve` drives it or an RL trainer's rollout
+    (train/environment.py): one tool layer, one workspace layout. `toolbox.close()` stops what it left running.
+    """
+    workspace = materialize(task, Path(workspace), overwrite=overwrite)
+    # The judge's PCH and shared objects: read in place from the seed (or the machine's shared cache),
+    # never copied, so an episode adds only its own objects to disk (see cuda_agent.judge.trusted.cache).
+    seed = Path(config.cache_seed_dir) if config.cache_seed_dir else None
+    cache_env = prepare_episode_cache(workspace / EPISODE_CACHE, workspace, seed)
+    sandbox = build_sandbox(workspace, config.sandbox)
+    if cache_env:
+        sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env})
+    return ToolBox(
+        ToolContext(
+            workspace=sandbox.workspace,
+            sandbox=sandbox,
+            max_output_chars=config.max_output_chars,
+            default_timeout_s=config.bash_timeout_s,
+            max_timeout_s=config.bash_max_timeout_s,
+        )
+    )
+
+
 def run_episode(
     task: Task,
     workspace: Path,
@@ -78,23 +103,8 @@ def run_episode(
     client = client or OpenAIClient(config.model)
     judge = judge or LocalJudge()
     start, started_at = time.monotonic(), time.time()
-    workspace = materialize(task, Path(workspace), overwrite=overwrite)
-    # The judge's PCH and shared objects: read in place from the seed (or the machine's shared cache),
-    # never copied, so an episode adds only its own objects to disk (see cuda_agent.judge.cache).
-    seed = Path(config.cache_seed_dir) if config.cache_seed_dir else None
-    cache_env = prepare_episode_cache(workspace / EPISODE_CACHE, workspace, seed)
-    sandbox = build_sandbox(workspace, config.sandbox)
-    if cache_env:
-        sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env})
-    toolbox = ToolBox(
-        ToolContext(
-            workspace=sandbox.workspace,
-            sandbox=sandbox,
-            max_output_chars=config.max_output_chars,
-            default_timeout_s=config.bash_timeout_s,
-            max_timeout_s=config.bash_max_timeout_s,
-        )
-    )
+    toolbox = open_workspace(task, Path(workspace), config, overwrite=overwrite)
+    sandbox = toolbox.context.sandbox
     display = sandbox.workspace.display_root
     writer = TrajectoryWriter(
         trajectory_path,
