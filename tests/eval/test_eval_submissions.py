@@ -14,6 +14,7 @@ from eval_helpers import MINI
 from cuda_agent.cli import main
 from cuda_agent.eval.recheck import MIN_NOISE, compare, noise_bound
 from cuda_agent.eval.records import EvalRecord, read_records
+from cuda_agent.eval.submissions import match, submission_folders, units_of
 
 NO_KERNELS = "import torch.nn as nn\n\nimport cuda_extension\n\n\nclass ModelNew(nn.Module):\n" \
              "    def forward(self, x):\n        return cuda_extension.op(x)\n"  # fmt: skip
@@ -30,47 +31,69 @@ def _submission(folder: Path, model: Path | None = None, meta: dict | None = Non
     return folder
 
 
-def test_submissions_are_matched_judged_once_and_rechecked(tmp_path: Path, capsys) -> None:
-    subs, run = tmp_path / "subs", tmp_path / "run"
+def test_folders_are_matched_by_meta_path_or_content_and_the_rest_listed(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
     _submission(subs / "level1" / "19_ReLU")  # by path, reference from --tasks
     _submission(subs / "level1" / "19_ReLU-2")  # a second one for the same problem: its episode 1
     _submission(subs / "mine", meta={"level": 2, "problem": 1})  # by .task.json
     _submission(subs / "renamed", model=MINI / "level3" / "1_MLP.py")  # by model.py's content
     _submission(subs / "level_3_problem_9")  # no such problem
     _submission(subs / "stray")  # no level, no problem, no model.py
+    _submission(subs / "level2" / "own", model=MINI / "level2" / "1_Gemm_Bias_ReLU.py")  # without --tasks
+    problems: list[tuple[str, str]] = []
+    found = match(submission_folders(subs), subs, MINI, problems)
+    how = {f.folder: f.how for f in found}
+    # episodes of one task in path order
+    units = {unit.key: (folder.relative_to(subs).as_posix(), how[folder]) for unit, folder in units_of(found)}
+    assert units == {"level1/19_ReLU#0": ("level1/19_ReLU", "path"), "level1/19_ReLU#1": ("level1/19_ReLU-2", "path"),
+                     "level2/1_Gemm_Bias_ReLU#0": ("level2/own", "digest"), "level2/1_Gemm_Bias_ReLU#1": ("mine", "meta"),
+                     "level3/1_MLP#0": ("renamed", "digest")}  # fmt: skip
+    reasons = {Path(where).name: why for where, why in problems}
+    assert set(reasons) == {"level_3_problem_9", "stray"}
+    assert "matched to level 3 problem 9 (path)" in reasons["level_3_problem_9"] and "does not have" in reasons[
+        "level_3_problem_9"]  # fmt: skip
+    assert "cannot tell its task" in reasons["stray"]
+    # Without --tasks a folder's own model.py is the reference, and its level comes from its path.
+    problems.clear()
+    found = match(submission_folders(subs / "level2"), subs, None, problems)
+    assert [(f.task.task_id, f.task.task.source) for f in found] == [
+        ("level2/0_own", (MINI / "level2" / "1_Gemm_Bias_ReLU.py").read_text())] and not problems
+
+
+def test_submissions_are_judged_once_and_rechecked(tmp_path: Path, capsys) -> None:
+    subs, run = tmp_path / "subs", tmp_path / "run"
+    _submission(subs / "level1" / "19_ReLU")
+    _submission(subs / "mine", meta={"level": 2, "problem": 1})
+    _submission(subs / "stray")
     args = ["eval", "--submissions", str(subs), "--tasks", str(MINI), "--build-only", "--out", str(run),
             "--bootstrap", "20"]  # fmt: skip
-    assert main(args) == 1  # two folders could not be matched
-    err = capsys.readouterr().err
-    assert "level_3_problem_9: matched to level 3 problem 9 (path)" in err and "does not have" in err
-    assert "stray: cannot tell its task" in err
+    assert main(args) == 1  # a folder could not be matched
+    assert "not judged: " in capsys.readouterr().err
     records = read_records(run / "records.jsonl")
-    assert sorted((r.task_id, r.episode) for r in records) == [
-        ("level1/19_ReLU", 0), ("level1/19_ReLU", 1), ("level2/1_Gemm_Bias_ReLU", 0), ("level3/1_MLP", 0)]
+    assert sorted((r.task_id, r.episode) for r in records) == [("level1/19_ReLU", 0), ("level2/1_Gemm_Bias_ReLU", 0)]
     assert all(r.status == "compile_error" and r.reward == -1 for r in records)
-    unmatched = {Path(u["folder"]).name for u in json.loads((run / "run.json").read_text())["unmatched"]}
-    assert unmatched == {"level_3_problem_9", "stray"}
-    bundled = run / "submissions" / "level3_1_MLP" / "ep0"
-    assert (bundled / "model.py").read_text() == (MINI / "level3" / "1_MLP.py").read_text()
-    assert json.loads((run / "manifest.json").read_text())["submissions"]["submissions/level3_1_MLP/ep0"]
+    assert [Path(u["folder"]).name for u in json.loads((run / "run.json").read_text())["unmatched"]] == ["stray"]
+    bundled = run / "submissions" / "level2_1_Gemm_Bias_ReLU" / "ep0"
+    assert (bundled / "model.py").read_text() == (MINI / "level2" / "1_Gemm_Bias_ReLU.py").read_text()
+    assert json.loads((run / "manifest.json").read_text())["submissions"]["submissions/level2_1_Gemm_Bias_ReLU/ep0"]
 
     # Resumed: nothing is judged again.
     verdicts = {p: p.stat().st_mtime_ns for p in (run / "verdicts").rglob("*.json")}
     assert main(args) == 1
-    assert "4 already recorded, 0 to judge" in capsys.readouterr().err
+    assert "2 already recorded, 0 to judge" in capsys.readouterr().err
     assert {p: p.stat().st_mtime_ns for p in (run / "verdicts").rglob("*.json")} == verdicts
-    assert len(read_records(run / "records.jsonl")) == 4
+    assert len(read_records(run / "records.jsonl")) == 2
 
-    # Recheck with one bundled submission changed: that one differs, the others agree.
-    (run / "submissions" / "level1_19_ReLU" / "ep1" / "model_new.py").write_text("import os\n")
+    # Recheck with one bundled submission changed: that one differs, the other agrees.
+    (bundled / "model_new.py").write_text("import os\n")
     assert main(["eval", "--recheck", str(run), "--build-only"]) == 1
     out = capsys.readouterr().out
     result = json.loads((run / "recheck.json").read_text())
-    assert result["summary"]["rechecked"] == 4 and result["summary"]["agree"] == 3
+    assert result["summary"]["rechecked"] == 2 and result["summary"]["agree"] == 1
     changed = next(e for e in result["entries"] if not e["agrees"])
-    assert (changed["task_id"], changed["episode"]) == ("level1/19_ReLU", 1)
+    assert (changed["task_id"], changed["episode"]) == ("level2/1_Gemm_Bias_ReLU", 0)
     assert changed["status"][0] == "compile_error" and changed["status"][1] != "compile_error"
-    assert "level1/19_ReLU" in out and "NO" in out and "3/4 agree" in out
+    assert "level2/1_Gemm_Bias_ReLU" in out and "NO" in out and "1/2 agree" in out
 
 
 def _timing(candidate: float, eager: float, compile_: float, spread: float) -> dict:
