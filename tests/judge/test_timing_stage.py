@@ -62,9 +62,9 @@ class Reference:
 class Candidate:
     """Its calls take `true_ms` each; it reports `claimed_ms` (a patched timer) or the truth."""
 
-    def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None) -> None:
+    def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None, prepare_ms: float = 0.0) -> None:
         self.pid = pid
-        self.true_ms, self.claimed_ms = true_ms, claimed_ms
+        self.true_ms, self.claimed_ms, self.prepare_ms = true_ms, claimed_ms, prepare_ms
         self.pad: float | None = None
 
     def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
@@ -72,6 +72,9 @@ class Candidate:
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.02}
         if command == "time_pad":
             self.pad = kw["pad_ms"]
+            return {"ok": True}
+        if command == "prepare_round":  # the round's set-up, outside the parent's clock
+            time.sleep(self.prepare_ms / 1000)
             return {"ok": True}
         if command == "draw_round":
             return {"ok": True, "calls": CALLS}
@@ -143,6 +146,17 @@ def test_forged_samples_are_bounded_by_the_parents_clock(tmp_path, monkeypatch, 
     timing = made.time(ref, Candidate(candidate_process.pid, true_ms=2.5, claimed_ms=0.01))  # type: ignore[arg-type]
     assert timing.speedup_vs_compile < 10  # honest is 2x; believed, it would be 500x
     assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] >= 1
+
+
+def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, candidate_process) -> None:
+    """5 ms of set-up per 10-call round (argument lists, CUDA events) happens in `prepare_round`, before
+    the parent's clock starts: charged as per-call time it made an H200 candidate 10-20 us per call slower
+    than itself and flipped its reward."""
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, Candidate(candidate_process.pid, prepare_ms=5.0))  # type: ignore[arg-type]
+    assert timing.candidate_ms == pytest.approx(0.25, rel=0.1)
+    assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] == 0
 
 
 def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, monkeypatch, candidate_process) -> None:
