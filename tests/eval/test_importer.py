@@ -210,3 +210,17 @@ def test_an_imported_submission_builds_with_judge_build_only(imported) -> None:
     assert verdict["status"] == "built" and verdict["stages"]["build"] == "passed"
     units = {Path(u).name for u in verdict["checks"]["build"]["compiled"] + verdict["checks"]["build"]["cached"]}
     assert {"relu_vec4.cu", "relu_vec4_binding.cpp"} <= units  # both generated files were built
+
+
+def test_untrusted_file_names_and_sizes(tmp_path: Path) -> None:
+    """A file name goes into the generated C++ comments: a newline in it must not become code."""
+    good = (SOURCES / "level_1_problem_19_sample_0_kernel.py").read_text()
+    sneaky = tmp_path / "level_1_problem_19_x\nint injected = 1;\n.py"
+    sneaky.write_text(good)
+    result = convert_file(sneaky, tmp_path / "out", MINI)
+    assert result.status == "converted"
+    for unit in (Path(result.out) / "kernels").iterdir():
+        assert "\nint injected" not in unit.read_text()
+    big = tmp_path / "level_1_problem_19_big.py"
+    big.write_text(good + "#" * (5 << 20))
+    assert "larger than 4 MiB" in convert_file(big, tmp_path / "out", MINI).reason

@@ -52,6 +52,7 @@ SAME_CUDA_FLAGS = {"-O3", "--use_fast_math", "-use_fast_math", "--expt-relaxed-c
 LINKED_LIBRARIES = {"-lcublas", "-lcublasLt", "-lcudnn", "-lcudart", "-lcuda", "-lc10", "-ltorch", ""}
 IMPLICIT_CUDA_HEADERS = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 IMPLICIT_CPP_HEADER = "#include <torch/extension.h>\n"
+MAX_FILE_BYTES = 4 << 20  # the judge's own limit for a kernels/ file
 
 _LEVEL_PROBLEM = re.compile(r"level[_-]?(\d+)[_-]problem[_-]?(\d+)", re.IGNORECASE)
 _LEVEL_SLASH = re.compile(r"(?:^|/)level(\d+)/(\d+)_([^/]+?)(?:\.py)?$", re.IGNORECASE)
@@ -505,6 +506,9 @@ def convert_file(path: Path, out_root: Path, tasks_dir: Path | None, base: Path 
     conv = Conversion(source=str(path), status="refused")
     taken = taken if taken is not None else set()
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            conv.reason = f"larger than {MAX_FILE_BYTES >> 20} MiB: not a kernel file"
+            return conv
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         conv.reason = f"cannot read: {exc}"
@@ -587,7 +591,7 @@ def _write(dest: Path, path: Path, source: str, tree: ast.Module, extensions: li
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "kernels").mkdir(parents=True)
-    origin = path.name
+    origin = re.sub(r"[^\w.+-]", "_", path.name)  # goes into C++ comments: nothing that could end one
     for ext in extensions:
         if ext.cuda:
             (dest / "kernels" / f"{ext.name}.cu").write_text(_cuda_source(ext, origin), encoding="utf-8")

@@ -88,7 +88,9 @@ def _match_one(folder: Path, rel: str, tasks_dir: Path | None, by_digest: dict[s
     level = problem = None
     name = None
     how = ""
-    if isinstance(meta.get("level"), int) and isinstance(meta.get("problem"), int):
+    if not isinstance(meta, dict):
+        raise TaskError(f"{bundle.TASK_META} must hold a JSON object")
+    if _count(meta.get("level")) and _count(meta.get("problem"), zero=True):
         level, problem, name, how = meta["level"], meta["problem"], meta.get("name"), "meta"
     elif m := _LEVEL_PROBLEM.search(rel):
         level, problem, how = int(m.group(1)), int(m.group(2)), "path"
@@ -125,6 +127,11 @@ def _match_one(folder: Path, rel: str, tasks_dir: Path | None, by_digest: dict[s
     name = name or (meta.get("name") if isinstance(meta.get("name"), str) else None) or folder.name
     task = load_task(own, name=f"level{level}_{problem}_{name}")
     return Found(folder, BenchTask(level, problem, str(name), own, task), how or "path")
+
+
+def _count(value: Any, zero: bool = False) -> bool:
+    """A level (>= 1) or problem number (>= 0) as .task.json must give it: a plain integer."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= (0 if zero else 1)
 
 
 def units_of(found: list[Found]) -> list[tuple[Unit, Path]]:
