@@ -128,7 +128,8 @@ def settings_from_env(**overrides: Any) -> JudgeSettings:
     values (not None) win. The recipe passes these to every Ray worker through the job's runtime_env."""
     env = {"url": os.environ.get(URL_ENV) or None, "timeout_s": os.environ.get(TIMEOUT_ENV),
            "failure_reward": os.environ.get(FAILURE_REWARD_ENV)}  # fmt: skip
-    values = {k: v for k, v in {**env, **overrides}.items() if v not in (None, "")}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values = {k: v for k, v in {**env, **given}.items() if v not in (None, "")}
     if "url" in values and str(values["url"]).lower() in ("null", "none"):
         values.pop("url")
     for key in ("timeout_s", "failure_reward"):
