@@ -5,6 +5,7 @@
   value       critic pretraining (token-level value head, MSE to the episode's reward on assistant tokens)
   tiny-model  build a tiny offline model (own BPE, chat template, random Qwen2 weights) for tests and demos
   grpo        online agentic RL on one GPU: TRL's GRPOTrainer, our tools as its environment, the judge's reward
+  verl-data   tasks -> verl's RL parquet (stage 1 single-turn or stage 4 agent rows) for recipes/cuda_agent/
 
 Training engines import only when a command runs. Every command prints a short summary and can write
 it as JSON (`--json`); bad arguments or data exit 2 with a message naming the fix.
@@ -103,6 +104,19 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     grpo.add_argument("--seed", type=int, default=0)
     grpo.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     grpo.set_defaults(handler=run_grpo)
+
+    verl = stages.add_parser("verl-data", help="tasks -> verl RL parquet (recipes/cuda_agent/ stages 1 and 4)",
+                             description="Convert tasks (an Ops-6K or `cuda-agent synth` parquet, task files or "
+                             "folders, a KernelBench checkout) into verl's RL parquet: OUT/train.parquet and "
+                             "OUT/val.parquet.")  # fmt: skip
+    verl.add_argument("tasks", nargs="+", help="task parquet, .py file, folder of tasks, or KernelBench/KernelBench")
+    verl.add_argument("--out", type=Path, required=True, help="folder for train.parquet (and val.parquet)")
+    verl.add_argument("--format", choices=("single_turn", "agent"), default="agent",
+                      help="single_turn: stage 1 (one response, reward function); agent: stage 4 (CudaAgentLoop)")
+    verl.add_argument("--val-size", type=int, default=0, help="tasks held out at random into val.parquet (0)")
+    verl.add_argument("--seed", type=int, default=0, help="seed of the held-out draw")
+    verl.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    verl.set_defaults(handler=run_verl_data)
 
 
 def _common(parser: argparse.ArgumentParser, default_lr: float) -> None:
@@ -266,3 +280,19 @@ def grpo_settings(args: argparse.Namespace) -> Any:
                         loss_type=args.loss_type, bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
                         cache_seed_dir=args.cache_seed_dir, bash_timeout_s=args.bash_timeout, seed=args.seed,
                         rollout_time_limit_s=args.time_limit)  # fmt: skip
+
+
+def run_verl_data(args: argparse.Namespace) -> int:
+    from cuda_agent.train.verl.data import convert, table
+
+    if args.val_size < 0:
+        return _fail("--val-size must be 0 or more")
+    try:
+        report = convert(args.tasks, args.out, fmt=args.format, val_size=args.val_size, seed=args.seed)
+    except (OSError, ValueError) as e:
+        return _fail(str(e))
+    if not report.written:
+        _emit(report.to_dict(), args.json, [table(report), "no task could be loaded: nothing written"])
+        return 2
+    _emit(report.to_dict(), args.json, [table(report)])
+    return 0
