@@ -268,15 +268,23 @@ def seed_cache(work: Path, env: dict[str, str]) -> None:
     from cuda_agent.task import load_task
     from cuda_agent.workspace import materialize
 
+    workspaces = []
     for behaviour in ("careful", "hasty"):  # one op per workspace: the generated binding.cpp is per op set
         for op in OPS:
             ws = materialize(load_task(TASK.format(op=op), name="seed"), work / f"seed_{behaviour}_{op}", overwrite=True)
             (ws / "kernels" / f"{op}.cu").write_text(kernel(op, behaviour))
             (ws / "kernels" / f"{op}_binding.cpp").write_text(BINDING.format(op=op))
-            done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "CUDA_AGENT_CACHE": str(work / "seed")},
-                                  capture_output=True, text=True, timeout=600)  # fmt: skip
-            if done.returncode != 0:
-                raise SystemExit("seeding the build cache failed:\n" + done.stdout[-3000:] + done.stderr[-3000:])
+            workspaces.append(ws)
+    seed_env = {**env, "CUDA_AGENT_CACHE": str(work / "seed")}
+    # the first build makes the precompiled header; the others (which reuse it) build at the same time
+    builds = [[workspaces[0]], workspaces[1:]]
+    for wave in builds:
+        running = [(ws, subprocess.Popen(["bash", "utils/compile.sh"], cwd=ws, env=seed_env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)) for ws in wave]  # fmt: skip
+        for ws, build in running:
+            output, _ = build.communicate(timeout=600)
+            if build.returncode != 0:
+                raise SystemExit(f"seeding the build cache failed in {ws}:\n" + output[-4000:])
     shutil.copytree(work / "seed", work / "cache")
 
 
