@@ -70,3 +70,21 @@ def test_one_judgment_per_distinct_submission(tmp_path) -> None:
     # a second pass finds nothing left to judge
     again = judge_distinct([tmp_path / "runs"], judge)
     assert again.groups == [] and len(judge.workspaces) == 2
+
+
+def test_judge_runs_command(tmp_path, capsys, monkeypatch) -> None:
+    from cuda_agent.cli import main
+
+    play(tmp_path / "runs" / "a", KERNEL)
+    assert main(["train", "judge-runs", str(tmp_path / "runs"), "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["judgments"] == 1 and report["groups"][0]["episodes"] == 1
+    assert "1 judgment(s) for 1 episode(s)" in captured.err
+    record = load_trajectory(tmp_path / "runs" / "a" / "trajectory.jsonl")
+    assert record["judge"]["status"] == report["groups"][0]["status"] and "shared" in record["judge"]
+    monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
+    assert main(["train", "judge-runs", str(tmp_path / "runs"), "--judge-url", "http://127.0.0.1:9"]) == 2
+    assert "CUDA_AGENT_JUDGE_TOKEN" in capsys.readouterr().err
+    assert main(["train", "judge-runs", str(tmp_path / "nowhere")]) == 2
+    assert "no such trajectory file" in capsys.readouterr().err

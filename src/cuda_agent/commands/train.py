@@ -1,6 +1,7 @@
 """`cuda-agent train {rft-data,sft,value,tiny-model,grpo}`: the stages of the training recipe.
 
   rft-data    trajectories from `solve` -> parquet of kept episodes (table of kept / dropped by reason)
+  judge-runs  judge `solve --no-judge` episodes once per distinct final submission, verdicts into each
   sft         RFT on that parquet with TRL's SFTTrainer (assistant-only loss); `accelerate launch` for GPUs
   value       critic pretraining (token-level value head, MSE to the episode's reward on assistant tokens)
   tiny-model  build a tiny offline model (own BPE, chat template, random Qwen2 weights) for tests and demos
@@ -40,6 +41,14 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     data.add_argument("--keep-duplicates", action="store_true", help="keep episodes with the same final kernel")
     data.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     data.set_defaults(handler=run_rft_data)
+
+    verdicts = stages.add_parser("judge-runs", help="judge `solve --no-judge` episodes, once per distinct submission",
+                                 description="Group finished, unjudged episodes by task and final files; judge one "
+                                 "workspace per group and write its verdict and reward into every episode of it.")  # fmt: skip
+    verdicts.add_argument("trajectories", nargs="+", type=Path, help="trajectory files or solve --runs-dir folders")
+    verdicts.add_argument("--judge-url", help="judge on a `cuda-agent serve` server (token in $CUDA_AGENT_JUDGE_TOKEN)")
+    verdicts.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    verdicts.set_defaults(handler=run_judge_runs)
 
     sft = stages.add_parser("sft", help="RFT with TRL's SFTTrainer (assistant-only loss)",
                             description="Fine-tune a causal LM on rft-data parquet. Several GPUs: "
@@ -167,6 +176,29 @@ def run_rft_data(args: argparse.Namespace) -> int:
     if not rows:
         lines.append("nothing kept: loosen --min-reward / --exits, or check that the episodes were judged")
     _emit(summary, args.json, lines)
+    return 0
+
+
+def run_judge_runs(args: argparse.Namespace) -> int:
+    import os
+
+    from cuda_agent.train.verdicts import judge_distinct
+
+    if args.judge_url:
+        if not os.environ.get("CUDA_AGENT_JUDGE_TOKEN"):
+            return _fail("--judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN")
+        from cuda_agent.service.client import RemoteJudge
+
+        judge = RemoteJudge(args.judge_url)
+    else:
+        from cuda_agent.agent.judging import LocalJudge
+
+        judge = LocalJudge()
+    try:
+        report = judge_distinct(args.trajectories, judge, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except (FileNotFoundError, OSError) as e:
+        return _fail(str(e))
+    _emit(report.to_dict(), args.json, [report.table()])
     return 0
 
 
