@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl.experimental.agent_loop")
+pytest.importorskip("verl.experimental.agent_loop", reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)")
 
 from verl_helpers import (
     BINDING,

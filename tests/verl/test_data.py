@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl.utils.dataset")
+pytest.importorskip("verl.utils.dataset", reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)")
 
 from verl_helpers import TASK_SOURCE
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-pytest.importorskip("verl.trainer")
+pytest.importorskip("verl.trainer", reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)")
 
 from verl_helpers import RECIPE, ROOT, compose, recipe_lines
 

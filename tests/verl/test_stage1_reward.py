@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl.experimental.reward_loop")
+pytest.importorskip("verl.experimental.reward_loop", reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)")
 
 from verl_helpers import (
     BINDING,
