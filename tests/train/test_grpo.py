@@ -245,3 +245,18 @@ def test_the_local_judge_scores_a_rollout_and_leaves_no_process(tmp_path: Path) 
     record = json.loads((tmp_path / "rollouts.jsonl").read_text())
     assert record["judge_status"] not in ("unavailable", "judge_error") and record["judge_reward"] == -1
     assert judge_processes() == []
+
+
+def test_train_grpo_refuses_bad_arguments_with_the_fix(tmp_path: Path, capsys, monkeypatch) -> None:
+    from cuda_agent.cli import main
+
+    task = tmp_path / "relu.py"
+    task.write_text(RELU_TASK)
+    base = ["train", "grpo", "--tasks", str(task), "--model", str(tmp_path / "m"), "--out", str(tmp_path / "o")]
+    assert main([*base, "--num-generations", "1"]) == 2
+    assert "at least 2" in capsys.readouterr().err
+    monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
+    assert main([*base, "--judge-url", "http://127.0.0.1:9"]) == 2
+    assert "CUDA_AGENT_JUDGE_TOKEN" in capsys.readouterr().err
+    assert main(["train", "grpo", "--tasks", str(tmp_path / "none.py"), "--model", "m", "--out", str(tmp_path / "o")]) == 2
+    assert "no tasks to train on" in capsys.readouterr().err and not (tmp_path / "o" / "rollouts").exists()

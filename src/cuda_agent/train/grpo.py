@@ -47,6 +47,7 @@ class GRPOSettings:
     out: Path
     judge_url: str | None = None  # None: a local JudgeService on this machine's GPU
     judge_down_reward: float | None = None  # None: a rollout without a verdict gets no reward
+    judge_timeout_s: float = 900.0  # a remote judgment not answered by then counts as the judge being down
     num_generations: int = 4  # rollouts per task in a group
     prompts_per_step: int = 1
     max_steps: int = 150
@@ -198,12 +199,13 @@ def _start_service(config: Any) -> Any:
     return service
 
 
-def open_judge(url: str | None) -> Any:
-    """RemoteJudge for a `cuda-agent serve` URL (token in $CUDA_AGENT_JUDGE_TOKEN), else the local service."""
+def open_judge(url: str | None, timeout_s: float = 900.0) -> Any:
+    """RemoteJudge for a `cuda-agent serve` URL (token in $CUDA_AGENT_JUDGE_TOKEN), else the local service
+    (whose own stage timeouts bound a judgment)."""
     if url:
         from cuda_agent.service.client import RemoteJudge
 
-        return RemoteJudge(url, retries=2, timeout_s=1800.0)
+        return RemoteJudge(url, retries=2, timeout_s=timeout_s)
     return ServiceJudge()
 
 
@@ -351,7 +353,7 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(settings.model, padding_side="left")
     rows, config = training_rows(settings, tasks, tokenizer)
     own_judge = judge is None
-    judge = open_judge(settings.judge_url) if own_judge else judge
+    judge = open_judge(settings.judge_url, settings.judge_timeout_s) if own_judge else judge
     rollouts = RolloutLog(out / "rollouts.jsonl")
     env_settings = EnvironmentSettings(root=out / "rollouts", agent=config, judge_down_reward=settings.judge_down_reward,
                                        rollout_time_limit_s=settings.rollout_time_limit_s)  # fmt: skip
