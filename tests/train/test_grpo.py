@@ -258,5 +258,8 @@ def test_train_grpo_refuses_bad_arguments_with_the_fix(tmp_path: Path, capsys, m
     monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
     assert main([*base, "--judge-url", "http://127.0.0.1:9"]) == 2
     assert "CUDA_AGENT_JUDGE_TOKEN" in capsys.readouterr().err
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "rollouts.jsonl").write_text("{}\n")  # an earlier run's log
     assert main(["train", "grpo", "--tasks", str(tmp_path / "none.py"), "--model", "m", "--out", str(tmp_path / "o")]) == 2
-    assert "no tasks to train on" in capsys.readouterr().err and not (tmp_path / "o" / "rollouts").exists()
+    assert "no tasks to train on" in capsys.readouterr().err
+    assert (tmp_path / "o" / "rollouts.jsonl").read_text() == "{}\n"

@@ -341,13 +341,13 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
     caller's to close. Whatever happens, the judge this opened and every rollout's shells are closed."""
     start = time.monotonic()
     out = Path(settings.out)
+    tasks, problems = load_tasks(settings.tasks)
+    if not tasks:  # before anything under `out` is touched: a failed start loses no earlier run's logs
+        why = "; ".join(f"{w}: {p}" for w, p in problems) or "no task files given"
+        raise ValueError(f"no tasks to train on ({why})")
     out.mkdir(parents=True, exist_ok=True)
     for name in ("grpo_steps.jsonl", "rollouts.jsonl"):
         (out / name).unlink(missing_ok=True)
-    tasks, problems = load_tasks(settings.tasks)
-    if not tasks:
-        why = "; ".join(f"{w}: {p}" for w, p in problems) or "no task files given"
-        raise ValueError(f"no tasks to train on ({why})")
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(settings.model, padding_side="left")
