@@ -104,6 +104,14 @@ FORBIDDEN_NAMES = {
     "threading": "starts threads",
     "multiprocessing": "starts processes",
     "locals": "reads frame variables",
+    # Found by the issue-12 adversarial cases (tests/adversarial, classes 1, 3, 4, 10): setattr, file writes,
+    # try/except and the input seed by other names.
+    "update_wrapper": "sets attributes of another object (functools.update_wrapper is a setattr)",
+    "from_file": "maps a file into memory (reads or writes files)",
+    "initial_seed": "reads the random generator's seed (inputs are secret)",
+    "get_rng_state": "reads the random generator's state (inputs are secret)",
+    "__exit__": "defines a context manager's exit (one that returns True swallows errors like try/except)",
+    "__aexit__": "defines a context manager's exit (one that returns True swallows errors like try/except)",
 }
 
 
@@ -147,6 +155,8 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
                 )
             for alias in node.names:
                 modules.add(alias.asname or alias.name)
+                if alias.name in FORBIDDEN_NAMES:
+                    add(node, f"importing `{alias.name}` {FORBIDDEN_NAMES[alias.name]}; not allowed in model_new.py")
         elif isinstance(node, ast.Try | ast.TryStar):
             add(
                 node,
@@ -220,6 +230,15 @@ def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
                                                     "forward must not keep state between calls"))  # fmt: skip
                 if (
                     isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "next"
+                    and node.args
+                    and _root_name(node.args[0]) not in (None, *local)
+                ):
+                    findings.append(Finding(path, node.lineno, f"forward advances the iterator {ast.unparse(node.args[0])}: "
+                                            "an iterator kept between calls is state (a call counter)"))  # fmt: skip
+                if (
+                    isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
                     and node.func.attr in MUTATING_METHODS
                     and _root_name(node.func.value) not in (None, *local)
@@ -230,12 +249,18 @@ def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
 
 
 def _locals(fn: ast.FunctionDef) -> set[str]:
-    """Names bound inside forward (excluding `self`): containers made there may be mutated freely."""
+    """Names bound inside forward (excluding `self`): containers made there may be mutated freely. A name
+    bound to something reached through `self` (`cache = self.cache`) is an alias of state, not a local."""
     names = {a.arg for a in fn.args.args if a.arg != "self"}
+    aliases: set[str] = set()
     for node in ast.walk(fn):
+        reached = isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Attribute | ast.Subscript)
+        if reached and _root_name(node.value) == "self":  # type: ignore[union-attr]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[union-attr]
+            aliases |= {t.id for t in targets if isinstance(t, ast.Name)}
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
-    return names
+    return names - aliases
 
 
 BUILTIN_NAMES = frozenset(
@@ -268,15 +293,20 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "starts a thread; all work must finish inside the call",
     ),
     (
-        re.compile(r"\b(fork|vfork|clone|execv\w*|execl\w*|system|popen|posix_spawnp?|syscall)\s*\("),
+        re.compile(r"\b(fork|vfork|clone|execv\w*|execl\w*|system|popen|posix_spawnp?|syscall|_Fork|__libc_fork|"
+                   r"fexecve|execveat|pidfd_spawnp?|__clone\w*)\s*\("),
         "starts a process",
     ),
     (re.compile(r"\b(dlopen|dlmopen|dlsym|dlvsym)\s*\("), "loads libraries at run time"),
     (re.compile(r"\b(socket|connect|getaddrinfo)\s*\("), "opens network connections"),
     (
+        re.compile(r"\bcudaGetDriverEntryPoint\w*|\bcuGetProcAddress\w*"),
+        "reaches the CUDA driver API by name (contexts, streams and memory the judge does not see)",
+    ),
+    (
         re.compile(
             r"\b(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|"
-            r"renameat2?)\s*\(|\bstd::(basic_)?[io]?fstream\b|\bbasic_filebuf\b|\bstd::filesystem\b"
+            r"renameat2?|__open\w*|__openat\w*|__fopen\w*)\s*\(|\bstd::(basic_)?[io]?fstream\b|\bbasic_filebuf\b|\bstd::filesystem\b"
         ),
         "opens or changes files",
     ),
@@ -510,12 +540,14 @@ _IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
                    r"PyThreadState_GetFrame|PyEval_Set(Trace|Profile)\w*|Py_AddPendingCall|PyThread_start_new_thread)$"),
         "calls into the Python interpreter (runs, imports or patches Python objects)",
     ),
-    (re.compile(r"^(fork|vfork|clone|clone3|execv\w*|execl\w*|execve\w*|system|popen|posix_spawnp?|syscall)$"),
+    (re.compile(r"^(fork|vfork|clone|clone3|execv\w*|execl\w*|execve\w*|system|popen|posix_spawnp?|syscall|"
+                r"_Fork|__libc_fork|fexecve|execveat|pidfd_spawnp?)$"),
      "starts processes"),
     (re.compile(r"^(pthread_create|thrd_create|_ZNSt6thread\w*_M_start_thread\w*)$"), "starts threads"),
     (re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$"), "loads libraries at run time"),
     (re.compile(r"^(socket|connect|getaddrinfo)$"), "opens network connections"),
-    (re.compile(r"^(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|"
+    (re.compile(r"^(cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)$"), "reaches the CUDA driver API by name"),
+    (re.compile(r"^(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|__open\w*|__openat\w*|"
                 r"renameat2?|_ZNSt13basic_filebuf\w*|_ZNSt\d+basic_[io]?fstream\w*|_ZNSt10filesystem\w*)$"),
      "opens or changes files"),
     (re.compile(r"^(getenv|secure_getenv|setenv|putenv|unsetenv)$"), "reads or changes the environment"),
@@ -531,12 +563,18 @@ _IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
 
 def check_imports(imports: dict[str, set[str]], reference_ops: set[str] | None = None) -> list[Finding]:
     """Findings for what each submission object (by its source under kernels/) imports from the linker."""
+    from cuda_agent.judge.trusted.aten_calls import forbidden_operators
+
     findings = []
     for source, symbols in sorted(imports.items()):
         for pattern, message in _IMPORT_RULES:
             hits = sorted(s for s in symbols if pattern.match(s))
             if hits:
                 findings.append(Finding(source, 0, f"the built object imports {', '.join(hits[:4])}: it {message}"))
+        if ops := forbidden_operators(symbols):
+            named = ", ".join(op if op == "the dispatcher" else f"aten.{op}" for op in ops[:4])
+            findings.append(Finding(source, 0, f"the built object calls PyTorch operators from C++ ({named}): "
+                                    "only allocation and views; implement the work in kernels/"))  # fmt: skip
         if reference_ops is not None:
             if any(s.startswith("cublas") for s in symbols) and not (reference_ops & GEMM_OPS):
                 findings.append(Finding(source, 0, "links cuBLAS but the task has no matrix product"))
