@@ -27,6 +27,7 @@ from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import OpGate
 from cuda_agent.judge.candidate.sampler import Sampler
+from cuda_agent.judge.candidate.torch_integrity import TorchSnapshot
 from cuda_agent.judge.common import tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import OutputBuffers
@@ -104,6 +105,7 @@ class CandidateWorker:
         self.inputs = InputSource(task_path)  # the task's code, before any of the candidate's
         sys.path.insert(0, module_dir)
         state = torch.load(state_path, map_location="cuda", weights_only=True)
+        self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
         try:
             importlib.import_module("cuda_extension")
         except Exception as exc:
@@ -141,6 +143,13 @@ class CandidateWorker:
         if changed:
             listed = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in changed.items())
             raise RuleViolation(f"{when} changed PyTorch's math settings ({listed}); keep the defaults")
+        snapshot = getattr(self, "torch_snapshot", None)
+        patched = snapshot.changes() if snapshot is not None else []
+        if patched:
+            raise RuleViolation(
+                f"{when} changed PyTorch itself ({', '.join(patched[:4])}): patching torch's classes or functions "
+                "(whatever the spelling: setattr, functools.update_wrapper, __dict__) is not allowed"
+            )
 
     def _inputs(self, seed: int | None, path: str | None) -> Any:
         assert self.inputs is not None, "load first"
@@ -209,6 +218,7 @@ class CandidateWorker:
         outputs = flatten_tensors(result)
         if any(type(t) is not torch.Tensor for t in outputs):
             raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
+        self.check_settings("a timed forward")  # a hook in torch's classes would run in the hand-over below
         aliases = aliasing.aliases(outputs, list(inputs))
         return {"aliases": aliases, **self._hand_over(outputs, output_path, shared)}
 
