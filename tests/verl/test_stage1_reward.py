@@ -139,3 +139,12 @@ def test_a_row_without_its_task_is_reported_not_raised() -> None:
                                        extra_info={"index": 3}, failure_reward=0.0))  # fmt: skip
     assert (result["score"], result["status"], result["judged"]) == (0.0, "bad_row", False)
     assert "no task" in result["reason"]
+
+
+def test_a_judge_url_without_a_token_is_reported_not_raised(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
+    monkeypatch.setenv("CUDA_AGENT_JUDGE_TOKEN_FILE", str(tmp_path / "empty-tokens"))
+    (tmp_path / "empty-tokens").write_text("# no token yet\n")
+    result = _score(GOOD, judge_url=closed_port_url() + "/no-token", failure_reward=-0.25)
+    assert (result["score"], result["status"], result["judged"]) == (-0.25, "unavailable", False)
+    assert "no token" in result["reason"]
