@@ -148,3 +148,15 @@ def test_a_judge_url_without_a_token_is_reported_not_raised(monkeypatch, tmp_pat
     result = _score(GOOD, judge_url=closed_port_url() + "/no-token", failure_reward=-0.25)
     assert (result["score"], result["status"], result["judged"]) == (-0.25, "unavailable", False)
     assert "no token" in result["reason"]
+
+
+def test_without_a_url_the_nodes_own_judge_service_is_asked(monkeypatch) -> None:
+    """No judge URL: this node's JudgeService. Without a GPU it cannot judge, and says so: no reward."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("with a GPU the local JudgeService would judge for real")
+    monkeypatch.delenv("CUDA_AGENT_JUDGE_URL", raising=False)
+    result = _score(GOOD)
+    assert (result["score"], result["status"], result["judged"]) == (0.0, "unavailable", False)
+    assert "GPU" in result["reason"]
