@@ -22,30 +22,40 @@ JUDGE = Path(judge_package.__file__).parent
 CANDIDATE_ALLOWED = ("cuda_agent.judge.candidate", "cuda_agent.judge.common", "cuda_agent.task")
 
 
-def _loaded_after_import(module: str) -> list[str]:
-    """Project modules in sys.modules of a fresh isolated interpreter after importing `module`, as the
-    pool starts workers (`python -I`)."""
-    code = f"import json, sys, {module}; print(json.dumps(sorted(m for m in sys.modules if m.startswith('cuda_agent'))))"
+STEPS = ("cuda_agent.judge", "cuda_agent.judge.candidate.worker", "cuda_agent.judge.trusted.reference_worker")
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, list[str]]:
+    """Project modules in sys.modules of one fresh isolated interpreter (`python -I`, as the pool starts
+    workers) after importing each of STEPS in turn: the package alone, then the candidate worker, then
+    the reference worker (whose closure is then at most what is listed)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"for step in {STEPS!r}:\n"
+        "    importlib.import_module(step)\n"
+        "    print(json.dumps([step, sorted(m for m in sys.modules if m.startswith('cuda_agent'))]))\n"
+    )
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return dict(json.loads(line) for line in out.stdout.splitlines() if line.startswith("["))
 
 
 def _allowed_in_candidate(name: str) -> bool:
     return name in ("cuda_agent", "cuda_agent.judge") or name.startswith(CANDIDATE_ALLOWED)
 
 
-def test_candidate_worker_loads_no_trusted_or_decision_module() -> None:
-    loaded = _loaded_after_import("cuda_agent.judge.candidate.worker")
-    assert "cuda_agent.judge.candidate.worker" in loaded  # the probe saw the import itself
-    forbidden = [m for m in loaded if not _allowed_in_candidate(m)]
+def test_candidate_worker_loads_no_trusted_or_decision_module(loaded: dict[str, list[str]]) -> None:
+    closure = loaded["cuda_agent.judge.candidate.worker"]
+    assert "cuda_agent.judge.candidate.worker" in closure  # the probe saw the import itself
+    forbidden = [m for m in closure if not _allowed_in_candidate(m)]
     assert forbidden == [], f"the candidate's process would hold judge code beyond candidate/ and common/: {forbidden}"
 
 
-def test_reference_worker_loads_no_decision_module() -> None:
+def test_reference_worker_loads_no_decision_module(loaded: dict[str, list[str]]) -> None:
     """The reference worker computes facts; the verdict is decided in the parent alone."""
-    loaded = _loaded_after_import("cuda_agent.judge.trusted.reference_worker")
-    assert "cuda_agent.judge.trusted.reference_worker" in loaded
-    assert [m for m in loaded if m.startswith("cuda_agent.judge.decide")] == []
+    closure = loaded["cuda_agent.judge.trusted.reference_worker"]
+    assert "cuda_agent.judge.trusted.reference_worker" in closure
+    assert [m for m in closure if m.startswith("cuda_agent.judge.decide")] == []
 
 
 def _project_imports(path: Path) -> list[str]:
@@ -87,9 +97,8 @@ def test_every_subpackage_states_its_trust_rule_and_every_module_has_a_docstring
     )
 
 
-def test_public_names_are_lazy_and_resolve() -> None:
-    loaded = _loaded_after_import("cuda_agent.judge")
-    assert loaded == ["cuda_agent", "cuda_agent.judge"]  # importing the package loads nothing else
+def test_public_names_are_lazy_and_resolve(loaded: dict[str, list[str]]) -> None:
+    assert loaded["cuda_agent.judge"] == ["cuda_agent", "cuda_agent.judge"]  # the package loads nothing else
     for name in judge_package.__all__:
         assert getattr(judge_package, name) is not None, name
     from cuda_agent.judge import JudgeConfig, JudgeService, Status, Verdict, judge  # noqa: F401
