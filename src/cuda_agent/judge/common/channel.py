@@ -200,9 +200,17 @@ class WorkerHandle:
         self.close()
 
 
+def package_root() -> str:
+    """The folder that holds the `cuda_agent` package (src/ in a checkout): workers run `python -I`, which
+    ignores PYTHONPATH, so they put it on sys.path themselves where the package is not installed."""
+    import cuda_agent
+
+    return str(Path(cuda_agent.__file__).resolve().parents[1])
+
+
 def _bootstrap(module: str) -> str:
-    package_root = str(Path(__file__).resolve().parents[2])
-    return f"import sys; sys.path.insert(0, {package_root!r}); from {module} import main; main()"
+    package_root_ = package_root()
+    return f"import sys; sys.path.insert(0, {package_root_!r}); from {module} import main; main()"
 
 
 def serve(handlers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:

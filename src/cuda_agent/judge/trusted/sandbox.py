@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cuda_agent.judge.common.channel import package_root
 from cuda_agent.judge.common.procs import Limits
 
 SANDBOX_USER = "cuda-agent-sandbox"
@@ -99,7 +100,7 @@ def _sandbox_user() -> tuple[int, int] | None:
 def _user_can_run_judge(uid: int, gid: int) -> bool:
     """Can the sandbox user start this interpreter and import torch and the judge? (A Python under
     /root, say, is not readable by other users; then user separation is off and the verdict says so.)"""
-    root = str(Path(__file__).resolve().parents[2])
+    root = package_root()
     code = f"import sys; sys.path.insert(0, {root!r}); import torch, cuda_agent.judge.candidate.worker"
 
     def drop() -> None:
