@@ -155,8 +155,7 @@ def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, 
     ref = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
     timing = made.time(ref, Candidate(candidate_process.pid, prepare_ms=5.0))  # type: ignore[arg-type]
-    assert timing.candidate_ms == pytest.approx(0.25, rel=0.1)
-    assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] == 0
+    assert timing.candidate_ms == pytest.approx(0.25, rel=0.1)  # charged, it would be 0.75
 
 
 def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, monkeypatch, candidate_process) -> None:

@@ -203,9 +203,9 @@ class WorkerHandle:
 def package_root() -> str:
     """The folder that holds the `cuda_agent` package (src/ in a checkout): workers run `python -I`, which
     ignores PYTHONPATH, so they put it on sys.path themselves where the package is not installed."""
-    import cuda_agent
-
-    return str(Path(cuda_agent.__file__).resolve().parents[1])
+    # This module's dotted name and its path move together: `cuda_agent.judge.common.channel` sits three
+    # folders below the one that holds `cuda_agent` (a fixed parent count broke when it moved once).
+    return str(Path(__file__).resolve().parents[len(__name__.split(".")) - 1])
 
 
 def _bootstrap(module: str) -> str:
