@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cuda_agent.judge.candidate.sampler import _Driver, _flush_buffer, _pad_kernel
+
 # A probe that takes at most this multiple of an idle probe (plus the constant) saw an idle GPU.
 IDLE_FACTOR = 1.5
 IDLE_EXTRA_MS = 0.03
@@ -72,26 +74,19 @@ class _SecondContext:
     the GPU switch contexts exactly as a candidate's would, with nothing left behind."""
 
     def __init__(self, device: int) -> None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        self.lib = lib
+        driver = _Driver()  # the pad kernel's driver calls, their argument types declared
+        self.lib, self._check = lib, check = driver.lib, driver.check
         dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-        self._check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
-        self._check(lib.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")  # now current
+        check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
+        check(lib.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")  # now current
         self.ctx = ctx
         try:
             module, func = ctypes.c_void_p(), ctypes.c_void_p()
-            self._check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(NOOP_PTX + b"\0")),
-                        "cuModuleLoadData")  # fmt: skip
-            self._check(lib.cuModuleGetFunction(ctypes.byref(func), module, b"judge_switch_noop"),
-                        "cuModuleGetFunction")  # fmt: skip
+            check(lib.cuModuleLoadData(ctypes.byref(module), NOOP_PTX + b"\0"), "cuModuleLoadData")
+            check(lib.cuModuleGetFunction(ctypes.byref(func), module, b"judge_switch_noop"), "cuModuleGetFunction")
             self.func = func
         finally:
             self._pop()
-
-    @staticmethod
-    def _check(status: int, what: str) -> None:
-        if status != 0:
-            raise RuntimeError(f"{what} failed (CUresult {status})")
 
     def _pop(self) -> None:
         popped = ctypes.c_void_p()
@@ -142,31 +137,26 @@ def drain(probe: Callable[[], float], idle_ms: float, switch_ms: float, timeout_
     began = time.perf_counter()
     busy = 0.0
     good = probes = 0
-    trace: list[float] = []
     while True:
         took = probe()
         allowed = first_limit if probes == 0 else limit
         probes += 1
-        if len(trace) < 8:
-            trace.append(round(took, 4))
         if took <= allowed:
             good += 1
             if good >= 2:
                 return {"drained": True, "busy_ms": busy, "idle_ms": idle_ms, "switch_ms": switch_ms,
-                        "probes": probes, "trace": trace}  # fmt: skip
+                        "probes": probes}  # fmt: skip
         else:
             good = 0
             busy += took - (first_limit if probes == 1 else idle_ms)
         if time.perf_counter() - began > timeout_s:
             return {"drained": False, "busy_ms": (time.perf_counter() - began) * 1000, "idle_ms": idle_ms,
-                    "switch_ms": switch_ms, "probes": probes, "trace": trace}  # fmt: skip
+                    "switch_ms": switch_ms, "probes": probes}  # fmt: skip
 
 
 def flush_probe() -> Callable[[], float]:
     """A probe: one flush kernel on this process's current stream, host-timed from launch to completion (ms)."""
     import torch
-
-    from cuda_agent.judge.candidate.sampler import _flush_buffer, _pad_kernel
 
     kernel, buffer = _pad_kernel(), _flush_buffer()
 
@@ -182,6 +172,14 @@ def flush_probe() -> Callable[[], float]:
     return probe
 
 
+def idle_probe_ms(probe: Callable[[], float]) -> float:
+    """The fastest of a few probes on a GPU this process just synchronised: what an idle GPU takes."""
+    import torch
+
+    torch.cuda.synchronize()
+    return min(probe() for _ in range(7))
+
+
 class GpuDrain:
     """The reference worker's drain: idle and switch-in probe times measured once, before any candidate."""
 
@@ -189,8 +187,7 @@ class GpuDrain:
         import torch
 
         self.probe = flush_probe()
-        torch.cuda.synchronize()
-        self.idle_ms = min(self.probe() for _ in range(7))
+        self.idle_ms = idle_probe_ms(self.probe)
         self.calibration: dict[str, Any] = {"switch_ms": 0.0, "switch_samples": []}
         if calibrate:
             self.calibration = calibrate_switch(self.probe, torch.cuda.current_device())
@@ -202,10 +199,5 @@ class GpuDrain:
 
 def drain_probe(idle_ms: float | None, timeout_s: float = 10.0, switch_ms: float = 0.0) -> dict[str, Any]:
     """One drain with a probe made now (`idle_ms` None: measure the idle probe time first)."""
-    import torch
-
     probe = flush_probe()
-    if idle_ms is None:
-        torch.cuda.synchronize()
-        idle_ms = min(probe() for _ in range(7))
-    return drain(probe, idle_ms, switch_ms, timeout_s)
+    return drain(probe, idle_probe_ms(probe) if idle_ms is None else idle_ms, switch_ms, timeout_s)

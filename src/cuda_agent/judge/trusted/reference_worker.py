@@ -260,7 +260,7 @@ class ReferenceWorker:
         gpu_drain = getattr(self, "gpu_drain", None)
         if gpu_drain is None:  # not warmed for the GPU: measure the idle probe now, no switch allowance
             return drain_probe(None, timeout_s)
-        return {**gpu_drain(timeout_s), "switch_calibration": gpu_drain.calibration}
+        return gpu_drain(timeout_s)
 
     def free_memory(self) -> dict[str, Any]:
         # Memory this worker cached (e.g. for the candidate outputs it compared) is not the candidate's.
