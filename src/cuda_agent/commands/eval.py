@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.commands.solve import add_model_arguments
+
 EXIT_UNUSABLE = 3
 
 
@@ -48,12 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     what.add_argument("--report", type=Path, metavar="RUN", help="only compute RUN's metrics and write its report")
     what.add_argument("--out", type=Path, metavar="RUN", help="the run folder (created, or resumed)")
     model = parser.add_argument_group("model (agent runs; also from CUDA_AGENT_* variables or --config)")
-    model.add_argument("--model", help="model name as the server knows it")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    model.add_argument("--api-key", help="API key (prefer CUDA_AGENT_API_KEY or OPENAI_API_KEY)")
-    model.add_argument("--temperature", type=float)
-    model.add_argument("--max-tokens", type=int, help="tokens per response")
-    model.add_argument("--config", type=Path, help="TOML or JSON file with [model], [agent], [sandbox] sections")
+    add_model_arguments(model)
     model.add_argument("--max-turns", type=int)
     model.add_argument("--context-tokens", type=int)
     model.add_argument("--max-total-tokens", type=int)

@@ -32,6 +32,16 @@ EXIT_SERVER = 3
 UNJUDGED = ("unavailable", "judge_error")
 
 
+def add_model_arguments(model: argparse._ArgumentGroup) -> None:
+    """The model server's options, shared by every command that drives the agent (solve, eval)."""
+    model.add_argument("--model", help="model name as the server knows it")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    model.add_argument("--api-key", help="API key (prefer CUDA_AGENT_API_KEY or OPENAI_API_KEY)")
+    model.add_argument("--temperature", type=float)
+    model.add_argument("--max-tokens", type=int, help="tokens per response")
+    model.add_argument("--config", type=Path, help="TOML or JSON file with [model], [agent], [sandbox] sections")
+
+
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser = subparsers.add_parser(
         name,
@@ -40,12 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     )
     parser.add_argument("tasks", nargs="+", help="task .py file, task folder, folder of tasks, or .parquet file")
     model = parser.add_argument_group("model (also from CUDA_AGENT_* variables or --config)")
-    model.add_argument("--model", help="model name as the server knows it")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    model.add_argument("--api-key", help="API key (prefer CUDA_AGENT_API_KEY or OPENAI_API_KEY)")
-    model.add_argument("--temperature", type=float)
-    model.add_argument("--max-tokens", type=int, help="tokens per response")
-    model.add_argument("--config", type=Path, help="TOML or JSON file with [model], [agent], [sandbox] sections")
+    add_model_arguments(model)
     budget = parser.add_argument_group("budgets")
     budget.add_argument("--max-turns", type=int)
     budget.add_argument("--context-tokens", type=int, help="context budget (default 131072)")
