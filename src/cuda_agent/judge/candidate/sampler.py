@@ -324,8 +324,6 @@ class Sampler:
             self.prepare(samples, keep, fresh)
         calls, order, keep, ev, is_fresh, setup_ms = self._prepared
         self._prepared = None
-        fresh = calls if is_fresh else None
-        samples = len(calls)
         stream = self.stream
         host_start = time.perf_counter()
         timed: list[int] = []
@@ -346,7 +344,7 @@ class Sampler:
                 after.record(stream)
                 timed.append(slot)
                 slot += 1
-                if fresh is not None:
+                if is_fresh:
                     self.kept.append((args, result))
                 elif i == keep:
                     self.last = (order[i], result)
