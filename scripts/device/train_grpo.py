@@ -34,20 +34,43 @@ import train_rft as rft  # noqa: E402  (part 1's device pieces: scripted episode
 from scripted_llm import ScriptedLLM  # noqa: E402  (on the path train_rft puts it)
 
 
-def judge_processes_anywhere() -> list[dict[str, object]]:
-    """Every live process on the machine running judge code (not only our descendants)."""
-    found = []
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphans (Linux PR_SET_CHILD_SUBREAPER): a judge worker that
+    outlives the trainer, even one that called setsid, is re-parented here instead of to init, so it
+    stays countable as ours while other jobs on the machine run judges of their own."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def judge_processes(*, ours_only: bool) -> list[dict[str, object]]:
+    """Live processes running judge code: all on the machine, or only this script's descendants."""
+    table: dict[int, tuple[int, str, str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if "cuda_agent.judge" in cmd and state != "Z":
-            found.append({"pid": int(entry.name), "cmdline": cmd[:200]})
-    return found
+        table[int(entry.name)] = (int(fields[1]), fields[0], cmd)
+
+    def descends_from_us(pid: int) -> bool:
+        for _ in range(64):
+            parent = table.get(pid, (0, "", ""))[0]
+            if parent == os.getpid():
+                return True
+            if parent <= 1:
+                return False
+            pid = parent
+        return False
+
+    return [{"pid": pid, "cmdline": cmd[:200]} for pid, (_, state, cmd) in sorted(table.items())
+            if "cuda_agent.judge" in cmd and state != "Z" and (not ours_only or descends_from_us(pid))]
 
 
 def on_trainer_prompt(parquet: Path, tokenizer_dir: Path, grpo_argv: list[str]) -> dict[str, object]:
@@ -97,6 +120,7 @@ def main() -> int:
     os.environ.update({k: env[k] for k in ("CUDA_AGENT_CACHE", "HF_HUB_OFFLINE")})
     stages = rft.Stages(out, env)
     summary = stages.summary
+    subreaper = become_subreaper()
     start = time.monotonic()
     import torch
     import transformers
@@ -152,7 +176,8 @@ def main() -> int:
         done = subprocess.CompletedProcess([], returncode=124, stdout="")
     grpo = (rft.json_lines(done.stdout) or [{}])[0]
     time.sleep(1.0)  # let the kernel reap whatever exited with the trainer
-    left = judge_processes_anywhere()
+    left = judge_processes(ours_only=True)
+    elsewhere = [p for p in judge_processes(ours_only=False) if p not in left]
     for name in ("grpo_steps.jsonl", "rollouts.jsonl", "grpo_curve.png", "grpo_summary.json"):
         if (work / "grpo" / name).is_file():
             shutil.copy(work / "grpo" / name, out / name)
@@ -161,7 +186,8 @@ def main() -> int:
     summary["grpo_per_step"] = [{k: r.get(k) for k in ("step", "reward_mean", "reward_std", "tool_call_frequency",
                                                        "loss", "judge_statuses", "tool_calls", "step_s", "wall_s")}
                                 for r in per_step]  # fmt: skip
-    summary["judge_processes_left"] = {"in_trainer": grpo.get("judge_processes_left"), "machine_wide": left}
+    summary["judge_processes_left"] = {"in_trainer": grpo.get("judge_processes_left"), "ours": left,
+                                       "subreaper": subreaper, "other_jobs_on_machine": len(elsewhere)}
     summary["wall_s"] = round(time.monotonic() - start, 1)
     judged = sum((r.get("rollouts") or 0) for r in per_step)
     real = sum(n for r in per_step for status, n in (r.get("judge_statuses") or {}).items()
