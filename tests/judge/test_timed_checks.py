@@ -77,7 +77,7 @@ def test_every_timed_call_gets_its_own_seed_and_checks_come_after_the_round(tmp_
     assert made.checks["timed_spot_checks"] == 10 and made.checks["precision_error_ratio"] == 1.5
     indices = {p["index"] for c, p in cand.log if c == "dump_call"}
     assert len(indices) > 2, "the checked call is not predictable by its position"
-    assert all("precision_k" in p and p["precision_k"] == 32.0 for p in ref.compared)
+    assert all("precision_k" in p and p["precision_k"] == JudgeConfig().precision_k for p in ref.compared)
 
 
 def test_a_wrong_checked_output_is_minus_one(tmp_path: Path) -> None:

@@ -48,9 +48,11 @@ class JudgeConfig:
     input_sets: int = 5
     # Precision audit (precision.py): a candidate further than `precision_k` times the reference's own
     # error from a float64 evaluation of the reference is rejected. False restores the paper's
-    # tolerance-only rule.
+    # tolerance-only rule. K = 64 from the H200 suite (stop 13): honest kernels reach at most 28.3
+    # (07_honest_gated_residual, fast-math transcendentals), downgrades at least 185 (TF32 / fp16 / bf16
+    # GEMMs); 64 leaves a 2.3x margin to the one and 2.9x to the other (32 left honest kernels only 1.13x).
     precision_audit: bool = True
-    precision_k: float = 32.0
+    precision_k: float = 64.0
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds checked besides the first and the last (chosen after each round).
     timed_checks_per_round: int = 1
