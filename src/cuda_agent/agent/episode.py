@@ -22,6 +22,7 @@ from cuda_agent.agent.prompts import system_prompt, task_prompt
 from cuda_agent.agent.tools import ToolBox, ToolContext, build_sandbox
 from cuda_agent.agent.tools.sandbox import EPISODE_CACHE
 from cuda_agent.agent.trajectory import TrajectoryWriter
+from cuda_agent.gpu_lease import tool_gpus
 from cuda_agent.judge import prepare_episode_cache
 from cuda_agent.task import Task
 from cuda_agent.workspace import materialize
@@ -82,6 +83,7 @@ def open_workspace(task: Task, workspace: Path, config: AgentConfig, *, overwrit
             max_output_chars=config.max_output_chars,
             default_timeout_s=config.bash_timeout_s,
             max_timeout_s=config.bash_max_timeout_s,
+            gpus=tuple(tool_gpus()),  # commands share the GPUs; final judgments take them alone
         )
     )
 

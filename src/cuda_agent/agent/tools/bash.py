@@ -16,6 +16,22 @@ from cuda_agent.agent.tools.base import Tool, ToolError, ToolResult, obj
 from cuda_agent.agent.tools.context import ToolContext
 from cuda_agent.agent.tools.processes import Process
 from cuda_agent.agent.tools.text import read_head_tail
+from cuda_agent.gpu_lease import SHARED, Lease, LeaseCancelled, LeaseError, acquire, default_timeout
+
+GPU_WAIT_NOTE_S = 1.0  # a command that waited this long for the GPU says so in its output
+
+
+def _gpu_lease(ctx: ToolContext, what: str) -> Lease:
+    """The GPUs shared for one command (cuda_agent.gpu_lease): it waits while a final judgment holds one,
+    at most until the episode's time is up; a command that cannot get them does not run."""
+    left = ctx.time_left()
+    bound = default_timeout() if left is None else max(1.0, min(default_timeout(), left))
+    try:
+        return acquire(ctx.gpus, SHARED, timeout_s=bound, what=what, cancel=ctx.cancel)
+    except LeaseCancelled as e:
+        raise ToolError(f"The command did not run: {e}.") from e
+    except LeaseError as e:
+        raise ToolError(f"The command did not run: {e}. Try it again later.") from e
 
 
 def _status(process: Process) -> str:
@@ -79,21 +95,31 @@ class Bash(Tool):
         if not command.strip():
             raise ToolError("The command is empty.")
         if args.get("run_in_background"):
-            shell_id = ctx.shells.start(ctx.sandbox, command)
+            lease = _gpu_lease(ctx, "a background shell")  # held until the shell ends (ShellRegistry)
+            try:
+                shell_id = ctx.shells.start(ctx.sandbox, command, lease=lease)
+            except BaseException:
+                lease.release()
+                raise
             return ToolResult(
                 f"Started background shell {shell_id}. Read its output with BashOutput "
                 f"(bash_id={shell_id!r}) and stop it with KillBash (shell_id={shell_id!r}).",
-                meta={"shell_id": shell_id},
+                meta={"shell_id": shell_id, **({"gpu_wait_s": round(lease.waited_s, 3)} if ctx.gpus else {})},
             )
         timeout_s, limited_by = self._timeout(args, ctx)
-        process = Process(ctx.sandbox, command, ctx.shells.log_file())
-        code = process.wait(timeout_s, ctx.cancel)
-        process.kill_group()  # stragglers of a finished command, or the whole command on timeout
+        with _gpu_lease(ctx, "a tool command") as lease:  # the command and all it started, then released
+            process = Process(ctx.sandbox, command, ctx.shells.log_file())
+            code = process.wait(timeout_s, ctx.cancel)
+            process.kill_group()  # stragglers of a finished command, or the whole command on timeout
         output, cut, _ = read_head_tail(process.log_path, 0, ctx.max_output_chars)
         with contextlib.suppress(OSError):
             process.log_path.unlink()
         parts = [output.rstrip("\n")] if output.strip() else ["(no output)"]
+        if lease.waited_s >= GPU_WAIT_NOTE_S:
+            parts.insert(0, f"[waited {lease.waited_s:.0f} s for the GPU: a final judgment was using it]")
         meta: dict[str, Any] = {"exit_code": code, "timed_out": code is None}
+        if ctx.gpus:
+            meta["gpu_wait_s"] = round(lease.waited_s, 3)
         if cut:
             meta["truncated_chars"] = cut
         if code is None and ctx.cancel.is_set():

@@ -29,6 +29,9 @@ class ToolContext:
     time_left: Callable[[], float | None] = field(default=lambda: None)
     # Set when the run is stopping (Ctrl-C): a running command is killed instead of waited for.
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Physical GPUs Bash commands can touch: each command holds them shared (cuda_agent.gpu_lease), so
+    # none runs while a final judgment holds one. open_workspace fills it; () takes no lease.
+    gpus: tuple[str, ...] = ()
 
     def close(self) -> None:
         self.shells.kill_all()

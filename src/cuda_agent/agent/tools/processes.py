@@ -21,6 +21,7 @@ from pathlib import Path
 from cuda_agent.agent.tools.base import ToolError
 from cuda_agent.agent.tools.sandbox import Sandbox
 from cuda_agent.agent.tools.text import read_head_tail
+from cuda_agent.gpu_lease import Lease
 
 MAX_BACKGROUND_SHELLS = 8
 
@@ -67,6 +68,11 @@ class Process:
         self.kill_group()
 
 
+def _release_at_exit(process: Process, lease: Lease) -> None:
+    process.popen.wait()
+    lease.release()
+
+
 class ShellRegistry:
     """Background shells of one episode, with stable ids (bash_1, bash_2, ...) and read offsets."""
 
@@ -76,6 +82,7 @@ class ShellRegistry:
         self._offsets: dict[str, int] = {}
         self._counter = 0
         self._logs = 0
+        self._leases: dict[str, Lease] = {}
         self._lock = threading.Lock()
 
     def log_file(self, stem: str | None = None) -> Path:
@@ -88,7 +95,8 @@ class ShellRegistry:
                 self._dir = Path(tempfile.mkdtemp(prefix="cuda-agent-shells-"))
             return self._dir / f"{stem}.log"
 
-    def start(self, sandbox: Sandbox, script: str) -> str:
+    def start(self, sandbox: Sandbox, script: str, lease: Lease | None = None) -> str:
+        """Start a background shell; `lease` (its GPUs, shared) is released as soon as the shell ends."""
         running = sum(1 for p in self._shells.values() if p.popen.poll() is None)
         if running >= MAX_BACKGROUND_SHELLS:
             raise ToolError(
@@ -98,8 +106,13 @@ class ShellRegistry:
         with self._lock:
             self._counter += 1
             shell_id = f"bash_{self._counter}"
-        self._shells[shell_id] = Process(sandbox, script, self.log_file(shell_id))
+        process = Process(sandbox, script, self.log_file(shell_id))
+        self._shells[shell_id] = process
         self._offsets[shell_id] = 0
+        if lease is not None:
+            self._leases[shell_id] = lease
+            threading.Thread(target=_release_at_exit, args=(process, lease), daemon=True,
+                             name=f"lease-{shell_id}").start()  # fmt: skip
         return shell_id
 
     def get(self, shell_id: str) -> Process:
@@ -115,8 +128,10 @@ class ShellRegistry:
         return text, cut
 
     def kill_all(self) -> None:
-        for process in self._shells.values():
+        for shell_id, process in self._shells.items():
             process.kill_group()
+            if shell_id in self._leases:  # now, not when the watcher wakes: the judgment comes next
+                self._leases.pop(shell_id).release()
         with self._lock:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
