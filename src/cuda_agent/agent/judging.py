@@ -27,9 +27,12 @@ class JudgeOutcome:
     reward: int | None
     reason: str
     verdict: dict[str, Any] | None = field(default=None)
+    # How the judgment held its GPU (cuda_agent.gpu_lease: mode, gpus, waited_s, held_s), when it did.
+    gpu_lease: dict[str, Any] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "reward": self.reward, "reason": self.reason, "verdict": self.verdict}
+        out = {"status": self.status, "reward": self.reward, "reason": self.reason, "verdict": self.verdict}
+        return out if self.gpu_lease is None else {**out, "gpu_lease": self.gpu_lease}
 
 
 class Judge(Protocol):
@@ -37,24 +40,30 @@ class Judge(Protocol):
 
 
 class LocalJudge:
-    """Judges in this process. `lock` serialises judgments of concurrent episodes: timings taken while
-    another episode's kernels share the GPU would be noise."""
+    """Judges in this process. `lock` serialises judgments of concurrent episodes, and the GPU lease
+    (cuda_agent.gpu_lease, exclusive) keeps every episode's tool commands, in any process, off the GPU
+    meanwhile: timings taken while other kernels share the GPU would be noise."""
 
     def __init__(self, config: Any = None, lock: threading.Lock | None = None) -> None:
         self.config = config
         self.lock = lock or threading.Lock()
 
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
+        from cuda_agent.gpu_lease import LeaseError, judgment
         from cuda_agent.judge import JudgeUnavailable, judge
 
         try:
-            with self.lock:
+            with self.lock, judgment(what=f"the final judgment of {task.name}") as lease:
                 verdict = judge(workspace, task=task, config=self.config)
+                held = lease.to_dict()
         except JudgeUnavailable as e:
             return JudgeOutcome(UNAVAILABLE, None, str(e))
+        except LeaseError as e:  # the GPU never came free: no verdict, said why
+            return JudgeOutcome(JUDGE_ERROR, None, str(e))
         except Exception as e:  # the judge failing is recorded, never a lost episode
             return JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
-        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict())
+        lease_note = held if held["gpus"] else None
+        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict(), lease_note)
 
 
 def no_judge(workspace: Path, task: Task) -> JudgeOutcome:
