@@ -9,8 +9,11 @@ system's headers are not the candidate's code), with macro expansions on the lin
 
 `#line` directives (and GNU line markers written in a source) would let a submission claim its lines
 belong to a system header; `line_directives` finds them in the raw text so the static checks refuse them.
-Results are cached in memory by the content of the stage and the command, so a warm judge preprocesses a
-binding once.
+Results are cached in memory per unit, keyed by the command, the unit's own text and the names of the
+stage's files (what `__has_include` can see), and valid while every stage file the unit's line markers say
+it read still has the content it had: a change to one `.cu` re-runs the preprocessor on that unit alone,
+never on a binding that does not include it (before, any change re-ran every unit: g++ -E over torch's
+headers cost a warm judgment 1.5-2.5 s).
 
 Trust boundary: runs in the parent and in compiler children that read the candidate's sources as data, never
 running them. Defence in depth: it feeds the static checks (readable reasons); the facts the reward rests on
@@ -48,7 +51,7 @@ class OwnCode:
     error: str = ""
 
 
-_cache: OrderedDict[str, OwnCode] = OrderedDict()
+_cache: OrderedDict[str, tuple[tuple[tuple[str, str | None], ...], OwnCode]] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -80,21 +83,53 @@ def own_lines(text: str, kernels_root: Path) -> tuple[tuple[str, int, str], ...]
     return tuple(kept)
 
 
-def _digest(stage: Path, command: list[str]) -> str:
+def _unit_key(source: Path, stage: Path, command: list[str]) -> str:
+    """What decides a unit's output besides the stage files it reads: the command, its own path and text,
+    and which files the stage holds (`__has_include` and include search order depend on existence)."""
     digest = hashlib.sha256("\0".join(a.replace(str(stage), "<stage>") for a in command).encode())
+    digest.update(b"\0" + str(source.relative_to(stage)).encode() + b"\0" + source.read_bytes() + b"\0")
     for path in sorted(stage.rglob("*")):
         if path.is_file():
-            digest.update(str(path.relative_to(stage)).encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(str(path.relative_to(stage)).encode() + b"\0")
     return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def stage_dependencies(text: str, stage: Path) -> tuple[tuple[str, str | None], ...]:
+    """The stage files the preprocessor read for a unit (from its line markers), with their digests."""
+    roots = {str(stage) + "/", str(stage.resolve()) + "/"}
+    names: set[str] = set()
+    for raw in text.splitlines():
+        if not raw.startswith("#"):
+            continue
+        marker = _MARKER.match(raw)
+        if marker:  # files get absolute markers (sources and -I paths are); <built-in> and the like do not
+            name = os.path.normpath(marker.group(2).encode().decode("unicode_escape"))
+            for root in roots:
+                if os.path.isabs(name) and name.startswith(root):
+                    names.add(name[len(root) :])
+    return tuple((name, _file_digest(stage / name)) for name in sorted(names))
+
+
+def _still_valid(deps: tuple[tuple[str, str | None], ...], stage: Path) -> bool:
+    return all(digest is not None and _file_digest(stage / name) == digest for name, digest in deps)
 
 
 def _run(source: Path, stage: Path, config: BuildConfig) -> OwnCode:
     command = preprocess_command(source, discover(), config)
-    key = _digest(stage, command)
+    key = _unit_key(source, stage, command)
     with _lock:
-        if key in _cache:
+        entry = _cache.get(key)
+        if entry is not None:
             _cache.move_to_end(key)
-            return _cache[key]
+    if entry is not None and _still_valid(entry[0], stage):
+        return entry[1]
     result = run_limited(
         command,
         cwd=stage,
@@ -103,11 +138,13 @@ def _run(source: Path, stage: Path, config: BuildConfig) -> OwnCode:
         limits=Limits(address_space_bytes=8 * GIB, cpu_seconds=int(PREPROCESS_TIMEOUT_S) + 5),
     )
     if result.returncode != 0 or result.timed_out:
-        code = OwnCode((), False, (result.stderr or "preprocessing timed out")[-2000:])
-    else:
-        code = OwnCode(own_lines(result.stdout, stage / "kernels"), True)
+        return OwnCode((), False, (result.stderr or "preprocessing timed out")[-2000:])  # not cached: may be load
+    deps = stage_dependencies(result.stdout, stage)
+    code = OwnCode(own_lines(result.stdout, stage / "kernels"), True)
+    if str(source.relative_to(stage)) not in {name for name, _ in deps}:
+        return code  # markers not understood (the unit itself is always one): never reuse this result
     with _lock:
-        _cache[key] = code
+        _cache[key] = (deps, code)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return code
