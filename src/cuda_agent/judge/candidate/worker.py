@@ -202,12 +202,7 @@ class CandidateWorker:
         with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
             self.model(*inputs)
             torch.cuda.synchronize()
-        kernels: dict[str, float] = {}
-        for event in prof.events():
-            device_type = getattr(event, "device_type", None)
-            if device_type is not None and "CUDA" in str(device_type):
-                kernels[event.name] = kernels.get(event.name, 0.0) + float(event.device_time_total)
-        return {"kernels": kernels}
+        return {"kernels": kernel_trace.device_kernels(prof)}
 
     def dump_call(self, index: int, output_path: str, shared: bool = False) -> dict[str, Any]:
         """Hand over the output of call `index` of the last timed round (chosen by the parent after it)."""
