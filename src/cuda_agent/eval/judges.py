@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from cuda_agent import gpu_lease
 from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, JudgeOutcome
 from cuda_agent.task import Task
 
@@ -72,6 +73,8 @@ class JudgeSettings:
 class Backend(Protocol):
     name: str
 
+    def gpus(self) -> list[str]: ...  # the physical GPUs of this host its judgments run on ([]: none)
+
     def judge(self, folder: Path, task: Task, key: str) -> dict[str, Any]: ...
 
     def judge_many(self, items: Sequence[Item]) -> Iterator[tuple[int, dict[str, Any]]]: ...
@@ -92,7 +95,8 @@ def no_verdict(status: str, reason: str) -> dict[str, Any]:
 
 
 class LocalBackend:
-    """The host's GPUs through one long-lived `JudgeService` (warm workers, pipelined builds)."""
+    """The host's GPUs through one long-lived `JudgeService` (warm workers, pipelined builds); its
+    judgments hold their GPU alone through `leased()`."""
 
     name = "local"
 
@@ -116,6 +120,10 @@ class LocalBackend:
                 else:
                     self._service = service
             return self._service
+
+    def gpus(self) -> list[str]:
+        """The physical GPUs this backend's judgments run on (none when leases are off)."""
+        return gpu_lease.gpus_of(self.devices) if gpu_lease.enabled() else []
 
     def judge(self, folder: Path, task: Task, key: str) -> dict[str, Any]:
         service = self._get()
@@ -152,6 +160,9 @@ class RemoteBackend:
         self.url = self.client.url
         self.concurrency = concurrency
 
+    def gpus(self) -> list[str]:
+        return []  # judged on the server's GPUs: a server on this host leases them itself, or should
+
     def judge(self, folder: Path, task: Task, key: str) -> dict[str, Any]:
         from cuda_agent.service.client import RemoteJudgeError
         from cuda_agent.service.submission import SubmissionRejected, from_folder
@@ -186,6 +197,9 @@ class BuildOnlyBackend:
         self.config = settings.config(build_only=True)
         self.workers = max(1, workers)
 
+    def gpus(self) -> list[str]:
+        return []  # the CPU checks: nothing timed
+
     def judge(self, folder: Path, task: Task, key: str) -> dict[str, Any]:
         check_on_cpu = judge_name("check_on_cpu", "decide.cpu_checks", "cpu_checks")
         try:
@@ -202,6 +216,61 @@ class BuildOnlyBackend:
 
     def close(self) -> None:
         pass
+
+
+class LeasedBackend:
+    """A backend whose judgments hold their GPUs alone (cuda_agent.gpu_lease, exclusive), from before
+    the build to the verdict: no episode's tool command, in this process or another, runs on them while
+    a judgment is timed. This is what makes `eval -j N` on one GPU measure what a serial run measures
+    (an H200 `-j 2` run without it read a softmax kernel at 0.20x that alone measures 1.49x).
+
+    A batch (`judge_many`: --submissions, --recheck) holds them for the whole batch, which keeps the
+    service's pipelining of CPU builds against GPU stages. Outcomes carry `gpu_lease` (gpus, waited_s,
+    held_s), kept in the run's verdict files and records. A GPU that does not come free within the
+    bound is a `judge_error` outcome naming who holds it, which a resume judges again."""
+
+    def __init__(self, inner: Backend, gpus: list[str]) -> None:
+        self.inner = inner
+        self._gpus = list(gpus)
+        self.name = inner.name
+
+    def gpus(self) -> list[str]:
+        return list(self._gpus)
+
+    def judge(self, folder: Path, task: Task, key: str) -> dict[str, Any]:
+        try:
+            with gpu_lease.hold(self._gpus, gpu_lease.EXCLUSIVE, what=f"the final judgment {key}") as lease:
+                outcome = self.inner.judge(folder, task, key)
+                return {**outcome, "gpu_lease": lease.to_dict()}
+        except gpu_lease.LeaseError as exc:
+            return no_verdict(JUDGE_ERROR, str(exc))
+
+    def judge_many(self, items: Sequence[Item]) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            lease = gpu_lease.acquire(self._gpus, gpu_lease.EXCLUSIVE, what=f"a batch of {len(items)} judgments")
+        except gpu_lease.LeaseError as exc:
+            for index in range(len(items)):
+                yield index, no_verdict(JUDGE_ERROR, str(exc))
+            return
+        with lease:
+            for index, outcome in self.inner.judge_many(items):
+                yield index, {**outcome, "gpu_lease": lease.to_dict()}
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # what callers read of the backend (`_unavailable`)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def leased(backend: Backend) -> Backend:
+    """`backend` with its judgments holding their GPUs alone; as it is when it judges on none here."""
+    if isinstance(backend, LeasedBackend):
+        return backend
+    gpus = backend.gpus() if hasattr(backend, "gpus") else []
+    return LeasedBackend(backend, gpus) if gpus else backend
 
 
 def make_backend(settings: JudgeSettings, *, judge_url: str | None = None, build_only: bool = False,
@@ -225,4 +294,4 @@ class EpisodeJudge:
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
         self.outcome = self.backend.judge(workspace, task, self.key)
         o = self.outcome
-        return JudgeOutcome(o["status"], o.get("reward"), o.get("reason", ""), o.get("verdict"))
+        return JudgeOutcome(o["status"], o.get("reward"), o.get("reason", ""), o.get("verdict"), o.get("gpu_lease"))

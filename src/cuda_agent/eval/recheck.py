@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.eval import bundle
-from cuda_agent.eval.judges import Backend
+from cuda_agent.eval.judges import Backend, leased
 from cuda_agent.eval.kernelbench import slug_of
 from cuda_agent.eval.records import EvalRecord, read_records
 from cuda_agent.task import TaskError, load_task
@@ -91,7 +91,7 @@ def recheck(run_dir: Path, backend: Backend, say: Callable[[str], None]) -> dict
         f"{len(missing)} without a submission")  # fmt: skip
     rows: dict[int, dict[str, Any]] = {}
     start = time.monotonic()
-    for index, outcome in backend.judge_many(items) if items else ():
+    for index, outcome in leased(backend).judge_many(items) if items else ():  # the GPU alone for the batch
         record = kept[index]
         slug = slug_of(record.level, record.problem, record.name)
         if outcome.get("verdict") is None:

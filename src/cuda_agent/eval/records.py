@@ -15,7 +15,8 @@ speedup_vs_compile (medians of per-round ratios; None unless status is ok), reas
 Four optional fields beyond those carry what the reward itself compared (docs/verdict.md): the lower 95%
 bounds of both speedups and the thresholds they had to exceed (1.05 widened by each baseline's measured
 spread). `from_verdict` fills them; with them the metrics can report the share the *judge credited* as
-more than 5% faster, not just the share whose median is.
+more than 5% faster, not just the share whose median is. `gpu_wait_s` says how long the judgment waited
+for its GPU lease (cuda_agent.gpu_lease), None when it took none.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class EvalRecord:
     speedup_vs_compile_low: float | None = None
     eager_threshold: float | None = None
     compile_threshold: float | None = None
+    # Seconds the judgment waited for its GPU (cuda_agent.gpu_lease); None when it held no lease.
+    gpu_wait_s: float | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -77,6 +80,7 @@ class EvalRecord:
         name: str,
         episode: int,
         verdict_path: str | None = None,
+        gpu_wait_s: float | None = None,
     ) -> EvalRecord:
         """Build the record from a Verdict's `to_dict()` (a Verdict object is accepted too).
 
@@ -121,6 +125,7 @@ class EvalRecord:
             speedup_vs_compile_low=timed("speedup_vs_compile_low", only_ok=True),
             eager_threshold=timed("eager_threshold"),
             compile_threshold=timed("compile_threshold"),
+            gpu_wait_s=gpu_wait_s,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,7 +147,7 @@ class EvalRecord:
 _REQUIRED = ("task_id", "level", "problem", "name", "episode", "status", "reward")
 _FLOATS = (
     "candidate_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
-    "speedup_vs_eager_low", "speedup_vs_compile_low", "eager_threshold", "compile_threshold",
+    "speedup_vs_eager_low", "speedup_vs_compile_low", "eager_threshold", "compile_threshold", "gpu_wait_s",
 )
 
 

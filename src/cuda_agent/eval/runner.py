@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cuda_agent.eval import bundle
-from cuda_agent.eval.judges import Backend, EpisodeJudge
+from cuda_agent.eval.judges import Backend, EpisodeJudge, leased
 from cuda_agent.eval.kernelbench import BenchTask
 from cuda_agent.eval.records import EvalRecord, append_record, read_records
 
@@ -120,7 +120,8 @@ class RunBook:
         bundle.write_json(self.run_dir / verdict_rel, {"key": unit.key, **outcome})
         record = EvalRecord.from_verdict(outcome["verdict"], task_id=task.task_id, level=task.level,
                                          problem=task.problem, name=task.name, episode=unit.episode,
-                                         verdict_path=verdict_rel)  # fmt: skip
+                                         verdict_path=verdict_rel,
+                                         gpu_wait_s=(outcome.get("gpu_lease") or {}).get("waited_s"))  # fmt: skip
         with self._lock:
             if unit.key in self.records:  # two threads never own one unit; kept as a guard
                 return self.records[unit.key]
@@ -182,7 +183,7 @@ class AgentRunner:
         self.run_dir = Path(run_dir)
         self.run_id = run_id
         self.units = units
-        self.backend = backend
+        self.backend = leased(backend)  # final judgments hold their GPU alone: -j N is safe on one GPU
         self.config = config
         self.concurrency = max(1, concurrency)
         self.verbose = verbose

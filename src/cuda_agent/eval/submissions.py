@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.eval import bundle
-from cuda_agent.eval.judges import Backend
+from cuda_agent.eval.judges import Backend, leased
 from cuda_agent.eval.kernelbench import BenchTask, benchmark_root, discover, find
 from cuda_agent.eval.runner import Progress, RunBook, Unit
 from cuda_agent.task import TaskError, load_task
@@ -163,7 +163,8 @@ def judge_submissions(run_dir: Path, run_id: str, units: list[tuple[Unit, Path]]
         else:
             ready.append((unit, folder))
     items = [(folder, unit.task.task, unit.judgment_key(run_id)) for unit, folder in ready]
-    for index, outcome in backend.judge_many(items) if items else ():  # nothing to judge: no judge started
+    batch = leased(backend).judge_many(items) if items else ()  # nothing to judge: no judge started
+    for index, outcome in batch:  # the batch holds its GPU alone (judges.LeasedBackend)
         unit, folder = ready[index]
         if outcome.get("verdict"):
             progress.finished(unit.key, book.finalize(unit, outcome, folder))
