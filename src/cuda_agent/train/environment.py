@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cuda_agent import gpu_lease
 from cuda_agent.agent.config import AgentConfig
 from cuda_agent.agent.judging import JUDGE_ERROR, Judge, JudgeOutcome
 from cuda_agent.agent.tools import Tool, ToolBox, default_tools
@@ -179,9 +180,17 @@ class CudaKernelEnv:
         workspace = self._toolbox.context.workspace.root
         self._toolbox.close()  # background shells must not change the files while they are judged
         start = time.monotonic()
+        gpu_wait_s = None
         try:
-            outcome = self._judge(workspace, self._task)
-        except Exception as e:  # a judge bug or a dead connection costs this rollout's reward, not the run
+            # A judge on this host's GPU holds it alone (cuda_agent.gpu_lease): no rollout's tool command
+            # runs on it while this one is timed. A judge with a URL judges elsewhere.
+            here = gpu_lease.enabled() and not getattr(self._judge, "url", None)
+            gpus = gpu_lease.gpus_of(None) if here else []
+            what = f"the judgment of rollout {self._slot}/{self._rollout}"
+            with gpu_lease.hold(gpus, gpu_lease.EXCLUSIVE, what=what) as lease:
+                outcome = self._judge(workspace, self._task)
+                gpu_wait_s = round(lease.waited_s, 3) if gpus else None
+        except Exception as e:  # a judge bug, a dead connection or a GPU never free costs this rollout's reward
             outcome = JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
         reward: float | None = float(outcome.reward) if outcome.reward is not None else None
         if reward is None:
@@ -192,6 +201,7 @@ class CudaKernelEnv:
             "slot": self._slot, "rollout": self._rollout, "task": self._task.name, "workspace": str(workspace),
             "tool_calls": list(self._calls), "judge_status": outcome.status, "judge_reward": outcome.reward,
             "reward": reward, "reason": outcome.reason, "judge_s": round(time.monotonic() - start, 3),
+            "gpu_wait_s": gpu_wait_s,
             "rollout_s": round(time.monotonic() - self._started, 3),
         })  # fmt: skip
         return reward

@@ -58,7 +58,9 @@ class JudgeSettings:
 class ServiceJudge:
     """The `Judge` seam over this node's `JudgeService`, started on first use and kept warm.
 
-    The service's own lanes serialise GPU stages per GPU, so concurrent rollouts may call this at once.
+    The service's own lanes serialise GPU stages per GPU, so concurrent rollouts may call this at once;
+    each judgment holds its GPU alone (cuda_agent.gpu_lease), so no rollout's tool command, in this
+    worker or another on the node, runs on it while a kernel is timed.
     """
 
     def __init__(self, config: Any = None) -> None:
@@ -75,15 +77,21 @@ class ServiceJudge:
             return self._service
 
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
+        from cuda_agent.gpu_lease import LeaseError, judgment
         from cuda_agent.judge import JudgeUnavailable
 
         try:
-            verdict = self._get().judge(Path(workspace), task)
+            with judgment(what=f"the judgment of a rollout on {task.name}") as lease:
+                verdict = self._get().judge(Path(workspace), task)
+                held = lease.to_dict()
         except JudgeUnavailable as exc:
             return JudgeOutcome(UNAVAILABLE, None, str(exc))
+        except LeaseError as exc:  # the GPU never came free: no verdict, said why
+            return JudgeOutcome(JUDGE_ERROR, None, str(exc))
         except Exception as exc:  # the judge failing is recorded, never a lost rollout
             return JudgeOutcome(JUDGE_ERROR, None, f"{type(exc).__name__}: {exc}")
-        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict())
+        lease_note = held if held["gpus"] else None
+        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict(), lease_note)
 
 
 class MissingJudge:
