@@ -28,8 +28,9 @@ what it measured) and verdicts.jsonl to `--out`; exit 0 only if every Done-when 
 
 `--deadline-s`: a stage that cannot finish in the time left is not started, and a run stops taking
 submissions at the deadline (its JSON then says what was not reached). `--phase local` stops after stage
-3 and keeps its results in `--out`; `--phase service` (same `--out`, same machine and judge cache) runs
-stage 4 against them: the whole comparison in two device commands when one is too short.
+3 and keeps its results in `--state` (default `--out`); `--phase service` (same `--state`, same machine
+and judge cache) runs stage 4 against them: the whole comparison in two device commands when one is too
+short (the JSON gives the time between them).
 `--build-only` runs the same comparison on the CPU checks (no GPU; no A/A, no rewards beyond -1/0).
 """
 
@@ -328,7 +329,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(30)
+                self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
@@ -571,6 +572,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=2, help="CPU workers with --build-only, and priming builds (2)"
     )
     parser.add_argument("--out", type=Path, default=Path("judge-service-bench"))
+    parser.add_argument(
+        "--state", type=Path, help="where --phase local keeps its results for --phase service (--out)"
+    )
     args = parser.parse_args(argv)
     for name in ("n", "clients", "workers"):
         if getattr(args, name) < 1:
@@ -593,10 +597,10 @@ def main(argv: list[str] | None = None) -> int:
     if aa is not None and aa.expected != "ok" and not args.build_only:
         raise SystemExit(f"error: the A/A example must be an honest kernel (expected ok); {aa.name} is not")
     judged = plan(bases, args.n)
-    state_path = args.out / STATE_FILE
+    state_path = (args.state or args.out) / STATE_FILE
     if args.phase == "service" and not state_path.is_file():
         raise SystemExit(
-            f"error: --phase service needs {state_path}, written by --phase local with the same --out"
+            f"error: --phase service needs {state_path}, written by --phase local with the same --state"
         )
     args.out.mkdir(parents=True, exist_ok=True)
     clock = Clock(args.deadline_s)
@@ -645,12 +649,13 @@ def main(argv: list[str] | None = None) -> int:
             state["stages"]["local_s"] = round(time.monotonic() - began, 1)
             save()
             if args.phase == "local":
+                state_path.parent.mkdir(parents=True, exist_ok=True)
                 state_path.write_text(json.dumps({
                     "plan": [b.name for b in judged], "build_only": args.build_only, "prime": state["prime"],
                     "local": state["local"], "local_s": state["local_s"], "stages": state["stages"],
                     "finished_at": time.time(),
                 }))  # fmt: skip
-                clock.log(f"local phase kept in {state_path}; next: --phase service with the same --out")
+                clock.log(f"local phase kept in {state_path}; next: --phase service with the same --state")
                 report(save())
                 return 0 if len(state["local"]) == args.n else 1
         # The service run needs about as long as the local one: do not start what cannot finish.

@@ -155,7 +155,7 @@ def test_bad_arguments_are_refused_before_any_work(argv, message, tmp_path: Path
 
 
 def test_the_service_phase_needs_the_local_phase_of_the_same_plan(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match=r"needs .*local_state\.json, written by --phase local"):
+    with pytest.raises(SystemExit, match=r"needs .*local_state\.json, written by --phase local with the same --state"):
         bench.main(["--phase", "service", "--build-only", "--out", str(tmp_path)])
     (tmp_path / bench.STATE_FILE).write_text(json.dumps({"plan": ["row_softmax"], "build_only": True}))
     with pytest.raises(SystemExit, match="is for another plan"):
@@ -177,12 +177,12 @@ def run_script(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_build_only_over_real_sockets_in_two_phases(tmp_path: Path) -> None:
     folder = str(instant_base(tmp_path / "instant"))
-    out = tmp_path / "out"
-    common = ["--build-only", "--bases", folder, "--n", "4", "--clients", "2", "--out", str(out)]
-    local = run_script(*common, "--phase", "local")
+    out, state = tmp_path / "out", tmp_path / "state"  # each device command gets an empty OUT of its own
+    common = ["--build-only", "--bases", folder, "--n", "4", "--clients", "2", "--state", str(state)]
+    local = run_script(*common, "--phase", "local", "--out", str(tmp_path / "out-local"))
     assert local.returncode == 0, local.stderr[-3000:]
-    assert "local 4/4 instant: task_error" in local.stderr and (out / bench.STATE_FILE).is_file()
-    service = run_script(*common, "--phase", "service")
+    assert "local 4/4 instant: task_error" in local.stderr and (state / bench.STATE_FILE).is_file()
+    service = run_script(*common, "--phase", "service", "--out", str(out))
     assert service.returncode == 1, service.stderr[-3000:]  # 4 judgments from 2 clients is no Done-when
     result = json.loads((out / "judge_service.json").read_text())
     checks = result["done_when"]
