@@ -22,6 +22,7 @@ from cuda_agent import gpu_lease
 from cuda_agent.agent.config import AgentConfig, ModelConfig
 from cuda_agent.agent.tools.sandbox import SandboxPolicy
 from cuda_agent.eval import kernelbench
+from cuda_agent.eval.recheck import recheck
 from cuda_agent.eval.records import read_records
 from cuda_agent.eval.runner import AgentRunner, plan
 
@@ -49,6 +50,7 @@ class TimedJudge:
         return {"status": "incorrect", "reward": -1, "reason": "timed stand-in", "verdict": verdict}
 
     def judge_many(self, items: Sequence[tuple[Path, Any, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        self.batches = getattr(self, "batches", 0) + 1
         for index, item in enumerate(items):
             yield index, self.judge(*item)
 
@@ -117,6 +119,17 @@ def test_no_tool_command_runs_during_another_episodes_judgment(tmp_path: Path, m
         tool_waits += [r["meta"]["gpu_wait_s"] for r in bash]
     # the two episodes did contend: someone waited (a tool for a judgment, or a judgment for a tool)
     assert sum(tool_waits) + sum(r.gpu_wait_s for r in records) > 0.05
+
+    # --recheck judges the run's submissions again one at a time, each holding the GPU (no batch: no
+    # build beside a timing); --batch makes it one batch
+    again = TimedJudge(tmp_path / "recheck.log")
+    result = recheck(run, again, lambda line: None)
+    assert result["judged"] == "one at a time" and result["summary"]["rechecked"] == 3
+    assert not hasattr(again, "batches") and len((tmp_path / "recheck.log").read_text().splitlines()) == 3
+    saved = json.loads((run / "recheck" / "verdicts" / "level1_19_ReLU" / "ep0.json").read_text())
+    assert saved["gpu_lease"]["gpus"] == [GPU]
+    assert recheck(run, again, lambda line: None, batch=True)["judged"] == "one pipelined batch"
+    assert again.batches == 1
 
 
 def test_without_the_lease_the_same_run_overlaps(tmp_path: Path, monkeypatch) -> None:

@@ -47,6 +47,8 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                       "instead of running the agent")  # fmt: skip
     what.add_argument("--recheck", type=Path, metavar="RUN", help="judge RUN's final submissions again and "
                       "print what changed (writes RUN/recheck.json)")  # fmt: skip
+    what.add_argument("--batch", action="store_true", help="--recheck as one pipelined batch: faster, but builds "
+                      "run beside timings (default: one judgment at a time, nothing beside it)")  # fmt: skip
     what.add_argument("--report", type=Path, metavar="RUN", help="only compute RUN's metrics and write its report")
     what.add_argument("--out", type=Path, metavar="RUN", help="the run folder (created, or resumed)")
     model = parser.add_argument_group("model (agent runs; also from CUDA_AGENT_* variables or --config)")
@@ -241,7 +243,7 @@ def _recheck(args: argparse.Namespace) -> int:
         if stored else _settings(args)
     backend = _backend(args, settings)
     try:
-        result = recheck(run_dir, backend, say)
+        result = recheck(run_dir, backend, say, batch=args.batch)
     finally:
         backend.close()
     print(recheck_table(result), file=sys.stderr if args.json else sys.stdout, flush=True)
