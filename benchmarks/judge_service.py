@@ -221,34 +221,32 @@ def prime(bases: list[Base], aa: Base | None, aa_reps: int, root: Path, config: 
     clock.log(
         f"prime: {len(leaders)} task(s) judged for their baselines, {len(cpu_only)} folder(s) built on the CPU"
     )
-    with ThreadPoolExecutor(max(1, workers)) as cpu:
-        builds = [cpu.submit(cpu_check, folder, config) for folder in cpu_only]
-        if build_only:
-            records = [b.result() for b in builds]
-            return {"seconds": round(time.monotonic() - began, 2), "tasks": {}, "aa_idle_ms": [],
-                    "built": dict(Counter(r["status"] for r in records))}  # fmt: skip
-        from cuda_agent.judge import JudgeService
+    if build_only:
+        with ThreadPoolExecutor(max(1, workers)) as cpu:
+            records = list(cpu.map(lambda folder: cpu_check(folder, config), cpu_only))
+        return {"seconds": round(time.monotonic() - began, 2), "tasks": {}, "aa_idle_ms": [],
+                "built": dict(Counter(r["status"] for r in records))}  # fmt: skip
+    from cuda_agent.judge import JudgeService
 
-        with JudgeService(config, keep_warm=True) as service:
-            leader_list = list(leaders.values())
-            for index, verdict in service.judge_many([b.folder for b in leader_list]):
-                record = outcome(verdict)
-                timing = record["verdict"].get("timing") or {}
-                tasks[leader_list[index].task[:12]] = {
-                    "judged": leader_list[index].name, "status": record["status"],
-                    "baselines": timing.get("baseline_source"), "seconds": record["verdict"]["stage_seconds"].get("total"),
-                }  # fmt: skip
-                clock.log(
-                    f"prime {len(tasks)}/{len(leader_list)} {leader_list[index].name}: {describe(record)}"
-                )
-            built = [b.result() for b in builds]  # the A/A judgments below are at rest: nothing else runs
-            aa_idle: list[float] = []
-            for k, folder in enumerate(aa_items):
-                record = outcome(service.judge(folder))
-                clock.log(f"idle A/A {k + 1}/{len(aa_items)} {aa.name if aa else ''}: {describe(record)}")
-                timing = (record["verdict"] or {}).get("timing")
-                if timing:
-                    aa_idle.append(timing["candidate_ms"])
+    aa_idle: list[float] = []
+    with JudgeService(config, keep_warm=True) as service, ThreadPoolExecutor(max(1, workers)) as cpu:
+        builds = [cpu.submit(cpu_check, folder, config) for folder in cpu_only]  # once the GPU is known there
+        leader_list = list(leaders.values())
+        for index, verdict in service.judge_many([b.folder for b in leader_list]):
+            record = outcome(verdict)
+            timing = record["verdict"].get("timing") or {}
+            tasks[leader_list[index].task[:12]] = {
+                "judged": leader_list[index].name, "status": record["status"],
+                "baselines": timing.get("baseline_source"), "seconds": record["verdict"]["stage_seconds"].get("total"),
+            }  # fmt: skip
+            clock.log(f"prime {len(tasks)}/{len(leader_list)} {leader_list[index].name}: {describe(record)}")
+        built = [b.result() for b in builds]  # the A/A judgments below are at rest: nothing else runs
+        for k, folder in enumerate(aa_items):
+            record = outcome(service.judge(folder))
+            clock.log(f"idle A/A {k + 1}/{len(aa_items)} {aa.name if aa else ''}: {describe(record)}")
+            timing = (record["verdict"] or {}).get("timing")
+            if timing:
+                aa_idle.append(timing["candidate_ms"])
     return {"seconds": round(time.monotonic() - began, 2), "tasks": tasks, "aa_idle_ms": aa_idle,
             "built": dict(Counter(r["status"] for r in built))}  # fmt: skip
 
@@ -667,18 +665,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             items = [(b, variant(b, root / f"http-{i:03d}", f"http-{i}")) for i, b in enumerate(judged)]
             began = time.monotonic()
-            server = Server(root / "server", args.build_only, args.workers, args.n, clock)
-            state["stages"]["server_start_s"] = round(time.monotonic() - began, 1)
             try:
-                clock.log(f"service: {args.n} judgments from {args.clients} clients at {server.url}")
-                state["http"], state["latencies"], state["http_s"] = judge_over_http(
-                    server, items, args.clients, clock
-                )
-                state["stages"]["service_s"] = round(state["http_s"], 1)
-                state["metrics"] = server.metrics()
-            finally:
-                server.stop()
+                server = Server(root / "server", args.build_only, args.workers, args.n, clock)
+            except RuntimeError as exc:  # its log is in the message and in --out
+                state["not_reached"].append(f"service run not started: {exc}")
                 shutil.copyfile(root / "server" / "server.log", args.out / "server.log")
+            else:
+                state["stages"]["server_start_s"] = round(time.monotonic() - began, 1)
+                try:
+                    clock.log(f"service: {args.n} judgments from {args.clients} clients at {server.url}")
+                    state["http"], state["latencies"], state["http_s"] = judge_over_http(
+                        server, items, args.clients, clock
+                    )
+                    state["stages"]["service_s"] = round(state["http_s"], 1)
+                    state["metrics"] = server.metrics()
+                finally:
+                    server.stop()
+                    shutil.copyfile(root / "server" / "server.log", args.out / "server.log")
     lines = [json.dumps({"index": i, "submission": b.name, "expected": b.expected,
                          "local": (state.get("local") or {}).get(i), "http": (state.get("http") or {}).get(i)},
                         sort_keys=True) for i, b in enumerate(judged)]  # fmt: skip
@@ -688,5 +691,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result["passed"] else 1
 
 
+def entry() -> int:
+    from cuda_agent.judge import JudgeUnavailable
+
+    try:
+        return main()
+    except JudgeUnavailable as exc:
+        print(f"error: {exc}\nhint: --build-only runs the same comparison on the CPU checks", file=sys.stderr)
+        return 3
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
