@@ -2,7 +2,7 @@
 
 Why: a final judgment times kernels. Anything else running on that GPU meanwhile (another episode's
 `utils/compile.sh`, verification, profiling, any command of its) moves the timings: on an H200 an
-`eval -j 2` run measured a softmax kernel at 0.20x that judged alone measures 1.49x. The judge's own
+`eval -j 2` run measured a softmax kernel at 0.20x that judged alone measures 1.5x. The judge's own
 lock (judge/trusted/pool.py) keeps judge processes apart, but an agent's commands are not the judge, so
 the code that calls the judge (eval's runner, `solve`'s LocalJudge, GRPO's environment, verl's local
 judge) takes this lease EXCLUSIVE around each final judgment, and the agent's Bash tool takes it SHARED
@@ -30,7 +30,9 @@ GPUs are named by UUID (`nvidia-smi`, else /proc/driver/nvidia), mapped through 
 (indices or UUID prefixes), so two processes that see one GPU under different indices share its lease.
 Knobs: `CUDA_AGENT_GPU_LEASE=off` (no leases: each episode has its own GPU), `CUDA_AGENT_GPU_LEASE_DIR`
 (the lock folder), `CUDA_AGENT_GPU_LEASE_GPUS` (comma-separated ids of the visible GPUs, instead of
-discovery: containers without nvidia-smi), `CUDA_AGENT_GPU_LEASE_TIMEOUT_S` (the default bound, 1800 s).
+discovery: containers without nvidia-smi), `CUDA_AGENT_GPU_LEASE_TIMEOUT_S` (the default bound, 1800 s),
+`CUDA_AGENT_GPU_LEASE_LOG` (a file each lease appends its interval to; `python -m cuda_agent.gpu_lease
+audit FILE` checks that no exclusive interval overlapped another on its GPU).
 
 Not covered: other users (the folder is per user, like the judge's lock), processes that never ask
 (a notebook running kernels by hand), and a tool command of this user that flocks the files itself:
@@ -42,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import os
 import re
 import shutil
@@ -57,6 +60,7 @@ from typing import Any
 ENABLE_ENV, DIR_ENV, GPUS_ENV, TIMEOUT_ENV = (
     "CUDA_AGENT_GPU_LEASE", "CUDA_AGENT_GPU_LEASE_DIR", "CUDA_AGENT_GPU_LEASE_GPUS", "CUDA_AGENT_GPU_LEASE_TIMEOUT_S",
 )  # fmt: skip
+LOG_ENV = "CUDA_AGENT_GPU_LEASE_LOG"  # a file: one JSON line per lease given back (audit, `python -m ... audit`)
 DEFAULT_TIMEOUT_S = 1800.0  # above the longest tool command (600 s) plus a few judgments queued ahead
 EXCLUSIVE, SHARED = "exclusive", "shared"
 _WRITER_POLL_S, _READER_POLL_S = 0.005, 0.05  # the longest sleep between tries (writers win hand-offs)
@@ -81,9 +85,10 @@ class Lease:
     mode: str
     gpus: tuple[str, ...]
     waited_s: float
+    what: str = ""
     _handles: list[tuple[str, int]] = field(default_factory=list, repr=False)  # (gpu, fd), release order
     _acquired: float = field(default_factory=time.monotonic, repr=False)
-    _nested: bool = False
+    _wall: float = field(default_factory=time.time, repr=False)  # when it was granted, for the audit log
 
     @property
     def held_s(self) -> float:
@@ -92,6 +97,8 @@ class Lease:
     def release(self) -> None:
         """Give the GPUs back (idempotent; any thread may call it)."""
         handles, self._handles = self._handles, []
+        if handles and os.environ.get(LOG_ENV):
+            _log(self, os.environ[LOG_ENV])
         for _, fd in handles:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -291,7 +298,7 @@ def acquire(gpus: Sequence[str], mode: str, *, timeout_s: float | None = None, f
         raise ValueError(f"mode must be {EXCLUSIVE!r} or {SHARED!r}, got {mode!r}")
     timeout_s = default_timeout() if timeout_s is None else timeout_s
     gpus = tuple(sorted(set(gpus)))
-    lease = Lease(mode, gpus, 0.0)
+    lease = Lease(mode, gpus, 0.0, what)
     if not gpus:
         return lease
     folder = folder or lease_dir()
@@ -330,7 +337,7 @@ def acquire(gpus: Sequence[str], mode: str, *, timeout_s: float | None = None, f
         lease.release()
         raise
     lease.waited_s = time.monotonic() - start
-    lease._acquired = time.monotonic()
+    lease._acquired, lease._wall = time.monotonic(), time.time()
     return lease
 
 
@@ -366,3 +373,65 @@ def judgment(gpus: Sequence[str] | None = None, *, timeout_s: float | None = Non
 def tool_gpus() -> list[str]:
     """What a tool command can touch: every visible GPU (none when leases are off)."""
     return visible_gpus() if enabled() else []
+
+
+# ---- audit -----------------------------------------------------------------------------------------------
+
+
+def _log(lease: Lease, path: str) -> None:
+    """Append the lease's interval (one write of one line: O_APPEND keeps lines of many processes whole)."""
+    line = {"pid": os.getpid(), "mode": lease.mode, "gpus": list(lease.gpus), "what": lease.what,
+            "granted": lease._wall, "released": time.time(), "waited_s": round(lease.waited_s, 4)}  # fmt: skip
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+def audit(path: Path) -> dict[str, Any]:
+    """What an audit log ($CUDA_AGENT_GPU_LEASE_LOG) shows: per mode the count, waits and time held, and
+    every pair of intervals on one GPU that the protocol forbids (exclusive beside anything)."""
+    leases = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    conflicts = []
+    for i, a in enumerate(leases):
+        for b in leases[i + 1 :]:
+            if EXCLUSIVE not in (a["mode"], b["mode"]) or not set(a["gpus"]) & set(b["gpus"]):
+                continue
+            if a["granted"] < b["released"] and b["granted"] < a["released"]:
+                conflicts.append({"a": a, "b": b})
+    summary: dict[str, Any] = {"leases": len(leases), "conflicts": conflicts}
+    for mode in (EXCLUSIVE, SHARED):
+        mine = [x for x in leases if x["mode"] == mode]
+        waits = sorted(x["waited_s"] for x in mine)
+        summary[mode] = {
+            "count": len(mine),
+            "waited_s_total": round(sum(waits), 3),
+            "waited_s_max": waits[-1] if waits else 0.0,
+            "held_s_total": round(sum(x["released"] - x["granted"] for x in mine), 3),
+        }
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cuda_agent.gpu_lease audit LOG`: the summary as JSON; exit 1 when intervals conflict."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "audit":
+        print("usage: python -m cuda_agent.gpu_lease audit LOG  (LOG: the file $CUDA_AGENT_GPU_LEASE_LOG named)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    summary = audit(Path(args[1]))
+    print(json.dumps(summary, indent=1))
+    for mode in (EXCLUSIVE, SHARED):
+        m = summary[mode]
+        print(f"{mode}: {m['count']} lease(s), waited {m['waited_s_total']} s in all (at most {m['waited_s_max']} s), "
+              f"held {m['held_s_total']} s", file=sys.stderr)  # fmt: skip
+    print(f"conflicts (exclusive beside another holder on one GPU): {len(summary['conflicts'])}", file=sys.stderr)
+    return 1 if summary["conflicts"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

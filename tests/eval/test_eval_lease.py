@@ -101,8 +101,11 @@ def overlaps(tools: list[tuple[float, float]], judgments: list[tuple[float, floa
 def test_no_tool_command_runs_during_another_episodes_judgment(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(gpu_lease.GPUS_ENV, GPU)  # what the episodes' tools can touch
     monkeypatch.setenv(gpu_lease.DIR_ENV, str(tmp_path / "leases"))
+    monkeypatch.setenv(gpu_lease.LOG_ENV, str(tmp_path / "audit.jsonl"))
     tools, judgments, run = run_two_at_once(tmp_path)
     assert overlaps(tools, judgments) == []
+    audit = gpu_lease.audit(tmp_path / "audit.jsonl")  # the leases' own account agrees
+    assert audit["conflicts"] == [] and audit["exclusive"]["count"] == 3 and audit["shared"]["count"] == 9
 
     records = read_records(run / "records.jsonl")
     assert len(records) == 3 and all(r.gpu_wait_s is not None for r in records)

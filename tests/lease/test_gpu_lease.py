@@ -78,8 +78,9 @@ def test_exclusive_holders_never_overlap(leases: Path, tmp_path: Path) -> None:
     assert all((p.stat().st_mode & 0o777) == 0o600 for p in leases.iterdir())
 
 
-def test_shared_holders_overlap_and_a_writer_waits_for_all_of_them(leases: Path, tmp_path: Path) -> None:
+def test_shared_holders_overlap_and_a_writer_waits_for_all_of_them(leases: Path, tmp_path: Path, monkeypatch) -> None:
     log = tmp_path / "log.jsonl"
+    monkeypatch.setenv(gpu_lease.LOG_ENV, str(tmp_path / "audit.jsonl"))
     readers = [Worker(gpu_lease.SHARED, 1.0, log) for _ in range(2)]
     for r in readers:
         r.wait_for("held")
@@ -89,6 +90,21 @@ def test_shared_holders_overlap_and_a_writer_waits_for_all_of_them(leases: Path,
     a, b = (lines[r.pid] for r in readers)
     assert max(a["start"], b["start"]) < min(a["end"], b["end"])  # both held it at once
     assert lines[writer.pid]["start"] >= max(a["end"], b["end"])
+    summary = gpu_lease.audit(tmp_path / "audit.jsonl")  # what every lease logged when it was given back
+    assert summary["conflicts"] == [] and summary["shared"]["count"] == 2 and summary["exclusive"]["count"] == 1
+    assert summary["exclusive"]["waited_s_max"] > 0.5  # it waited for the readers
+    assert gpu_lease.main(["audit", str(tmp_path / "audit.jsonl")]) == 0
+
+
+def test_the_audit_finds_an_exclusive_interval_beside_another(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    rows = [("exclusive", [GPU], 0.0, 2.0), ("shared", [GPU], 1.5, 3.0), ("shared", ["other"], 0.5, 1.0),
+            ("shared", [GPU], 2.0, 4.0)]  # fmt: skip
+    log.write_text("".join(json.dumps({"pid": 1, "mode": m, "gpus": g, "what": "", "granted": a, "released": b,
+                                       "waited_s": 0.0}) + "\n" for m, g, a, b in rows))  # fmt: skip
+    summary = gpu_lease.audit(log)
+    assert len(summary["conflicts"]) == 1 and summary["conflicts"][0]["b"]["granted"] == 1.5
+    assert gpu_lease.main(["audit", str(log)]) == 1 and gpu_lease.main(["audit"]) == 2
 
 
 def test_a_waiting_writer_keeps_new_readers_out(leases: Path, tmp_path: Path) -> None:
