@@ -646,21 +646,28 @@ def main(argv: list[str] | None = None) -> int:
             )
             state["stages"]["local_s"] = round(time.monotonic() - began, 1)
             save()
-            if args.phase == "local":
+            complete = len(state["local"]) == args.n
+            if complete:  # kept even in one go: a run out of time is finished by --phase service
                 state_path.parent.mkdir(parents=True, exist_ok=True)
                 state_path.write_text(json.dumps({
                     "plan": [b.name for b in judged], "build_only": args.build_only, "prime": state["prime"],
                     "local": state["local"], "local_s": state["local_s"], "stages": state["stages"],
                     "finished_at": time.time(),
                 }))  # fmt: skip
+            if args.phase == "local":
                 clock.log(f"local phase kept in {state_path}; next: --phase service with the same --state")
                 report(save())
-                return 0 if len(state["local"]) == args.n else 1
+                return 0 if complete else 1
         # The service run needs about as long as the local one: do not start what cannot finish.
         need = 1.05 * (state.get("local_s") or 0) + 20
         if clock.left() < need:
+            hint = (
+                f"; the local run is kept in {state_path}: --phase service finishes it"
+                if args.phase == "all"
+                else ""
+            )
             state["not_reached"].append(
-                f"service run not started: needs ~{need:.0f} s, {clock.left():.0f} s left"
+                f"service run not started: needs ~{need:.0f} s, {clock.left():.0f} s left{hint}"
             )
         else:
             items = [(b, variant(b, root / f"http-{i:03d}", f"http-{i}")) for i, b in enumerate(judged)]

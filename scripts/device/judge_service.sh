@@ -13,8 +13,9 @@
 # ~20 s; each run of 60 ~4.4 s per judgment of GPU lane (ok 5-8 s; a failure that reaches the GPU ~4 s,
 # the time one spare candidate worker takes to warm) = ~265 s; server start ~10 s; so ~650 s in all: more
 # than one 600 s command. Hence PHASE:
-#   PHASE=all      everything in one command (fits BUDGET_S=450 only once a GPU judgment costs <= ~2.6 s;
-#                  otherwise the service run is not started and the JSON says so);
+#   PHASE=all      everything in one command (fits BUDGET_S=450 only once a GPU judgment costs <= ~2.3 s;
+#                  otherwise the service run is not started, the JSON says so, and the local run is kept
+#                  in $STATE, so a following PHASE=service command finishes the comparison);
 #   PHASE=local    priming + idle A/A + local run (~6.5 min), kept in $STATE for:
 #   PHASE=service  the service run against them (~5 min), same machine and judge cache, next command.
 # The judge cache is the judge's default (~/.cache/cuda-agent) unless CUDA_AGENT_CACHE says otherwise:
