@@ -12,6 +12,7 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,8 +89,11 @@ def run_limited(
     timeout: float,
     limits: Limits | None = None,
     stdin_text: str | None = None,
+    cancel: threading.Event | None = None,
 ) -> Completed:
-    """Run a command in its own process group with limits; on timeout the whole group is killed."""
+    """Run a command in its own process group with limits; on timeout the whole group is killed, and so
+    it is as soon as `cancel` is set (a build whose verdict is already decided); that ends with exit
+    status -SIGKILL, `timed_out` False."""
     start = time.monotonic()
     process = subprocess.Popen(
         list(command),
@@ -104,12 +108,15 @@ def run_limited(
         preexec_fn=(limits or Limits()).preexec(),
     )
     try:
-        stdout, stderr = process.communicate(input=stdin_text, timeout=timeout)
+        if cancel is None:
+            stdout, stderr = process.communicate(input=stdin_text, timeout=timeout)
+        else:
+            stdout, stderr = _communicate_unless(process, stdin_text, start + timeout, cancel)
         timed_out = False
     except subprocess.TimeoutExpired:
         kill_group(process)
         stdout, stderr = process.communicate()
-        timed_out = True
+        timed_out = not (cancel is not None and cancel.is_set())
     else:
         # Anything the command left running in its group dies with it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -121,6 +128,24 @@ def run_limited(
         seconds=time.monotonic() - start,
         timed_out=timed_out,
     )
+
+
+CANCEL_POLL_S = 0.05
+
+
+def _communicate_unless(
+    process: subprocess.Popen, stdin_text: str | None, deadline: float, cancel: threading.Event
+) -> tuple[str, str]:
+    """`communicate` until `deadline`, looking at `cancel` every CANCEL_POLL_S (retrying loses no output)."""
+    first = True
+    while True:
+        wait = min(CANCEL_POLL_S, deadline - time.monotonic())
+        if cancel.is_set() or wait <= 0:
+            raise subprocess.TimeoutExpired(process.args, 0)
+        try:
+            return process.communicate(input=stdin_text if first else None, timeout=wait)
+        except subprocess.TimeoutExpired:
+            first = False  # input goes once: communicate refuses it again after it started
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None, keep: Sequence[str] = ()) -> dict[str, str]:

@@ -11,7 +11,9 @@ ran; the static checks on source text are defence in depth (readable reasons for
 from __future__ import annotations
 
 import shutil
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cuda_agent.judge.decide.coverage import (
@@ -34,12 +36,33 @@ class BuildStage:
         if not model_new.is_file():
             raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
         findings = check_model_new(model_new.read_text(errors="replace"))
-        if (self.submission / "kernels").is_dir():
-            findings += check_kernel_sources(self.submission / "kernels")
+        if findings:
+            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
+        # The source rules need the preprocessor (preprocess.py): run beside the compilers, which read the
+        # same sources the same way, instead of before them. A finding still decides the verdict (over any
+        # build result) and cancels the build at once.
+        kernels = self.submission / "kernels"
+        refused = threading.Event()
+
+        def static_checks() -> list:
+            try:
+                found = check_kernel_sources(kernels) if kernels.is_dir() else []
+            except BaseException:
+                refused.set()
+                raise
+            if found:
+                refused.set()
+            return found
+
+        with ThreadPoolExecutor(1) as beside:
+            static = beside.submit(static_checks)
+            try:
+                result = build_extension(kernels, self.scratch / "build", self.config.build, cancel=refused)
+            finally:
+                findings = static.result()  # its exception, if any, wins: the judgment fails closed
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         self.checks["static"] = "passed"
-        result = build_extension(self.submission / "kernels", self.scratch / "build", self.config.build)
         self.stages["build"] = time.monotonic() - start
         self.checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached)}
         if not result.ok:

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -357,8 +358,14 @@ def _relocatable(command: list[str], stage: Path) -> list[str]:
 _Plan = tuple[list[str], Path, bool]  # compile command, cached object, built with the PCH
 
 
-def build_extension(kernels_dir: Path, out_dir: Path, config: BuildConfig | None = None) -> BuildResult:
-    """Build `kernels_dir` into `out_dir/cuda_extension.so`. Never raises for a bad submission."""
+def build_extension(
+    kernels_dir: Path, out_dir: Path, config: BuildConfig | None = None, cancel: threading.Event | None = None
+) -> BuildResult:
+    """Build `kernels_dir` into `out_dir/cuda_extension.so`. Never raises for a bad submission.
+
+    Setting `cancel` (from another thread: the static checks running beside the build found a reason
+    to refuse) kills the compilers still running and starts no more; the result is then not ok, its log
+    says it was cancelled, and nothing half-built is cached. The shared PCH is never cancelled."""
     config = config or BuildConfig()
     start = time.monotonic()
     # Compilers run with the stage as their working folder: every path they get must be absolute.
@@ -370,14 +377,31 @@ def build_extension(kernels_dir: Path, out_dir: Path, config: BuildConfig | None
             sources = stage_submission(kernels_dir, stage)
         except SubmissionError as exc:
             return BuildResult(False, None, str(exc), str(exc), time.monotonic() - start)
-        return _compile_and_link(sources, stage, out_dir, config, start)
+        return _compile_and_link(sources, stage, out_dir, config, start, cancel)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+CANCELLED = "build cancelled: the judgment was already decided"
+
+
+def _finished(future: Future, cancel: threading.Event | None) -> bool:
+    """Wait for `future`; False as soon as `cancel` is set instead."""
+    while True:
+        try:
+            future.result(timeout=None if cancel is None else 0.05)
+            return True
+        except FutureTimeout:
+            if cancel is not None and cancel.is_set():
+                return False
+        except Exception:
+            return True  # its result() raises it for the caller
+
+
 def _compile_and_link(
-    sources: list[Path], stage: Path, out_dir: Path, config: BuildConfig, start: float
-) -> BuildResult:
+    sources: list[Path], stage: Path, out_dir: Path, config: BuildConfig, start: float,
+    cancel: threading.Event | None = None,
+) -> BuildResult:  # fmt: skip
     tc = discover()
     cache = config.cache_dir or default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
@@ -423,6 +447,8 @@ def _compile_and_link(
     waits_for_pch = [s for s in pending if plans[s][2] and shared_pch is None]
 
     def compile_one(source: Path, command: list[str], cached_obj: Path) -> Completed:
+        if cancel is not None and cancel.is_set():
+            return Completed(-9, "", CANCELLED, 0.0, False)
         remaining = config.total_timeout_s - (time.monotonic() - start)
         result = run_limited(
             command,
@@ -430,6 +456,7 @@ def _compile_and_link(
             env=env,
             timeout=max(1.0, min(config.compile_timeout_s, remaining)),
             limits=limits,
+            cancel=cancel,
         )
         produced = Path(command[command.index("-o") + 1])
         if result.returncode == 0 and produced.exists():
@@ -439,8 +466,9 @@ def _compile_and_link(
         return result
 
     futures: dict[Path, Future[Completed]] = {}
-    with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
-        pch_future = None
+    pool = ThreadPoolExecutor(max_workers=max(1, config.jobs))
+    pch_future = None
+    try:
         if waits_for_pch:  # the PCH builds while the .cu files compile
             remaining = config.total_timeout_s - (time.monotonic() - start)
             pch_timeout = max(1.0, min(config.compile_timeout_s, remaining))
@@ -448,7 +476,7 @@ def _compile_and_link(
         for source in pending:
             if source not in waits_for_pch:
                 futures[source] = pool.submit(compile_one, source, *plans[source][:2])
-        if pch_future is not None:
+        if pch_future is not None and _finished(pch_future, cancel):
             pch = pch_future.result()
             for source in waits_for_pch:
                 if pch.header is None:  # fall back: compile (or find cached) without it
@@ -457,10 +485,16 @@ def _compile_and_link(
                         continue
                 futures[source] = pool.submit(compile_one, source, *plans[source][:2])
         results = [(s, plans[s][0], futures[s].result()) for s in sources if s in futures]
+    finally:
+        # Cancelled: the shared PCH (never cancelled) finishes in the background for later builds.
+        pool.shutdown(wait=not (cancel is not None and cancel.is_set()))
     if futures or pch.command:  # this build wrote to its cache: keep the cache within its budget
         caches.maybe_prune(cache, config.cache_budget_bytes)
 
     cached = [_display(s, stage) for s in sources if s not in futures]
+    if cancel is not None and cancel.is_set():
+        return BuildResult(False, None, CANCELLED, CANCELLED, time.monotonic() - start,
+                           tuple(_display(s, stage) for s in futures), tuple(cached))  # fmt: skip
     objects = [plans[s][1] for s in sources]
     rejected = next((line for _, _, r in results for line in (r.stdout + r.stderr).splitlines()
                      if _PCH_NOT_USED in line), None)  # fmt: skip
@@ -493,7 +527,7 @@ def _compile_and_link(
     tmp_module = out_dir / f".{MODULE_NAME}.{os.getpid()}.so"
     link = link_command(objects, tmp_module, tc)
     remaining = max(5.0, config.total_timeout_s - (time.monotonic() - start))
-    linked = run_limited(link, cwd=stage, env=env, timeout=remaining, limits=limits)
+    linked = run_limited(link, cwd=stage, env=env, timeout=remaining, limits=limits, cancel=cancel)
     link_log = _rewrite_paths(linked.stdout + linked.stderr, stage)
     if linked.returncode != 0 or not tmp_module.exists():
         log = "link failed:\n" + "\n".join(trim_compiler_output(link_log))
