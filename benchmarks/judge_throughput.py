@@ -112,6 +112,9 @@ def brief(verdict: Any) -> dict[str, Any]:
         "compile_ms": timing.compile_ms if timing else None,
         "baseline_source": timing.baseline_source if timing else None,
         "stage_seconds": dict(verdict.stage_seconds),
+        "rounds": timing.rounds if timing else None,
+        "traced_rounds": verdict.checks.get("traced_timed_rounds") if isinstance(verdict.checks, dict) else None,
+        "spot_checks": verdict.checks.get("timed_spot_checks") if isinstance(verdict.checks, dict) else None,
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
@@ -297,6 +300,8 @@ def main() -> int:
                         help="the judge's cache root (CUDA_AGENT_CACHE); default a fresh folder under --out")  # fmt: skip
     parser.add_argument("--out", type=Path, help="output folder (default: a fresh temp folder)")
     parser.add_argument("--keep-variants", action="store_true", help="keep the variant submissions")
+    parser.add_argument("--no-cold-build", action="store_true",
+                        help="skip phase d (cold builds); with --aa-reps 0 and --batch 0 the run is a+b+c only")  # fmt: skip
     args = parser.parse_args()
 
     examples: dict[str, Path] = {}
@@ -379,26 +384,29 @@ def main() -> int:
             report["warm"] = warm
 
             # d. cold build of a two-file change
-            print("\n== d. cold build: .cu and _binding.cpp changed, build_extension ==", flush=True)
-            cold_builds = phase_cold_build(examples, variants)
+            cold_builds: list[dict[str, Any]] = []
+            if not args.no_cold_build:
+                print("\n== d. cold build: .cu and _binding.cpp changed, build_extension ==", flush=True)
+                cold_builds = phase_cold_build(examples, variants)
             report["cold_build"] = cold_builds
 
             # e. A/A on an idle machine
-            print(
-                f"\n== e. A/A idle: {args.aa_reps} variants of {args.aa_example}, one at a time ==",
-                flush=True,
-            )
-            jobs = [(args.aa_example, make_variant(examples[args.aa_example], variants, f"aa-{k}"))
-                    for k in range(args.aa_reps)]  # fmt: skip
-            aa_idle = phase_sequential(service, journal, "aa_idle", "A/A idle", jobs, expected)
+            aa_idle: list[dict[str, Any]] = []
+            if args.aa_reps > 0:
+                print(f"\n== e. A/A idle: {args.aa_reps} variants of {args.aa_example}, one at a time ==", flush=True)
+                jobs = [(args.aa_example, make_variant(examples[args.aa_example], variants, f"aa-{k}"))
+                        for k in range(args.aa_reps)]  # fmt: skip
+                aa_idle = phase_sequential(service, journal, "aa_idle", "A/A idle", jobs, expected)
             report["aa_idle"] = aa_idle
 
             # f. throughput: builds in parallel, GPU work serialised
             names = list(examples)
             jobs = [(names[i % len(names)], make_variant(examples[names[i % len(names)]], variants, f"batch-{i}"))
                     for i in range(args.batch)]  # fmt: skip
-            print(f"\n== f. throughput: {args.batch} variants through judge_many ==", flush=True)
-            batch, batch_wall, batch_error = phase_batch(service, journal, jobs, expected)
+            batch, batch_wall, batch_error = [], 0.0, ""
+            if args.batch > 0:
+                print(f"\n== f. throughput: {args.batch} variants through judge_many ==", flush=True)
+                batch, batch_wall, batch_error = phase_batch(service, journal, jobs, expected)
             report["batch"] = {"records": batch, "wall_s": round(batch_wall, 3), "error": batch_error}
         finally:
             service_cm.__exit__(None, None, None)
@@ -478,6 +486,9 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         print(f"  warm {name:<20} n {len(mine)}, p50 {fmt(by_example[name]['p50'])} s, "
               f"p90 {fmt(by_example[name]['p90'])} s")  # fmt: skip
 
+    stage_medians = warm_stage_medians(warm)
+    print_stage_table(stage_medians)
+
     latency_ratio = orig_lat["mean"] / warm_lat["p50"] if orig_lat["mean"] and warm_lat["p50"] else None
     throughput_ratio = per_hour / orig_per_hour if orig_per_hour and per_hour else None
     print(f"latency: original mean {fmt(orig_lat['mean'], '.1f')} s / ours warm median "
@@ -504,6 +515,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
 
     warm_bad = [r for r in warm if not _ok(r)]
     batch_bad = len(batch) - len(batch_ok)
+    skipped = {"cold_build": not cold, "throughput": not batch, "aa_ratio": not aa_idle or not batch}
     checks = {
         "warm_median": (warm_lat["p50"] is not None and warm_lat["p50"] <= TARGET_WARM_S and not warm_bad,
                         f"warm latency median {fmt(warm_lat['p50'])} s (target <= {TARGET_WARM_S:g} s)"
@@ -538,17 +550,69 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "aa_ratio": None if aa_ratio is None else round(aa_ratio, 4),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),
-        "pass": {k: bool(v[0]) for k, v in checks.items()},
+        "warm_stage_medians_s": stage_medians,
+        "pass": {k: bool(v[0]) for k, v in checks.items() if not skipped.get(k)},
+        "skipped": sorted(k for k, v in skipped.items() if v),
     }
     report["summary"] = summary
     (out / "judge_throughput.json").write_text(json.dumps(report, indent=1, default=str))
     print(
-        json.dumps({k: v for k, v in summary.items() if k not in ("warm_latency_by_example_s",)}, default=str)
+        json.dumps({k: v for k, v in summary.items() if k not in ("warm_latency_by_example_s", "warm_stage_medians_s")},
+                   default=str)
     )
     print(f"wrote {out / 'judge_throughput.json'} and {out / 'verdicts.jsonl'}")
-    for passed, text in checks.values():
-        print(f"{'PASS' if passed else 'FAIL'}: {text}", flush=True)
-    return 0 if all(passed for passed, _ in checks.values()) else 1
+    for key, (passed, text) in checks.items():
+        if skipped.get(key):
+            print(f"SKIP: {key} (its phase was not run)", flush=True)
+        else:
+            print(f"{'PASS' if passed else 'FAIL'}: {text}", flush=True)
+    return 0 if all(passed for key, (passed, _) in checks.items() if not skipped.get(key)) else 1
+
+
+# The stages of a verdict's stage_seconds, in judgment order; parts nested inside another are indented
+# (spot checks and baseline windows run inside timing; the reference is prepared while the build runs).
+STAGE_ORDER = (("build", 0), ("reference", 1), ("worker_wait", 0), ("load", 0), ("verify", 0),
+               ("compare_wait", 1), ("timing", 0), ("timing_setup", 1), ("timed_rounds", 1), ("traced_rounds", 1),
+               ("spot_checks", 1), ("baseline_windows", 1), ("total", 0))  # fmt: skip
+COUNTS = ("rounds", "traced_rounds", "spot_checks")
+
+
+def warm_stage_medians(warm: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per example (and 'all'), the median seconds of every stage over the warm verdicts that were ok,
+    and the median counts that explain the timing stage (timed rounds, traced rounds, spot checks)."""
+    groups: dict[str, list[dict[str, Any]]] = {"all": []}
+    for r in warm:
+        if _ok(r):
+            groups.setdefault(r["example"], []).append(r["verdict"])
+            groups["all"].append(r["verdict"])
+    medians: dict[str, dict[str, float | None]] = {}
+    for name, verdicts in groups.items():
+        keys = sorted({k for v in verdicts for k in v["stage_seconds"]})
+        row: dict[str, float | None] = {
+            k: round(statistics.median(v["stage_seconds"].get(k, 0.0) for v in verdicts), 3) for k in keys
+        }
+        for count in COUNTS:
+            values = [v.get(count) for v in verdicts if v.get(count) is not None]
+            row[f"n_{count}"] = statistics.median(values) if values else None
+        medians[name] = row
+    return medians
+
+
+def print_stage_table(medians: dict[str, dict[str, float | None]]) -> None:
+    """Where warm time goes: one column per example, one row per stage (median seconds)."""
+    if not medians.get("all"):
+        return
+    names = [n for n in medians if n != "all"] + ["all"]
+    known = [k for k, _ in STAGE_ORDER]
+    extra = sorted({k for row in medians.values() for k in row if k not in known and not k.startswith("n_")})
+    rows = [*STAGE_ORDER, *((k, 1) for k in extra)]
+    print("\nwarm, median seconds per stage (indented: inside or beside the stage above):")
+    print(f"{'stage':<20}" + "".join(f"{n[:16]:>17}" for n in names))
+    for key, depth in rows:
+        label = ("  " * depth + key)[:20]
+        print(f"{label:<20}" + "".join(f"{fmt(medians[n].get(key), '.3f'):>17}" for n in names))
+    for count in COUNTS:
+        print(f"{'n ' + count:<20}" + "".join(f"{fmt(medians[n].get('n_' + count), '.0f'):>17}" for n in names))
 
 
 if __name__ == "__main__":

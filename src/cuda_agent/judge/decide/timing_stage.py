@@ -51,9 +51,10 @@ class TimingStage:
         key = cache_key(self.task.digest, self.environment.key())
         cached = cache.get(key)
         self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
-        setup = self._candidate_call(
-            cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.warmup_args()
-        )  # fmt: skip
+        with self.timed("timing_setup"):
+            setup = self._candidate_call(
+                cand, "time_setup", self.config.timing_timeout_s, "warm-up before timing", **self.warmup_args()
+            )  # fmt: skip
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
         hosts = {"candidate": _finite(setup.get("host_ms"))}
@@ -82,7 +83,10 @@ class TimingStage:
         owed_trace = False  # timing is done but no round was traced yet: the next one is
         while True:
             share = 1.0 if owed_trace else min(0.5, tc.traced_round_share)  # most rounds measure
+            round_began = time.monotonic()
             reply, samples, wall_ms, traced = self._candidate_round(cand, ref, "timing", trace_share=share)
+            part = "traced_rounds" if traced else "timed_rounds"  # draw + set-up + round, for finding slow spots
+            self.stages[part] = self.stages.get(part, 0.0) + time.monotonic() - round_began
             if traced:
                 # Coverage evidence, not a measurement (tracing costs time): its samples are not used, its
                 # outputs are checked like a first round's, and the window after it only measures leftovers.
