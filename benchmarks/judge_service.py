@@ -403,6 +403,16 @@ def _timing(record: dict[str, Any]) -> dict[str, Any]:
     return (record.get("verdict") or {}).get("timing") or {}
 
 
+def _margins(record: dict[str, Any]) -> str:
+    """The speedups' lower bounds against the thresholds they had to pass: a reward that differs between
+    runs by a margin within the timing noise is the judge's threshold, not the service."""
+    t = _timing(record)
+    if "speedup_vs_eager_low" not in t:
+        return ""
+    return (f" (eager {t['speedup_vs_eager_low']:.3f}/{t.get('eager_threshold', 1.05):.3f}, compile "
+            f"{t['speedup_vs_compile_low']:.3f}/{t.get('compile_threshold', 1.05):.3f})")  # fmt: skip
+
+
 def run_facts(records: dict[int, dict], judged: list[Base]) -> dict[str, Any]:
     """What one run's verdicts say about the run itself: statuses, warm baselines, what each compiled,
     and the mean seconds of each stage (where its device time went)."""
@@ -447,8 +457,9 @@ def done_when(judged: list[Base], local: dict[int, dict] | None, http: dict[int,
     out = {"judgments": item(f">= {MIN_JUDGMENTS} judgments through `cuda-agent serve`, each with a verdict",
                              {"planned": n, "with_verdict": len(got)}, n >= MIN_JUDGMENTS and len(got) == n)}  # fmt: skip
     out["clients"] = item(f">= {MIN_CLIENTS} concurrent HTTP clients", clients, clients >= MIN_CLIENTS)
-    mismatches = [f"{judged[i].name}: http {http[i]['status']} {http[i]['reward']}, local {local[i]['status']} "
-                  f"{local[i]['reward']}" for i in range(n) if i in http and i in local
+    mismatches = [f"{judged[i].name}: http {http[i]['status']} {http[i]['reward']}{_margins(http[i])}, local "
+                  f"{local[i]['status']} {local[i]['reward']}{_margins(local[i])}" for i in range(n)
+                  if i in http and i in local
                   and (http[i]["status"], http[i]["reward"]) != (local[i]["status"], local[i]["reward"])]  # fmt: skip
     compared = sum(1 for i in range(n) if i in http and i in local)
     out["identical"] = item("status and reward identical to the local judge_many's on the same submissions",

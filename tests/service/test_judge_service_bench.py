@@ -73,7 +73,10 @@ def test_each_shortfall_fails_its_own_item() -> None:
     judged = bench.plan(BASES, 60)
     http = run_of(judged)
     http[4]["reward"] = 2  # row_softmax, recorded with reward 3
-    assert unmet(check(http=http, metrics=metrics_of(http))) == {"identical"}
+    result = check(http=http, metrics=metrics_of(http))
+    assert unmet(result) == {"identical"}
+    [mismatch] = result["identical"]["value"]["mismatches"]
+    assert mismatch.startswith("row_softmax: http ok 2 (eager ") and ", local ok 3 (eager " in mismatch
     http = run_of(judged)
     http[9] = {**http[9], "status": "incorrect", "reward": -1}  # an honest case not ok (and a mismatch)
     assert unmet(check(http=http, metrics=metrics_of(http))) == {"identical", "honest_ok"}
