@@ -198,6 +198,11 @@ class Tally:
 
 
 # ---- the stages ----------------------------------------------------------------------------------------
+def _pin(cpus: frozenset[int] | None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # this thread, and the compilers it starts
+
+
 def cpu_check(folder: Path, config: Any) -> dict[str, Any]:
     from cuda_agent.judge import check_on_cpu
 
@@ -229,8 +234,13 @@ def prime(bases: list[Base], aa: Base | None, aa_reps: int, root: Path, config: 
     from cuda_agent.judge import JudgeService
 
     aa_idle: list[float] = []
-    with JudgeService(config, keep_warm=True) as service, ThreadPoolExecutor(max(1, workers)) as cpu:
-        builds = [cpu.submit(cpu_check, folder, config) for folder in cpu_only]  # once the GPU is known there
+    with contextlib.ExitStack() as stack:
+        service = stack.enter_context(JudgeService(config, keep_warm=True))  # no GPU: stops here
+        # On the compiler cores, as the service's own builds: never on the cores of its GPU lane's workers.
+        cpu = stack.enter_context(
+            ThreadPoolExecutor(max(1, workers), initializer=_pin, initargs=(service.build_cpus,))
+        )
+        builds = [cpu.submit(cpu_check, folder, config) for folder in cpu_only]
         leader_list = list(leaders.values())
         for index, verdict in service.judge_many([b.folder for b in leader_list]):
             record = outcome(verdict)
