@@ -42,30 +42,31 @@ def raw_device_kernels(prof: Any) -> dict[str, float] | None:
     """`device_kernels` from the raw Kineto events, with torch's own parsing rules for device events (names
     demangled, utility and hidden events skipped, asynchronous ones counted as 0); None if unavailable."""
     import torch
-    from torch.autograd.profiler import _filter_name
 
     try:
+        from torch.autograd.profiler import _filter_name
+
         results = prof.profiler.kineto_results
-        events = results.events() if results is not None else None
-    except AttributeError:
+        if results is None:
+            return None
+        names: dict[str, str] = {}
+        kernels: dict[str, float] = {}
+        for event in results.events():
+            if "CUDA" not in str(event.device_type()):
+                continue
+            raw_name = event.name()
+            # as torch's parser does: is_hidden_event is missing on older builds (torch 2.11 among them)
+            if _filter_name(raw_name) or getattr(event, "is_hidden_event", lambda: False)():
+                continue
+            name = names.get(raw_name)
+            if name is None:
+                name = names[raw_name] = torch._C._demangle(raw_name) if len(raw_name) > 1 else raw_name
+            asynchronous = event.is_async() or event.start_thread_id() != event.end_thread_id()
+            took = 0.0 if asynchronous else (event.end_ns() - event.start_ns()) / 1000
+            kernels[name] = kernels.get(name, 0.0) + took
+        return kernels
+    except (AttributeError, ImportError, TypeError):  # another torch's profiler internals: the parsed path
         return None
-    if events is None:
-        return None
-    names: dict[str, str] = {}
-    kernels: dict[str, float] = {}
-    for event in events:
-        if "CUDA" not in str(event.device_type()):
-            continue
-        raw_name = event.name()
-        if _filter_name(raw_name) or event.is_hidden_event():
-            continue
-        name = names.get(raw_name)
-        if name is None:
-            name = names[raw_name] = torch._C._demangle(raw_name) if len(raw_name) > 1 else raw_name
-        asynchronous = event.is_async() or event.start_thread_id() != event.end_thread_id()
-        took = 0.0 if asynchronous else (event.end_ns() - event.start_ns()) / 1000
-        kernels[name] = kernels.get(name, 0.0) + took
-    return kernels
 
 
 def traced(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
