@@ -13,7 +13,7 @@ from train_helpers import judged, write_jsonl
 
 from cuda_agent.cli import main
 from cuda_agent.train.rft_data import read_rows
-from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, value_example
+from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, state_positions, value_example
 
 
 def shortened(record: dict) -> dict:
@@ -47,7 +47,9 @@ def test_value_targets_and_masks(data, tiny_model) -> None:
     for row in rows:
         example = value_example(tokenizer, row, None)
         rendered = render(tokenizer, row["messages"], row["tools"])
-        assert example["value_mask"] == rendered["assistant_masks"] and example["value_target"] == row["reward"]
+        # the targets sit at the states before each assistant token (test_value.py has the details)
+        assert example["value_mask"] == state_positions(rendered["assistant_masks"])
+        assert example["value_target"] == row["reward"]
     short = value_example(tokenizer, rows[0], 50)
     assert len(short["input_ids"]) == len(short["value_mask"]) == 50
 

@@ -63,6 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                               "episode's milestone reward at every assistant token.")  # fmt: skip
     _common(value, default_lr=5e-5)
     value.add_argument("--eval-fraction", type=float, default=0.25, help="episodes held out for evaluation")
+    value.add_argument("--eval-every", type=int, default=0,
+                       help="also evaluate the held-out episodes every N steps (0: before and after only)")
+    value.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (1.0)")
     value.add_argument("--gradient-checkpointing", action="store_true")
     value.set_defaults(handler=run_value)
 
@@ -243,7 +246,8 @@ def run_value(args: argparse.Namespace) -> int:
                              max_steps=args.max_steps, learning_rate=args.lr, batch_size=args.batch_size,
                              grad_accum=args.grad_accum, max_length=args.max_length, eval_fraction=args.eval_fraction,
                              bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
-                             warmup_steps=args.warmup_steps, seed=args.seed, logging_steps=args.logging_steps)  # fmt: skip
+                             warmup_steps=args.warmup_steps, seed=args.seed, logging_steps=args.logging_steps,
+                             eval_every=args.eval_every, max_grad_norm=args.max_grad_norm)  # fmt: skip
     try:
         summary = run_value(settings)
     except (ValueError, OSError) as e:

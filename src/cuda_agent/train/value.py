@@ -2,20 +2,37 @@
 
 The critic is `AutoModelForTokenClassification` with `num_labels=1`, the form verl's critic loads
 (`critic.model.path` can point at the saved folder). With gamma = lambda = 1 and a reward only at the
-end, the Monte-Carlo return at every token is the episode's reward, so the target at each assistant
-token is that reward and the loss is the MSE over assistant tokens only (what the environment said is
-context, not a decision). Training sees successful AND failed episodes; a critic that only saw
-successes would learn a constant.
+end, the Monte-Carlo return from every state is the episode's reward.
 
-Training is HF `Trainer` (only `compute_loss` is ours: the masked MSE). Evaluation on held-out episodes,
-before and after training, reports the value loss and the explained variance
-1 - Var(target - value) / Var(target) over their assistant tokens.
+Which positions carry a target: the states the actor acts from, exactly where verl reads its critic.
+verl's value of response token t is the head's output at position t - 1 (`values[:, -len-1:-1]`): the
+state after everything before t, from which t is generated. So position p carries the target iff token
+p + 1 is an assistant token (the template's `{% generation %}` mask): the last token of each assistant
+header (the state that has read every tool result so far), then each assistant token but the turn's
+last. Tool results and prompts are context, not decisions, and carry none. Some of these states cannot
+tell the outcome yet (before the model has written its kernel nothing distinguishes a good episode from
+a bad one); they keep their targets, because PPO queries the critic there too, and the best a critic
+can do there is the mean return, which the explained variance below counts against it.
+
+Training is HF `Trainer` (only `compute_loss` is ours: the MSE over target positions, averaged over
+the batch's target positions). Batches should mix episodes of both outcomes: one episode per step has
+a single target, so its gradient mostly moves the constant and the head swings between +1 and -1
+(what the first H200 run did: batch 1, loss 0.7 <-> 3.1). The head starts at the best constant (weights
+zero, bias the mean target), so training only has to learn what tells episodes apart.
+
+Evaluation on held-out episodes (split by episode, successes and failures on both sides), before and
+after training (and every `eval_every` steps), reports the value loss and the standard explained
+variance 1 - Var(target - value) / Var(target), pooled over every target position of the held-out
+episodes (verl's `critic/vf_explained_var`, over the same positions), plus the same figures per
+assistant turn, which show where in an episode the critic starts to tell outcomes apart.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +56,8 @@ class ValueSettings:
     grad_accum: int = 1
     max_length: int | None = 32_768
     eval_fraction: float = 0.25
+    eval_every: int = 0  # also evaluate the held-out episodes every N steps (0: before and after only)
+    max_grad_norm: float = 1.0
     head_bias_to_mean: bool = True
     bf16: bool | None = None
     gradient_checkpointing: bool = False
@@ -47,10 +66,27 @@ class ValueSettings:
     seed: int = 0
 
 
+def state_positions(assistant_mask: list[int]) -> list[int]:
+    """1 at position p iff token p + 1 is the assistant's: the states verl's critic is read at."""
+    return [1 if nxt else 0 for nxt in assistant_mask[1:]] + [0]
+
+
+def turn_index(value_mask: list[int]) -> list[int]:
+    """For each position, which assistant turn (0, 1, ...) its target belongs to (-1: none)."""
+    out, turn, inside = [], -1, False
+    for flag in value_mask:
+        if flag and not inside:
+            turn += 1
+        inside = bool(flag)
+        out.append(turn if flag else -1)
+    return out
+
+
 def value_example(tokenizer: Any, row: dict[str, Any], max_length: int | None) -> dict[str, Any]:
-    """Token ids, the assistant mask and the episode's reward (the target at every masked token)."""
+    """Token ids, the positions that carry the target (`state_positions` of the assistant mask) and the
+    episode's reward, the target at each of them."""
     rendered = render(tokenizer, row["messages"], row["tools"], max_length)
-    return {"input_ids": rendered["input_ids"], "value_mask": rendered["assistant_masks"],
+    return {"input_ids": rendered["input_ids"], "value_mask": state_positions(rendered["assistant_masks"]),
             "value_target": float(row["reward"]), "task": row.get("task", "")}  # fmt: skip
 
 
@@ -102,9 +138,12 @@ class ValueCollator:
 
 
 def start_at_mean(model: Any, examples: list[dict[str, Any]]) -> float | None:
-    """Set the value head's bias to the mean target over the training tokens, so training starts from
-    the best constant (loss = the targets' variance) and the gradient goes into telling episodes apart
-    rather than into finding the mean; returns the bias, or None for a head without one."""
+    """Zero the value head's weights and set its bias to the mean target over the training positions, so
+    the critic starts as the best constant (loss = the targets' variance, explained variance 0) and the
+    gradient goes into telling episodes apart rather than into finding the mean. (A bias alone is not
+    enough: a random head on a model's hidden states adds an offset of its own, -0.93 on the tiny model.)
+    The head's weights get a gradient at once (the hidden states), the body from the next step on.
+    Returns the bias, or None for a head without one."""
     import torch
 
     head = getattr(model, "score", None) or getattr(model, "classifier", None)
@@ -113,6 +152,7 @@ def start_at_mean(model: Any, examples: list[dict[str, Any]]) -> float | None:
     tokens = sum(sum(e["value_mask"]) for e in examples)
     mean = sum(sum(e["value_mask"]) * e["value_target"] for e in examples) / max(tokens, 1)
     with torch.no_grad():
+        head.weight.zero_()
         head.bias.fill_(mean)
     return float(mean)
 
@@ -125,7 +165,14 @@ def make_trainer_class() -> type:
     from transformers import Trainer
 
     class ValueTrainer(Trainer):
-        """HF Trainer whose loss is the MSE between the value head and the return, on assistant tokens."""
+        """HF Trainer whose loss is the MSE between the value head and the return at the target positions.
+        The loss is a mean over the micro-batch, so the Trainer must divide it by the accumulation steps:
+        it would not for a model whose forward takes **kwargs (it then expects a loss summed over
+        `num_items_in_batch`), hence `model_accepts_loss_kwargs = False`."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.model_accepts_loss_kwargs = False
 
         def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
                          num_items_in_batch: Any = None) -> Any:  # fmt: skip
@@ -138,14 +185,22 @@ def make_trainer_class() -> type:
     return ValueTrainer
 
 
-def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueCollator) -> dict[str, float]:
-    """Value loss and explained variance over the assistant tokens of `examples`."""
+def explained_variance(values: Any, targets: Any) -> float:
+    """1 - Var(targets - values) / Var(targets) (population variances); NaN when the targets are constant."""
+    var = float(targets.var(unbiased=False))
+    return 1.0 - float((targets - values).var(unbiased=False)) / var if var > 0 else float("nan")
+
+
+def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueCollator) -> dict[str, Any]:
+    """Value loss and explained variance pooled over the target positions of `examples`, per episode its
+    mean and final value, and per assistant turn the loss, the explained variance and the mean value by
+    target (turns past an episode's last count in no row for it)."""
     import torch
 
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    values, targets, episodes = [], [], []
+    values, targets, turns, episodes = [], [], [], []
     with torch.no_grad():
         for example in examples:
             batch = collator([example])
@@ -153,19 +208,43 @@ def evaluate_values(model: Any, examples: list[dict[str, Any]], collator: ValueC
             keep = batch["value_mask"][0].bool()
             values.append(logits[0, :, 0].float().cpu()[keep])
             targets.append(batch["value_targets"][0][keep])
+            turns.append(torch.tensor(turn_index(example["value_mask"]))[keep])
             episodes.append({"task": example.get("task", ""), "target": example["value_target"],
                              "mean_value": round(float(values[-1].mean()), 4),
                              "last_value": round(float(values[-1][-1]), 4)})  # fmt: skip
     model.train(was_training)
-    v, t = torch.cat(values), torch.cat(targets)
-    var = float(t.var(unbiased=False))
+    v, t, k = torch.cat(values), torch.cat(targets), torch.cat(turns)
+    by_turn = []
+    for turn in range(int(k.max()) + 1 if k.numel() else 0):
+        at = k == turn
+        means = {f"{float(r):g}": round(float(v[at & (t == r)].mean()), 4) for r in t[at].unique()}
+        ev = explained_variance(v[at], t[at])  # NaN (None in JSON) for a turn only one outcome reaches
+        by_turn.append({"turn": turn, "positions": int(at.sum()), "value_loss": round(float(((v[at] - t[at]) ** 2).mean()), 4),
+                        "explained_variance": None if math.isnan(ev) else round(ev, 4),
+                        "mean_value_by_target": means})  # fmt: skip
     return {
         "value_loss": float(((v - t) ** 2).mean()),
-        "explained_variance": (1.0 - float((t - v).var(unbiased=False)) / var) if var > 0 else float("nan"),
+        "explained_variance": explained_variance(v, t),
         "tokens": int(t.numel()),
         "episodes": len(examples),
-        "per_episode": episodes,  # the critic's mean and final value on each episode's assistant tokens
+        "per_episode": episodes,  # the critic's mean and final value on each episode's target positions
+        "by_turn": by_turn,
     }
+
+
+def heldout_callback(held: list[dict[str, Any]], collator: ValueCollator, every: int, curve: list) -> Any:
+    """A TrainerCallback that appends (step, held-out value loss, explained variance) every `every` steps."""
+    from transformers import TrainerCallback
+
+    class HeldOut(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            if state.global_step % every == 0 and model is not None:
+                result = evaluate_values(model, held, collator)
+                curve.append((state.global_step, result["value_loss"], result["explained_variance"]))
+                print(f"[value] step {state.global_step}: held-out value loss {result['value_loss']:.4g}, explained "
+                      f"variance {result['explained_variance']:.3f}", file=sys.stderr, flush=True)  # fmt: skip
+
+    return HeldOut()
 
 
 def run_value(settings: ValueSettings) -> dict[str, Any]:
@@ -190,12 +269,17 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     collator = ValueCollator(pad_id)
     arguments = shared_arguments(settings)
     bf16 = arguments["bf16"]
-    args = TrainingArguments(**arguments, remove_unused_columns=False)
+    args = TrainingArguments(**arguments, remove_unused_columns=False, max_grad_norm=settings.max_grad_norm)
     trainer = make_trainer_class()(model=model, args=args, train_dataset=train, data_collator=collator)
     stderr_logging(trainer, "value")
     before = evaluate_values(trainer.model, held, collator)
+    heldout_curve = [(0, before["value_loss"], before["explained_variance"])]
+    if settings.eval_every > 0:
+        trainer.add_callback(heldout_callback(held, collator, settings.eval_every, heldout_curve))
     trainer.train()
     after = evaluate_values(trainer.model, held, collator)
+    if heldout_curve[-1][0] != trainer.state.global_step:
+        heldout_curve.append((trainer.state.global_step, after["value_loss"], after["explained_variance"]))
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
     points = loss_points(trainer.state.log_history)
@@ -214,12 +298,14 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         "first_loss": points[0][1] if points else None,
         "last_loss": points[-1][1] if points else None,
         "loss_curve": points,
+        "heldout_curve": [{"step": st, "value_loss": round(lo, 4), "explained_variance": round(ev, 4)}
+                          for st, lo, ev in heldout_curve],
         "bf16": bf16,
         "wall_s": round(time.monotonic() - start, 2),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
     }
     if trainer.is_world_process_zero():
-        extra = {"held-out value loss": [(0, before["value_loss"]), (trainer.state.global_step, after["value_loss"])]}
+        extra = {"held-out value loss": [(st, lo) for st, lo, _ in heldout_curve]}
         plot_loss(points, out / "value_loss.png", f"value loss ({len(train)} episodes)", extra)
         (out / "value_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
