@@ -132,15 +132,20 @@ def first_cu(folder: Path) -> Path | None:
     return cus[0] if cus else None
 
 
+RUN_NONCE = secrets.token_hex(6)  # in every variant: the object cache outlives a run, and an earlier run's
+# variant of the same index would otherwise be found there instead of compiled
+
+
 def variant(base: Base, into: Path, tag: str) -> Path:
-    """A copy of `base` whose first .cu ends with a unique comment (one recompile, same behaviour)."""
+    """A copy of `base` whose first .cu ends with a comment unique to this run and judgment (so it is
+    compiled, and nothing else of it is: the same behaviour, one recompile)."""
     shutil.copytree(
         base.folder, into, ignore=shutil.ignore_patterns("__pycache__", "expected.json", "README.md")
     )
     cu = first_cu(into)
     if cu is not None:
         with cu.open("a") as handle:
-            handle.write(f"\n// variant {tag}\n")
+            handle.write(f"\n// variant {tag} of run {RUN_NONCE}\n")
     return into
 
 

@@ -206,3 +206,14 @@ def test_a_deadline_that_leaves_no_time_stops_with_what_was_measured(tmp_path: P
     result = json.loads((tmp_path / "o" / "judge_service.json").read_text())
     assert result["not_reached"] and result["not_reached"][0].startswith("local run not started")
     assert result["priming"]["built"] == {"task_error": 1} and result["passed"] is False
+
+
+def test_a_variant_changes_its_first_cu_only_and_is_unique_to_the_run(tmp_path: Path) -> None:
+    row = base("row_softmax")
+    one = bench.variant(row, tmp_path / "one", "local-1")
+    two = bench.variant(row, tmp_path / "two", "local-2")
+    cu = "kernels/row_softmax.cu"
+    assert (one / cu).read_text().startswith((row.folder / cu).read_text())
+    assert bench.RUN_NONCE in (one / cu).read_text() and (one / cu).read_text() != (two / cu).read_text()
+    assert (one / "kernels/row_softmax_binding.cpp").read_bytes() == (row.folder / "kernels/row_softmax_binding.cpp").read_bytes()
+    assert not (one / "expected.json").exists() and (one / "model.py").is_file()
