@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `cuda-agent eval` on one H200 (issue 17 Done-when), in one go (~5-7 min; at most ~9 by the timeouts):
+# `cuda-agent eval` on one H200 (issue 17 Done-when), in one go (~6-7 min: 327 s before the verification tools; the timeouts stop it by ~9):
 #   1. `import kernelbench` of our load_inline-style kernels (examples/kernelbench_mini/load_inline/):
 #      table of converted / refused files;
 #   2. `eval --submissions` over 22 of our submissions as one batch (judge_many on the warm JudgeService):
@@ -8,11 +8,15 @@
 #      runtime_error x3), staged under levelN/ folders; Table 1, per-task table, report.md/html with plots;
 #   3. `eval --tasks examples/kernelbench_mini` with the scripted solver model (tests/eval/scripted_solver.py,
 #      a real OpenAI-compatible HTTP server) on all 7 tasks, 2 at a time, each episode writing the reference
-#      solution and running utils/compile.sh; report;
-#   4. `eval --recheck` of that run: per-task status / reward / speedup differences with the noise rule.
+#      solution and running utils/compile.sh and utils.verification (CPU and GPU work in tools); report.
+#      Every lease is logged ($CUDA_AGENT_GPU_LEASE_LOG) and audited: no tool command may have run while
+#      a final judgment held the GPU (the morning run without leases read Softmax 0.20x, alone 1.5x);
+#   4. `eval --recheck` of that run, one judgment at a time: per-task status / reward / speedup differences
+#      with the noise rule. Done when: every unit recorded, 0 lease conflicts, the recheck agrees 7/7.
 # Run from the repo root:  PYTHONPATH=/tmp/site:src OUT=/some/dir bash scripts/device/eval.sh
 # Results: $OUT/eval/{import,subs_run,agent_run}/ (records.jsonl, report.md, report.html, plots/, metrics.json,
-# environment.json, verdicts/, submissions/, trajectories, recheck.json), $OUT/eval/*.log
+# environment.json, verdicts/, submissions/, trajectories, recheck.json), $OUT/eval/*.log,
+# $OUT/eval/lease_log.jsonl + lease_audit.json (every GPU lease's interval), $OUT/eval/summary.txt
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH="${PYTHONPATH:-/tmp/site:src}"
@@ -59,21 +63,39 @@ stage 1 examples/layernorm; stage 2 examples/gemm_bias_relu; stage 2 tests/adver
 for broken in compile_error wrong_result torch_fallback_forward matmul_in_binding; do stage 2 "examples/$broken"; done
 for broken in segfault abort illegal_memory_access; do stage 1 "examples/$broken"; done  # row softmax tasks
 echo "staged $(find "$S" -name model_new.py | wc -l) submissions" | tee "$E/subs.log"
-timeout 270 "${CLI[@]}" eval --submissions "$S" --out "$WORK/subs_run" --bootstrap 2000 2>&1 | tee -a "$E/subs.log"
+timeout 240 "${CLI[@]}" eval --submissions "$S" --out "$WORK/subs_run" --bootstrap 2000 2>&1 | tee -a "$E/subs.log"
 subs=${PIPESTATUS[0]}
 
 # 3. the agent with the scripted solver on the 7 mini tasks
 rm -f "$WORK/llm.port"
-"$PY" tests/eval/scripted_solver.py --port-file "$WORK/llm.port" --compile > "$E/scripted_llm.log" 2>&1 &
+"$PY" tests/eval/scripted_solver.py --port-file "$WORK/llm.port" --compile --verify > "$E/scripted_llm.log" 2>&1 &
 LLM=$!
 for _ in $(seq 100); do [ -s "$WORK/llm.port" ] && break; sleep 0.1; done
 URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$WORK/llm.port")
-timeout 150 "${CLI[@]}" eval --tasks "$MINI" --levels 1,2,3 --model scripted-solver --base-url "$URL" \
+export CUDA_AGENT_GPU_LEASE_LOG="$E/lease_log.jsonl"  # tools (shared) and judgments (exclusive) log their holds
+timeout 180 "${CLI[@]}" eval --tasks "$MINI" --levels 1,2,3 --model scripted-solver --base-url "$URL" \
     --out "$WORK/agent_run" -j 2 --bootstrap 2000 2>&1 | tee "$E/agent.log"
 agent=${PIPESTATUS[0]}
 kill "$LLM" 2>/dev/null
+"$PY" -m cuda_agent.gpu_lease audit "$E/lease_log.jsonl" > "$E/lease_audit.json" 2> "$E/lease_audit.log"
+audit=$?
+cat "$E/lease_audit.log"
+"$PY" - "$WORK/agent_run" <<'PYEOF' 2>&1 | tee -a "$E/lease_audit.log"
+import json, sys
+from pathlib import Path
+run = Path(sys.argv[1])
+for line in (run / "records.jsonl").read_text().splitlines():
+    r = json.loads(line)
+    print(f"{r['task_id']:28s} judgment waited {r.get('gpu_wait_s')} s for the GPU")
+waits = []
+for t in sorted(run.glob("episodes/*/ep*/trajectory.jsonl")):
+    turns = json.loads(t.read_text()).get("turns", [])
+    waits += [x["meta"]["gpu_wait_s"] for turn in turns for x in turn["tool_results"] if "gpu_wait_s" in x.get("meta", {})]
+print(f"tool commands: {len(waits)}, waited {sum(waits):.1f} s in all for judgments (at most {max(waits, default=0):.1f} s)")
+PYEOF
+unset CUDA_AGENT_GPU_LEASE_LOG
 
-# 4. judge the agent run's final submissions again
+# 4. judge the agent run's final submissions again, one at a time (nothing beside their timings)
 timeout 90 "${CLI[@]}" eval --recheck "$WORK/agent_run" 2>&1 | tee "$E/recheck.log"
 recheck=${PIPESTATUS[0]}
 
@@ -82,6 +104,6 @@ for run in subs_run agent_run; do
   [ -d "$WORK/$run" ] && cp -r "$WORK/$run" "$E/" && find "$E/$run" -type d -name workspace -prune -exec rm -rf {} +
 done
 cp -r "$WORK/imported" "$E/import"
-echo "exit codes: submissions $subs, agent $agent, recheck $recheck (0 = every unit recorded / every recheck agreed)" \
+echo "exit codes: submissions $subs, agent $agent, lease audit $audit, recheck $recheck (0 = every unit recorded / no tool command beside a judgment / every recheck agreed)" \
   | tee "$E/summary.txt"
-[ "$subs" = 0 ] && [ "$agent" = 0 ]
+[ "$subs" = 0 ] && [ "$agent" = 0 ] && [ "$audit" = 0 ] && [ "$recheck" = 0 ]

@@ -4,12 +4,13 @@ It runs behind tests/agent's real OpenAI-compatible HTTP server (`ScriptedLLM`).
 reads the task's name from the task prompt (Task `level1_19_ReLU`: ...), and writes that task's files with
 the Write tool: by default the reference solution under examples/kernelbench_mini/solutions/levelN/<stem>/
 (model_new.py and kernels/), or what `files_for(task_name)` returns. Then, when `compile` is set, it runs
-the workspace's `bash utils/compile.sh` like an agent checking its work, and finally answers without a
-tool call, which ends the episode. Every reply depends only on the conversation, so a resumed episode
-gets the same replies.
+the workspace's `bash utils/compile.sh` like an agent checking its work, with `verify` then
+`python3 -m utils.verification` (real GPU work in a tool: what the GPU lease keeps away from other
+episodes' judgments), and finally answers without a tool call, which ends the episode. Every reply
+depends only on the conversation, so a resumed episode gets the same replies.
 
 Run as a script it serves until killed (the GPU script's model):
-    python tests/eval/scripted_solver.py --port-file PORT [--compile] [--delay 0.2]
+    python tests/eval/scripted_solver.py --port-file PORT [--compile] [--verify] [--delay 0.2]
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def task_name_of(request: dict) -> str | None:
     return None
 
 
-def solver(files_for: FilesFor = solution_files, compile: bool = False) -> Callable[[dict], Reply]:
-    """The script: write the files, (compile,) finish."""
+def solver(files_for: FilesFor = solution_files, compile: bool = False, verify: bool = False) -> Callable[[dict], Reply]:
+    """The script: write the files, (compile,) (verify: real GPU work in a tool,) finish."""
 
     def script(request: dict) -> Reply:
         turn = assistant_turns(request)
@@ -71,8 +72,9 @@ def solver(files_for: FilesFor = solution_files, compile: bool = False) -> Calla
             if not files:
                 return Reply(content=f"I have no solution for {name}.")
             return Reply(tool_calls=[call("Write", None, file_path=p, content=c) for p, c in files.items()])
-        if turn == 1 and compile:
-            return Reply(tool_calls=[call("Bash", None, command="bash utils/compile.sh", timeout=600000)])
+        steps = (["bash utils/compile.sh"] if compile else []) + (["python3 -m utils.verification"] if verify else [])
+        if 1 <= turn <= len(steps):
+            return Reply(tool_calls=[call("Bash", None, command=steps[turn - 1], timeout=600000)])
         return Reply(content="The kernels are written; done.")
 
     return script
@@ -82,9 +84,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port-file", type=Path, required=True)
     parser.add_argument("--compile", action="store_true", help="run utils/compile.sh before finishing")
+    parser.add_argument("--verify", action="store_true", help="then run python3 -m utils.verification (GPU work)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds per agent turn")
     args = parser.parse_args()
-    with ScriptedLLM(solver(compile=args.compile), models=["scripted-solver"], delay_s=args.delay) as server:
+    with ScriptedLLM(solver(compile=args.compile, verify=args.verify), models=["scripted-solver"], delay_s=args.delay) as server:
         args.port_file.write_text(json.dumps({"url": server.url}))
         try:
             while True:
