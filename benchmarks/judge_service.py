@@ -557,6 +557,13 @@ def report(result: dict[str, Any]) -> None:
     print(f"\n{result['n']} judgments per run over {len(result['bases'])} submissions of {result['distinct_tasks']} "
           f"task(s); {result['warm_note']}")  # fmt: skip
     print(f"stage seconds: {json.dumps(result['stage_seconds'])}")
+    priming = result.get("priming") or {}
+    sources = Counter(t.get("baselines") for t in (priming.get("tasks") or {}).values())
+    if priming:
+        print(f"priming ({priming.get('seconds')} s): baselines of {len(priming.get('tasks') or {})} task(s) "
+              f"({sources.get('measured', 0)} measured, {sources.get('cached', 0)} already cached), "
+              f"{sum((priming.get('built') or {}).values())} folder(s) built on the CPU; "
+              f"idle A/A ms {priming.get('aa_idle_ms')}")  # fmt: skip
     print(f"\n{'path':<22}{'verdicts':>9}{'seconds':>9}{'verdicts/h':>12}{'p50 s':>8}{'p99 s':>8}")
     print(f"{'local judge_many':<22}{result['runs']['local']['verdicts']:>9}{local_s or 0:>9.1f}"
           f"{result['local_per_hour'] or 0:>12}")  # fmt: skip
