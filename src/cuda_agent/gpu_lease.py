@@ -89,6 +89,7 @@ class Lease:
     _handles: list[tuple[str, int]] = field(default_factory=list, repr=False)  # (gpu, fd), release order
     _acquired: float = field(default_factory=time.monotonic, repr=False)
     _wall: float = field(default_factory=time.time, repr=False)  # when it was granted, for the audit log
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # release from two threads
 
     @property
     def held_s(self) -> float:
@@ -96,7 +97,8 @@ class Lease:
 
     def release(self) -> None:
         """Give the GPUs back (idempotent; any thread may call it)."""
-        handles, self._handles = self._handles, []
+        with self._lock:  # a background shell's watcher and the episode's close may both release
+            handles, self._handles = self._handles, []
         if handles and os.environ.get(LOG_ENV):
             _log(self, os.environ[LOG_ENV])
         for _, fd in handles:
@@ -261,7 +263,8 @@ def holders(folder: Path, gpu: str) -> list[str]:
     shared'); best effort, [] where /proc/locks cannot be read."""
     roles = {"rw": "holds it", "turnstile": "is in line for it (or passing)"}
     try:
-        inodes = {os.stat(folder / f"{_file_name(gpu)}.{s}").st_ino: s for s in roles}
+        files = {s: os.stat(folder / f"{_file_name(gpu)}.{s}") for s in roles}
+        inodes = {f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}": s for s, st in files.items()}
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
         return []
@@ -269,10 +272,7 @@ def holders(folder: Path, gpu: str) -> list[str]:
     for parts in (line.split() for line in lines):
         if len(parts) < 6 or parts[1] != "FLOCK":  # waiters ("->") are not listed: nobody here blocks
             continue
-        try:
-            inode = int(parts[5].rsplit(":", 1)[1])
-        except (IndexError, ValueError):
-            continue
+        inode = parts[5]
         if inode in inodes:
             try:
                 cmd = (

@@ -34,7 +34,7 @@ def leases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 class Worker:
     """lease_worker.py in a subprocess; `wait_for("held")` blocks until it says so."""
 
-    def __init__(self, mode: str, hold_s: float, log: Path, timeout_s: float = 30.0) -> None:
+    def __init__(self, mode: str, hold_s: float | str, log: Path, timeout_s: float = 30.0) -> None:
         self.proc = subprocess.Popen([sys.executable, str(WORKER), mode, GPU, str(hold_s), str(log), str(timeout_s)],
                                      stdout=subprocess.PIPE, text=True, env=os.environ.copy())  # fmt: skip
         self.pid = self.proc.pid
@@ -79,12 +79,15 @@ def test_exclusive_holders_never_overlap(leases: Path, tmp_path: Path) -> None:
 
 
 def test_shared_holders_overlap_and_a_writer_waits_for_all_of_them(leases: Path, tmp_path: Path, monkeypatch) -> None:
-    log = tmp_path / "log.jsonl"
+    log, go = tmp_path / "log.jsonl", tmp_path / "go"
     monkeypatch.setenv(gpu_lease.LOG_ENV, str(tmp_path / "audit.jsonl"))
-    readers = [Worker(gpu_lease.SHARED, 1.0, log) for _ in range(2)]
+    readers = [Worker(gpu_lease.SHARED, f"until:{go}", log) for _ in range(2)]
     for r in readers:
-        r.wait_for("held")
+        r.wait_for("held")  # both at once
     writer = Worker(gpu_lease.EXCLUSIVE, 0.1, log)
+    writer.wait_for("asking")
+    time.sleep(0.8)
+    go.touch()
     assert [w.finish() for w in (*readers, writer)] == [0, 0, 0]
     lines = intervals(log)
     a, b = (lines[r.pid] for r in readers)
@@ -110,13 +113,16 @@ def test_the_audit_finds_an_exclusive_interval_beside_another(tmp_path: Path) ->
 def test_a_waiting_writer_keeps_new_readers_out(leases: Path, tmp_path: Path) -> None:
     """R1 holds shared; W asks for exclusive; R2 asks for shared after W: R2 must wait for W to finish
     (without the turnstile R2 would join R1 at once and, in a stream of readers, W would starve)."""
-    log = tmp_path / "log.jsonl"
-    r1 = Worker(gpu_lease.SHARED, 1.5, log)
+    log, go = tmp_path / "log.jsonl", tmp_path / "go"
+    r1 = Worker(gpu_lease.SHARED, f"until:{go}", log)
     r1.wait_for("held")
     w = Worker(gpu_lease.EXCLUSIVE, 0.5, log)
     w.wait_for("asking")
     wait_until(lambda: any(f"pid {w.pid} " in h and "in line" in h for h in gpu_lease.holders(leases, GPU)))
     r2 = Worker(gpu_lease.SHARED, 0.1, log)
+    r2.wait_for("asking")
+    time.sleep(0.5)  # r2 is trying now; had it been let in, it would be holding beside r1
+    go.touch()
     assert [x.finish() for x in (r1, w, r2)] == [0, 0, 0]
     lines = intervals(log)
     assert lines[w.pid]["start"] >= lines[r1.pid]["end"]
@@ -229,8 +235,10 @@ def _tools(tmp_path: Path) -> ToolBox:
 
 def test_bash_waits_while_a_judgment_holds_the_gpu(leases: Path, tmp_path: Path, monkeypatch) -> None:
     tools = _tools(tmp_path)
-    judgment = Worker(gpu_lease.EXCLUSIVE, 1.5, tmp_path / "log.jsonl")
+    go = tmp_path / "go"
+    judgment = Worker(gpu_lease.EXCLUSIVE, f"until:{go}", tmp_path / "log.jsonl")
     judgment.wait_for("held")
+    threading.Timer(1.5, go.touch).start()  # the judgment ends 1.5 s after the command asked
     result = tools.execute("Bash", {"command": "date +%s.%N"})
     assert judgment.finish() == 0
     assert result.status == "ok" and result.meta["gpu_wait_s"] >= 1.0
@@ -252,11 +260,13 @@ def test_bash_waits_while_a_judgment_holds_the_gpu(leases: Path, tmp_path: Path,
 
 def test_a_background_shell_holds_the_gpu_until_it_ends(leases: Path, tmp_path: Path) -> None:
     tools = _tools(tmp_path)
-    started = tools.execute("Bash", {"command": "sleep 1", "run_in_background": True})
+    go = tmp_path / "go"
+    started = tools.execute("Bash", {"command": f"while [ ! -e {go} ]; do sleep 0.02; done",
+                                     "run_in_background": True})  # fmt: skip
     assert started.status == "ok"
-    t0 = time.monotonic()
+    threading.Timer(1.0, go.touch).start()
     with gpu_lease.acquire([GPU], gpu_lease.EXCLUSIVE, timeout_s=20) as lease:
-        assert lease.waited_s >= 0.7 and time.monotonic() - t0 >= 0.7  # released when `sleep 1` ended
+        assert lease.waited_s >= 0.9 and go.exists()  # given back only when the shell ended
     tools.execute("Bash", {"command": "sleep 600", "run_in_background": True})
     tools.context.close()  # the episode ends: its shells die and give the GPU back at once
     with gpu_lease.acquire([GPU], gpu_lease.EXCLUSIVE, timeout_s=2) as lease:
