@@ -17,11 +17,14 @@ that plays the collection episodes, as in the agent's scripted-episode test.
    same workspace path (the prompt names it); the judge scores its episode. The same untrained model is
    the baseline.
 4. `train value` pretrains a critic on all collected episodes (rewarded and failed), held out by episode,
-   and reports the held-out value loss and explained variance before and after; the critic is reloaded
-   with AutoModelForTokenClassification.
+   starting from the fine-tuned actor (as the paper's critic starts from the RFT actor), 8 episodes a
+   step so every step sees both outcomes, and reports the held-out value loss and explained variance
+   before, during and after; the critic is reloaded with AutoModelForTokenClassification.
 
 Writes OUT/summary.json (every figure, `done_when`), OUT/summary.txt (the table printed at the end),
-OUT/sft_loss.png, OUT/value_loss.png, the served episodes' trajectories and one log per stage.
+OUT/sft_loss.png, OUT/value_loss.png, the served episodes' trajectories, one log per stage, and the
+critic's data for a CPU post-mortem: OUT/value.parquet and OUT/value_trajectories.tar.gz (every
+collected trajectory with its final files; scripts/value_cpu_episodes.py says how to use them).
 """
 
 from __future__ import annotations
@@ -160,14 +163,19 @@ class Episode:
 def episodes() -> list[Episode]:
     """The SFT episodes, then every (op, behaviour, preamble, ending): 21 conversations per op that end
     in 3 distinct submissions per op, so each final submission is judged once and its verdict reaches 6
-    to 11 episodes. Names are neutral (abs_07), so a critic cannot read the outcome off the task name."""
+    to 11 episodes. Names are neutral and numbered in a shuffled order (abs_07): the name is in the prompt
+    and in every tool result's paths, so numbers given in behaviour order would tell a critic the outcome
+    before the model has written anything (the first H200 run's names did: abs_23..31 were the careful ones)."""
+    import random
+
     out = [Episode(name, "relu", "careful", "none", "verify") for name in SFT_TASKS]
-    for op in OPS:
-        for behaviour, endings in ENDINGS.items():
-            for preamble in PREAMBLES:
-                for ending in endings:
-                    if (op, behaviour, preamble, ending) != ("relu", "careful", "none", "verify"):
-                        out.append(Episode(f"{op}_{len(out):02d}", op, behaviour, preamble, ending))
+    rest = [(op, behaviour, preamble, ending) for op in OPS for behaviour, endings in ENDINGS.items()
+            for preamble in PREAMBLES for ending in endings
+            if (op, behaviour, preamble, ending) != ("relu", "careful", "none", "verify")]  # fmt: skip
+    numbers = list(range(len(out), len(out) + len(rest)))
+    random.Random(13).shuffle(numbers)
+    out += [Episode(f"{op}_{n:02d}", op, behaviour, preamble, ending)
+            for n, (op, behaviour, preamble, ending) in zip(numbers, rest, strict=True)]  # fmt: skip
     return out
 
 
@@ -385,6 +393,38 @@ def collect(stages: Stages, work: Path, concurrency: int) -> None:
                                    "unjudged": sum(1 for r in rewards if r is None)}  # fmt: skip
 
 
+PACK_LIMIT = 8 * 2**20
+
+
+def pack_value_data(work: Path, out: Path, summary: dict[str, Any]) -> None:
+    """Copy the critic's data into OUT so a failure can be studied on a CPU: value.parquet as written,
+    and every collected episode's trajectory with its final files (model_new.py, kernels/: what the
+    judge saw) as OUT/value_trajectories.tar.gz (`tar xzf` gives runs/<task>/...; `cuda-agent train
+    rft-data runs ...` reads it again). Build folders and caches stay behind; past 8 MB in all the
+    archive is dropped and the summary says so."""
+    import tarfile
+
+    parquet = work / "value.parquet"
+    if parquet.is_file():
+        shutil.copy(parquet, out / "value.parquet")
+    archive = out / "value_trajectories.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for run in sorted((work / "collected").iterdir()):
+            trajectory = run / "trajectory.jsonl"
+            if not trajectory.is_file():
+                continue
+            tar.add(trajectory, arcname=f"runs/{run.name}/trajectory.jsonl")
+            workspace = run / "workspace"
+            for path in [workspace / "model_new.py", *sorted((workspace / "kernels").glob("*"))]:
+                if path.is_file() and path.stat().st_size < 2**20:
+                    tar.add(path, arcname=f"runs/{run.name}/workspace/{path.relative_to(workspace)}")
+    sizes = {p.name: p.stat().st_size for p in (out / "value.parquet", archive) if p.is_file()}
+    if sum(sizes.values()) > PACK_LIMIT:
+        archive.unlink()
+        sizes["dropped"] = f"over {PACK_LIMIT} bytes"
+    summary["value_data_packed"] = sizes
+
+
 def summary_table(summary: dict[str, Any]) -> str:
     """The Done-when figures, one line each."""
     value = summary.get("value") or {}
@@ -407,7 +447,8 @@ def summary_table(summary: dict[str, Any]) -> str:
                                f"{fine.get('exit')}, {fine.get('turns')} turns"),
         ("untrained episode", f"reward {base.get('reward')} ({(base.get('judge') or {}).get('status')}), exit "
                               f"{base.get('exit')}, {base.get('turns')} turns"),
-        ("value episodes", f"{value.get('train_episodes')} train / {value.get('heldout_episodes')} held out"),
+        ("value episodes", f"{value.get('train_episodes')} train / {value.get('heldout_episodes')} held out; critic "
+                           f"from {summary.get('value_init')}"),
         ("value train loss", f"{f(value.get('first_loss'))} -> {f(value.get('last_loss'))} in {value.get('steps')} steps"),
         ("held-out value loss", f"{f(before.get('value_loss'))} -> {f(after.get('value_loss'))}"),
         ("held-out explained variance", f"{f(before.get('explained_variance'), '.3f')} -> "
@@ -425,8 +466,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
     parser.add_argument("--sft-steps", type=int, default=600)
-    parser.add_argument("--value-epochs", type=float, default=20)
+    parser.add_argument("--value-epochs", type=float, default=30)
     parser.add_argument("--value-lr", type=float, default=3e-4)
+    parser.add_argument("--value-batch", type=int, default=8, help="episodes per critic step (both outcomes mixed)")
+    parser.add_argument("--value-warmup", type=int, default=5)
+    parser.add_argument("--value-init", choices=["sft", "tiny"], default="sft",
+                        help="critic's starting weights: the fine-tuned actor (default) or the untrained tiny model")
     parser.add_argument("-j", "--concurrency", type=int, default=16, help="collection episodes at once")
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
@@ -489,10 +534,16 @@ def main() -> int:
                                         str(work / "value.parquet"), "--min-reward", "-1", "--any-exit",
                                         "--keep-duplicates", "--json"))  # fmt: skip
     summary["value_data"] = (json_lines(done.stdout) or [{}])[0]
+    pack_value_data(work, out, summary)
+    # The critic starts from the actor (the paper pretrains it on the RFT actor's trajectories; verl's
+    # critic is initialised from the actor too); the untrained tiny model only when SFT did not finish.
+    critic_init = work / "sft" if args.value_init == "sft" and (work / "sft" / "config.json").is_file() else work / "tiny"
+    summary["value_init"] = critic_init.name
     done = stages.run("value", cli("train", "value", "--data", str(work / "value.parquet"), "--model",
-                                   str(work / "tiny"), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
-                                   "--lr", str(args.value_lr), "--warmup-steps", "20", "--eval-fraction", "0.25",
-                                   "--max-length", "32768", "--logging-steps", "5", "--json"))  # fmt: skip
+                                   str(critic_init), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
+                                   "--lr", str(args.value_lr), "--batch-size", str(args.value_batch),
+                                   "--warmup-steps", str(args.value_warmup), "--eval-fraction", "0.25",
+                                   "--eval-every", "5", "--max-length", "32768", "--logging-steps", "1", "--json"))  # fmt: skip
     value = (json_lines(done.stdout) or [{}])[0]
     summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
     summary["value_loss_curve"] = value.get("loss_curve")
