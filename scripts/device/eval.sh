@@ -63,7 +63,7 @@ stage 1 examples/layernorm; stage 2 examples/gemm_bias_relu; stage 2 tests/adver
 for broken in compile_error wrong_result torch_fallback_forward matmul_in_binding; do stage 2 "examples/$broken"; done
 for broken in segfault abort illegal_memory_access; do stage 1 "examples/$broken"; done  # row softmax tasks
 echo "staged $(find "$S" -name model_new.py | wc -l) submissions" | tee "$E/subs.log"
-timeout 240 "${CLI[@]}" eval --submissions "$S" --out "$WORK/subs_run" --bootstrap 2000 2>&1 | tee -a "$E/subs.log"
+timeout 230 "${CLI[@]}" eval --submissions "$S" --out "$WORK/subs_run" --bootstrap 2000 2>&1 | tee -a "$E/subs.log"
 subs=${PIPESTATUS[0]}
 
 # 3. the agent with the scripted solver on the 7 mini tasks
@@ -73,7 +73,7 @@ LLM=$!
 for _ in $(seq 100); do [ -s "$WORK/llm.port" ] && break; sleep 0.1; done
 URL=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['url'])" "$WORK/llm.port")
 export CUDA_AGENT_GPU_LEASE_LOG="$E/lease_log.jsonl"  # tools (shared) and judgments (exclusive) log their holds
-timeout 180 "${CLI[@]}" eval --tasks "$MINI" --levels 1,2,3 --model scripted-solver --base-url "$URL" \
+timeout 210 "${CLI[@]}" eval --tasks "$MINI" --levels 1,2,3 --model scripted-solver --base-url "$URL" \
     --out "$WORK/agent_run" -j 2 --bootstrap 2000 2>&1 | tee "$E/agent.log"
 agent=${PIPESTATUS[0]}
 kill "$LLM" 2>/dev/null

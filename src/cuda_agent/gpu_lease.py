@@ -423,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m cuda_agent.gpu_lease audit LOG  (LOG: the file $CUDA_AGENT_GPU_LEASE_LOG named)",
               file=sys.stderr)  # fmt: skip
         return 2
+    if not Path(args[1]).is_file():
+        print(f"no audit log at {args[1]}: nothing took a lease with ${LOG_ENV} set (did the run start?)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     summary = audit(Path(args[1]))
     print(json.dumps(summary, indent=1))
     for mode in (EXCLUSIVE, SHARED):
