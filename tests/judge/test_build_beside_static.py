@@ -62,3 +62,21 @@ def test_a_static_finding_ends_a_hanging_build_at_once(tmp_path: Path) -> None:
     assert verdict is not None and verdict.status == Status.REJECTED, verdict
     assert "spawn.cpp" in verdict.reason and "static checks failed" in verdict.reason
     assert took < 60, f"the refusal waited {took:.0f} s for the build"
+
+
+def test_model_new_and_kernel_findings_are_named_together(tmp_path: Path) -> None:
+    """As before the overlap: one reason lists the findings of model_new.py and of kernels/ alike."""
+    submission = tmp_path / "both"
+    shutil.copytree(EXAMPLES / "row_softmax", submission)
+    model_new = submission / "model_new.py"
+    model_new.write_text("import os\n" + model_new.read_text())
+    (submission / "kernels" / "spawn.cpp").write_text('#include <cstdlib>\nint run() { return std::system("id"); }\n')
+    build = BuildConfig(cache_dir=tmp_path / "objects", precompiled_header=False)
+    judgment = Judgment(submission, load_task(submission / "model.py"),
+                        JudgeConfig(scratch_dir=tmp_path / "scratch", build=build))  # fmt: skip
+    try:
+        verdict = judgment.build_only()
+    finally:
+        judgment.cleanup()
+    assert verdict is not None and verdict.status == Status.REJECTED, verdict
+    assert "import of os" in verdict.reason and "spawn.cpp" in verdict.reason, verdict.reason

@@ -36,13 +36,13 @@ class BuildStage:
         if not model_new.is_file():
             raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
         findings = check_model_new(model_new.read_text(errors="replace"))
-        if findings:
-            raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         # The source rules need the preprocessor (preprocess.py): run beside the compilers, which read the
         # same sources the same way, instead of before them. A finding still decides the verdict (over any
-        # build result) and cancels the build at once.
+        # build result, with every finding named as before) and cancels the build at once.
         kernels = self.submission / "kernels"
         refused = threading.Event()
+        if findings:
+            refused.set()  # nothing to build for: the kernel rules still run, for the whole reason
 
         def static_checks() -> list:
             try:
@@ -59,7 +59,7 @@ class BuildStage:
             try:
                 result = build_extension(kernels, self.scratch / "build", self.config.build, cancel=refused)
             finally:
-                findings = static.result()  # its exception, if any, wins: the judgment fails closed
+                findings += static.result()  # its exception, if any, wins: the judgment fails closed
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         self.checks["static"] = "passed"
