@@ -60,6 +60,7 @@ from typing import Any
 ENABLE_ENV, DIR_ENV, GPUS_ENV, TIMEOUT_ENV = (
     "CUDA_AGENT_GPU_LEASE", "CUDA_AGENT_GPU_LEASE_DIR", "CUDA_AGENT_GPU_LEASE_GPUS", "CUDA_AGENT_GPU_LEASE_TIMEOUT_S",
 )  # fmt: skip
+IN_TOOL_ENV = "CUDA_AGENT_GPU_LEASE_IN_TOOL"  # set in agents' Bash commands: they hold their GPUs already
 LOG_ENV = "CUDA_AGENT_GPU_LEASE_LOG"  # a file: one JSON line per lease given back (audit, `python -m ... audit`)
 DEFAULT_TIMEOUT_S = 1800.0  # above the longest tool command (600 s) plus a few judgments queued ahead
 EXCLUSIVE, SHARED = "exclusive", "shared"
@@ -123,6 +124,10 @@ class Lease:
 
 
 def enabled() -> bool:
+    """Leases are on unless switched off, and inside an agent's tool command, which holds its GPUs shared
+    as a whole: a `cuda-agent judge` it runs asking for exclusive use would wait on its own command."""
+    if os.environ.get(IN_TOOL_ENV) == "1":
+        return False
     return os.environ.get(ENABLE_ENV, "on").strip().lower() not in ("off", "0", "false", "no")
 
 

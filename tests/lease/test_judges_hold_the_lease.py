@@ -90,3 +90,22 @@ def test_grpo_environment_holds_the_gpu_unless_the_judge_is_remote(tmp_path: Pat
     wait = rollouts.drain()[0]["gpu_wait_s"]
     assert (wait is None) if remote else (wait is not None and wait >= 0)
     env._close()
+
+
+def test_a_judge_run_inside_a_tool_command_does_not_wait_on_its_own_command(tmp_path: Path) -> None:
+    """An agent may run `cuda-agent judge .` in Bash: its command holds the GPU shared, so the judge inside
+    asks for nothing (else it would wait on its own command until the bound)."""
+    from cuda_agent.agent.config import AgentConfig
+    from cuda_agent.agent.episode import open_workspace
+    from cuda_agent.agent.tools.sandbox import SandboxPolicy
+
+    toolbox = open_workspace(load_task(TASK, name="t"), tmp_path / "ws", AgentConfig(sandbox=SandboxPolicy(isolation="none")))
+    try:
+        assert toolbox.context.gpus == (GPU,)
+        script = ("from cuda_agent import gpu_lease\n"
+                  "with gpu_lease.judgment(timeout_s=2) as lease: print('judged', lease.gpus)")  # fmt: skip
+        result = toolbox.execute("Bash", {"command": f'python3 -c "{script}"'})
+        assert result.status == "ok" and result.content == "judged ()", result.content
+        assert result.meta["gpu_wait_s"] < 1
+    finally:
+        toolbox.close()

@@ -22,7 +22,7 @@ from cuda_agent.agent.prompts import system_prompt, task_prompt
 from cuda_agent.agent.tools import ToolBox, ToolContext, build_sandbox
 from cuda_agent.agent.tools.sandbox import EPISODE_CACHE
 from cuda_agent.agent.trajectory import TrajectoryWriter
-from cuda_agent.gpu_lease import tool_gpus
+from cuda_agent.gpu_lease import IN_TOOL_ENV, tool_gpus
 from cuda_agent.judge import prepare_episode_cache
 from cuda_agent.task import Task
 from cuda_agent.workspace import materialize
@@ -74,8 +74,8 @@ def open_workspace(task: Task, workspace: Path, config: AgentConfig, *, overwrit
     seed = Path(config.cache_seed_dir) if config.cache_seed_dir else None
     cache_env = prepare_episode_cache(workspace / EPISODE_CACHE, workspace, seed)
     sandbox = build_sandbox(workspace, config.sandbox)
-    if cache_env:
-        sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env})
+    # Commands hold their GPUs shared as a whole (gpu_lease); what they run asks for no lease of its own.
+    sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env, IN_TOOL_ENV: "1"})
     return ToolBox(
         ToolContext(
             workspace=sandbox.workspace,
