@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         cpu_build = dataclasses.replace(build, private_judge_binding=False)
         cpu_config = JudgeConfig(atol=args.atol, rtol=args.rtol, build=cpu_build)
         return _build_only(args.submissions, task, cpu_config, args)
+    from cuda_agent import gpu_lease
     from cuda_agent.judge import JudgeService
 
     config = JudgeConfig(
@@ -87,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         service = JudgeService(config, devices=devices, build_workers=args.build_workers,
                                keep_warm=len(args.submissions) > 1)  # fmt: skip
-        with service:
+        # The GPUs alone while judging: no agent's tool command runs on them meanwhile (gpu_lease).
+        lease = gpu_lease.judgment(gpu_lease.gpus_of(devices), what="cuda-agent judge")
+        with service, lease:
             progress = Progress(len(args.submissions))
             printed = 0
             for index, verdict in service.judge_many(args.submissions, task=task):
@@ -98,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     except JudgeUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("hint: use --build-only to compile without a GPU", file=sys.stderr)
+        return 3
+    except gpu_lease.LeaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 3
     finally:
         if sink:
