@@ -466,10 +466,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/train_rft"))
     parser.add_argument("--sft-steps", type=int, default=600)
-    parser.add_argument("--value-epochs", type=float, default=30)
-    parser.add_argument("--value-lr", type=float, default=3e-4)
+    parser.add_argument("--value-epochs", type=float, default=40)
+    parser.add_argument("--value-lr", type=float, default=5e-4)
     parser.add_argument("--value-batch", type=int, default=8, help="episodes per critic step (both outcomes mixed)")
-    parser.add_argument("--value-warmup", type=int, default=5)
+    parser.add_argument("--value-warmup", type=int, default=10)
     parser.add_argument("--value-init", choices=["sft", "tiny"], default="sft",
                         help="critic's starting weights: the fine-tuned actor (default) or the untrained tiny model")
     parser.add_argument("-j", "--concurrency", type=int, default=16, help="collection episodes at once")
@@ -543,7 +543,7 @@ def main() -> int:
                                    str(critic_init), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
                                    "--lr", str(args.value_lr), "--batch-size", str(args.value_batch),
                                    "--warmup-steps", str(args.value_warmup), "--eval-fraction", "0.25",
-                                   "--eval-every", "5", "--max-length", "32768", "--logging-steps", "1", "--json"))  # fmt: skip
+                                   "--eval-every", "10", "--max-length", "32768", "--logging-steps", "1", "--json"))  # fmt: skip
     value = (json_lines(done.stdout) or [{}])[0]
     summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
     summary["value_loss_curve"] = value.get("loss_curve")
