@@ -543,7 +543,8 @@ def main() -> int:
                                    str(critic_init), "--out", str(work / "critic"), "--epochs", str(args.value_epochs),
                                    "--lr", str(args.value_lr), "--batch-size", str(args.value_batch),
                                    "--warmup-steps", str(args.value_warmup), "--eval-fraction", "0.25",
-                                   "--eval-every", "10", "--max-length", "32768", "--logging-steps", "1", "--json"))  # fmt: skip
+                                   "--eval-every", "10", "--max-length", "32768", "--logging-steps", "1", "--json"),
+                      timeout=150)  # bounded: the whole run must stay within 9 minutes  # fmt: skip
     value = (json_lines(done.stdout) or [{}])[0]
     summary["value"] = {k: v for k, v in value.items() if k != "loss_curve"}
     summary["value_loss_curve"] = value.get("loss_curve")

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The RFT loop, end to end on one GPU (about 7 minutes on an H200, one device call): 44 scripted episodes
+# The RFT loop, end to end on one GPU (about 8.5 minutes on an H200, one device call): 44 scripted episodes
 # whose tools run for real, each distinct final submission judged once for real -> `cuda-agent train
 # rft-data` -> `train sft` on a tiny offline model -> `transformers serve` -> `cuda-agent solve` -> the
 # judge's reward; the untrained model as baseline; `train value` on the rewarded and failed mix, held
-# out by episode; the critic reloaded with AutoModelForTokenClassification.
+# out by episode, the critic started from the fine-tuned actor; the critic reloaded with
+# AutoModelForTokenClassification.
 # Run from the repo root. Results in $OUT: summary.json (every figure and `done_when`), summary.txt (the
-# table printed at the end), sft_loss.png, value_loss.png, the served trajectories, one log per stage.
+# table printed at the end), sft_loss.png, value_loss.png, the served trajectories, one log per stage,
+# and the critic's data for a CPU post-mortem: value.parquet, value_trajectories.tar.gz (< 8 MB in all).
 #
 # Needs on the device, beyond torch/transformers/accelerate/pyarrow: trl, datasets (+ dill, multiprocess)
 # and transformers' serving extras (fastapi, uvicorn, starlette, pydantic, openai, rich and their deps).
