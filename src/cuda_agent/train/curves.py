@@ -51,3 +51,42 @@ def plot_loss(points: list[tuple[int, float]], path: Path, title: str, extra: di
     fig.savefig(path)
     plt.close(fig)
     return Path(path)
+
+
+def plot_panels(
+    panels: list[tuple[str, dict[str, list[tuple[int, float]]]]],
+    path: Path,
+    title: str,
+    bands: dict[str, list[tuple[int, float]]] | None = None,
+) -> Path:
+    """Stacked panels sharing the step axis, one per (y-label, named curves), so figures of different units
+    (a loss near 0, a reward in [-1, 3], calls per rollout) are not read off one axis. `bands` gives a
+    curve (by name) a +/- spread, drawn as a shaded band (a group's reward std)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6, 2.4 * len(panels) + 0.6), dpi=120, sharex=True)
+    axes = [axes] if len(panels) == 1 else list(axes)
+    for ax, (ylabel, curves) in zip(axes, panels, strict=True):
+        for name, curve in curves.items():
+            steps, values = [s for s, _ in curve], [v for _, v in curve]
+            (line,) = ax.plot(steps, values, "o-", label=name)
+            spread = dict((bands or {}).get(name, []))
+            if spread and all(s in spread for s in steps):
+                ax.fill_between(steps, [v - spread[s] for s, v in curve], [v + spread[s] for s, v in curve],
+                                color=line.get_color(), alpha=0.2, label=f"{name} +/- std")  # fmt: skip
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if curves:
+            ax.legend(fontsize=8)
+    axes[0].set_title(title)
+    axes[-1].set_xlabel("step")
+    axes[-1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)

@@ -32,7 +32,7 @@ from cuda_agent.agent.config import AgentConfig
 from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, JudgeOutcome
 from cuda_agent.task import Task
 from cuda_agent.train.arguments import shared_arguments
-from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
+from cuda_agent.train.curves import loss_points, plot_panels, stderr_logging
 from cuda_agent.train.environment import EnvironmentFactory, EnvironmentSettings, RolloutLog
 
 log = logging.getLogger(__name__)
@@ -444,6 +444,9 @@ def _plot(records: list[dict[str, Any]], loss: list[tuple[int, float]], path: Pa
     def curve(key: str) -> list[tuple[int, float]]:
         return [(r["step"], float(r[key])) for r in records if isinstance(r.get(key), (int, float))]
 
-    plot_loss(loss, path, f"GRPO on {tasks} task(s): loss, reward, tool calls",
-              extra={"reward mean": curve("reward_mean"), "tool calls / rollout": curve("tool_call_frequency")})
+    plot_panels(
+        [("loss", {"train loss": loss}), ("judge reward", {"reward mean": curve("reward_mean")}),
+         ("tool calls", {"tool calls / rollout": curve("tool_call_frequency")})],
+        path, f"GRPO on {tasks} task(s)", bands={"reward mean": curve("reward_std")},
+    )  # fmt: skip
     return str(path)
