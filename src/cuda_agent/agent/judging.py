@@ -9,6 +9,7 @@ from the agent's own compiles.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,21 +50,33 @@ class LocalJudge:
         self.lock = lock or threading.Lock()
 
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
-        from cuda_agent.gpu_lease import LeaseError, judgment
-        from cuda_agent.judge import JudgeUnavailable, judge
+        from cuda_agent.judge import judge
 
-        try:
-            with self.lock, judgment(what=f"the final judgment of {task.name}") as lease:
-                verdict = judge(workspace, task=task, config=self.config)
-                held = lease.to_dict()
-        except JudgeUnavailable as e:
-            return JudgeOutcome(UNAVAILABLE, None, str(e))
-        except LeaseError as e:  # the GPU never came free: no verdict, said why
-            return JudgeOutcome(JUDGE_ERROR, None, str(e))
-        except Exception as e:  # the judge failing is recorded, never a lost episode
-            return JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
-        lease_note = held if held["gpus"] else None
-        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict(), lease_note)
+        with self.lock:
+            return judged_here(lambda: judge(workspace, task=task, config=self.config),
+                               what=f"the final judgment of {task.name}")  # fmt: skip
+
+
+def judged_here(judge_call: Callable[[], Any], what: str) -> JudgeOutcome:
+    """The outcome of `judge_call()` (a Verdict from a judge on this host's GPU), run holding the GPU
+    exclusively (cuda_agent.gpu_lease); every failure becomes an outcome with its reason, never an
+    exception: a judge that cannot run here is `unavailable`, a GPU that never comes free or a judge that
+    raises is `judge_error`."""
+    from cuda_agent.gpu_lease import LeaseError, judgment
+    from cuda_agent.judge import JudgeUnavailable
+
+    try:
+        with judgment(what=what) as lease:
+            verdict = judge_call()
+            held = lease.to_dict()
+    except JudgeUnavailable as e:
+        return JudgeOutcome(UNAVAILABLE, None, str(e))
+    except LeaseError as e:  # the GPU never came free: no verdict, said why
+        return JudgeOutcome(JUDGE_ERROR, None, str(e))
+    except Exception as e:  # the judge failing is recorded, never a lost episode
+        return JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
+    lease_note = held if held["gpus"] else None
+    return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict(), lease_note)
 
 
 def no_judge(workspace: Path, task: Task) -> JudgeOutcome:

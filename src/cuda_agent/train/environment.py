@@ -184,12 +184,11 @@ class CudaKernelEnv:
         try:
             # A judge on this host's GPU holds it alone (cuda_agent.gpu_lease): no rollout's tool command
             # runs on it while this one is timed. A judge with a URL judges elsewhere.
-            here = gpu_lease.enabled() and not getattr(self._judge, "url", None)
-            gpus = gpu_lease.gpus_of(None) if here else []
+            remote = bool(getattr(self._judge, "url", None))
             what = f"the judgment of rollout {self._slot}/{self._rollout}"
-            with gpu_lease.hold(gpus, gpu_lease.EXCLUSIVE, what=what) as lease:
+            with gpu_lease.judgment([] if remote else None, what=what) as lease:
                 outcome = self._judge(workspace, self._task)
-                gpu_wait_s = round(lease.waited_s, 3) if gpus else None
+                gpu_wait_s = round(lease.waited_s, 3) if lease.gpus else None
         except Exception as e:  # a judge bug, a dead connection or a GPU never free costs this rollout's reward
             outcome = JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
         reward: float | None = float(outcome.reward) if outcome.reward is not None else None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome
+from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome, judged_here
 from cuda_agent.task import Task
 
 log = logging.getLogger("cuda_agent.train.verl")
@@ -77,21 +77,8 @@ class ServiceJudge:
             return self._service
 
     def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
-        from cuda_agent.gpu_lease import LeaseError, judgment
-        from cuda_agent.judge import JudgeUnavailable
-
-        try:
-            with judgment(what=f"the judgment of a rollout on {task.name}") as lease:
-                verdict = self._get().judge(Path(workspace), task)
-                held = lease.to_dict()
-        except JudgeUnavailable as exc:
-            return JudgeOutcome(UNAVAILABLE, None, str(exc))
-        except LeaseError as exc:  # the GPU never came free: no verdict, said why
-            return JudgeOutcome(JUDGE_ERROR, None, str(exc))
-        except Exception as exc:  # the judge failing is recorded, never a lost rollout
-            return JudgeOutcome(JUDGE_ERROR, None, f"{type(exc).__name__}: {exc}")
-        lease_note = held if held["gpus"] else None
-        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict(), lease_note)
+        return judged_here(lambda: self._get().judge(Path(workspace), task),
+                           what=f"the judgment of a rollout on {task.name}")  # fmt: skip
 
 
 class MissingJudge:
