@@ -27,8 +27,10 @@ class Reference:
     """Eager takes `eager_ms` per call, compile `compile_ms`; `drain` answers from `busy_ms` / `drains`."""
 
     def __init__(self, candidate_pid: int, eager_ms: float = 1.0, compile_ms: float = 0.5,
-                 busy_ms: float = 0.0, drains: bool = True) -> None:  # fmt: skip
+                 busy_ms: float = 0.0, drains: bool = True, host_ms: float = 0.0) -> None:  # fmt: skip
         self.candidate_pid = candidate_pid
+        self.host_ms = host_ms  # host time per call beyond the samples (this host's overhead now)
+        self.rounds: list[str] = []
         self.ms = {"eager": eager_ms, "compile": compile_ms}
         self.busy_ms, self.drains = busy_ms, drains
         self.pid = 1
@@ -43,13 +45,14 @@ class Reference:
             self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
             return {"ok": True, "warmup_ms": {}, "host_ms": {"eager": 0.01, "compile": 0.05},
                     "compile_builds_ms": [0.52, 0.5, 0.51]}  # fmt: skip
-        if command == "time_pad":
+        if command in ("time_pad", "clock_setup"):
             self.pad = kw["pad_ms"]
-            return {"ok": True}
+            return {"ok": True, "host_ms": 0.01}
         if command == "time_round":
             self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
+            self.rounds.append(kw["mode"])
             per_call = self.ms[kw["mode"]]
-            time.sleep(CALLS * per_call / 1000)
+            time.sleep(CALLS * (per_call + self.host_ms) / 1000)
             return {"ok": True, "samples": [per_call] * CALLS, "setup_ms": 0.0}
         if command == "drain":
             frozen = _stat_fields(self.candidate_pid)[0] == "T"
@@ -62,8 +65,10 @@ class Reference:
 class Candidate:
     """Its calls take `true_ms` each; it reports `claimed_ms` (a patched timer) or the truth."""
 
-    def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None, prepare_ms: float = 0.0) -> None:
+    def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None, prepare_ms: float = 0.0,
+                 host_ms: float = 0.0) -> None:  # fmt: skip
         self.pid = pid
+        self.host_ms = host_ms  # host time per call beyond the samples
         self.true_ms, self.claimed_ms, self.prepare_ms = true_ms, claimed_ms, prepare_ms
         self.pad: float | None = None
 
@@ -79,7 +84,7 @@ class Candidate:
         if command == "draw_round":
             return {"ok": True, "calls": CALLS}
         if command == "time_round":
-            time.sleep(CALLS * self.true_ms / 1000)
+            time.sleep(CALLS * (self.true_ms + self.host_ms) / 1000)
             shown = self.claimed_ms if self.claimed_ms is not None else self.true_ms
             return {"ok": True, "samples": [shown] * CALLS, "escaped_ms": 0.0}
         raise AssertionError(f"unexpected candidate command {command}")
@@ -177,6 +182,29 @@ def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, mon
     made = _judgment(tmp_path, monkeypatch, candidate_process, again)
     timing = made.time(again, Candidate(candidate_process.pid))  # type: ignore[arg-type]
     assert timing.baseline_source == "cached"
-    assert "time_setup" not in again.calls and "time_round" not in again.calls
+    # no baseline is timed again: eager rounds for the host clock only, with the candidate frozen
+    assert "time_setup" not in again.calls and set(again.rounds) == {"eager"}
+    # every round trip is counted per command, for finding where a slow judgment waited
+    calls = made.checks["worker_calls"]
+    assert calls["reference.time_round"][0] == len(again.rounds) and calls["reference.time_round"][1] > 0
+    assert calls["candidate.time_round"][0] == timing.rounds + made.checks["traced_timed_rounds"]
+    assert again.candidate_state_while_timing == {"T"}
     assert 1.4 < timing.speedup_vs_compile < 2.8  # 2x, against the first judgment's baselines
+
+
+def test_cached_baselines_calibrate_the_host_clock_in_this_judgment(tmp_path, monkeypatch, candidate_process) -> None:
+    """The baselines were timed on a host with no per-call overhead; now the host costs 0.3 ms per call
+    (frequency, load, wake-ups), for the reference and an honest candidate alike. A clock calibrated
+    back then charged every round of the honest candidate by the host's 0.3 ms (the H200 recheck's
+    LayerNorm, 1.34x -> 0.86x); calibrated now, none is charged and the speedup stays 2x."""
+    ref = Reference(candidate_process.pid)
+    _judgment(tmp_path, monkeypatch, candidate_process, ref).time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    slower = Reference(candidate_process.pid, host_ms=0.3)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, slower)
+    timing = made.time(slower, Candidate(candidate_process.pid, host_ms=0.3))  # type: ignore[arg-type]
+    assert timing.baseline_source == "cached"
+    clock = made.checks["host_clock"]
+    assert clock["overhead_ms"] >= 0.25, clock  # this judgment's host, not the cached one's (~0)
+    assert clock["candidate_rounds_charged_by_host_clock"] <= 1, clock
+    assert 1.4 < timing.speedup_vs_compile < 2.8, timing
 

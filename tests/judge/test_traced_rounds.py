@@ -124,7 +124,7 @@ def test_the_traced_round_is_chosen_after_the_draw_at_no_fixed_place(tmp_path, m
         timing = made.time(ref, cand)  # type: ignore[arg-type]
         rounds = _rounds(cand)
         traced = [i for i, (_, kw) in enumerate(rounds) if kw["trace"]]
-        assert traced and made.checks["traced_timed_rounds"] == len(traced)
+        assert len(traced) >= made.config.timing.min_traced_rounds and made.checks["traced_timed_rounds"] == len(traced)
         # every round is asked for alike: the same command and argument names, the draw before it says
         # nothing of tracing (seeds only), and the draw comes first
         assert {frozenset(kw) for _, kw in rounds} == {frozenset({"samples", "keep", "trace"})}
@@ -162,3 +162,20 @@ def test_a_traced_round_without_kernels_is_refused(tmp_path, monkeypatch, candid
     with pytest.raises(Stop) as stopped:
         made.gate_timed_round({"ok": True, "samples": [0.25] * CALLS}, CALLS)
     assert "ran none of your kernels" in stopped.value.verdict.reason
+
+
+def test_the_chance_of_tracing_follows_the_rounds_timing_will_take() -> None:
+    """About max(3, 0.2 x rounds) traced: a 60-round judgment of a tiny kernel traces ~12 (a fixed 0.35
+    traced ~32, ~1.5 s of an H200 warm judgment with their checks), a 3-round one of a slow kernel one
+    round in two, and before any round the chance is the few-round one's."""
+    from cuda_agent.judge.decide.stats import trace_probability
+
+    tc = TimingConfig()  # 10 calls a round, >= 30 samples, >= 100 ms of GPU time, <= 60 rounds
+    assert trace_probability(None, tc) == pytest.approx(0.5)
+    tiny = trace_probability(0.4, tc)  # 0.04 ms calls: 250 rounds wanted, 60 allowed
+    assert tiny == pytest.approx(12 / 72)
+    assert 60 * tiny / (1 - tiny) == pytest.approx(12)  # expected traced rounds among 60 timed ones
+    assert trace_probability(27.0, tc) == pytest.approx(3 / 7)  # 4 rounds: the floor of 3 traced
+    assert trace_probability(500.0, tc) == pytest.approx(0.5)  # 3 rounds (min samples): capped at 1/2
+    # a cheat on more than half of the rounds escapes a 60-round judgment with well under 1%
+    assert (1 - tiny) ** 30 < 0.01

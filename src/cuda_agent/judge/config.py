@@ -35,10 +35,20 @@ class TimingConfig:
     # A speedup over torch.compile above this (lower bound) is re-measured strictly before it counts.
     plausible_speedup: float = 8.0
     recheck_rounds: int = 5
-    # Share of timed rounds traced for the coverage gate, each decided by the parent after that round's
-    # inputs were drawn (at least one round per judgment, at most half; a traced round's samples are
-    # not used: tracing costs time).
-    traced_round_share: float = 0.35
+    # Traced rounds for the coverage gate, each decided by the parent after that round's inputs were
+    # drawn (a traced round's samples are not used: tracing costs time). The chance per round is set so
+    # that about max(min_traced_rounds, traced_round_share x the rounds timing will take) are traced
+    # (`decide/stats.py: trace_probability`, at most one round in two), and timing does not end before
+    # `min_traced_rounds` were. A fixed 0.35 traced ~32 extra rounds of a 60-round judgment (about 1.5 s
+    # of the warm latency with their output checks, H200 2026-12-01) where ~12 give the same assurance.
+    traced_round_share: float = 0.2
+    min_traced_rounds: int = 3
+    # The host clock's per-call overhead, from eager reference rounds in this judgment: with cached
+    # baselines, `clock_rounds_first` rounds at the start and one every `clock_round_every` after (a
+    # calibration kept from another judgment charged an honest LayerNorm 57 of 60 rounds on an idle
+    # host, 1.34x -> 0.86x; recheck of the H200 eval run, 2026-12-01).
+    clock_rounds_first: int = 2
+    clock_round_every: int = 10
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,12 @@ class JudgeConfig:
     precision_audit: bool = True
     precision_k: float = 64.0
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
-    # and the share of rounds checked besides the first and the last (chosen after each round).
+    # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
+    # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving
+    # the median time needs g > 1/4 (half the calls of half the rounds): a 60-round judgment has C ~ 19,
+    # escape < 0.5%.
     timed_checks_per_round: int = 1
-    timed_check_share: float = 0.35
+    timed_check_share: float = 0.25
     build: BuildConfig = field(default_factory=BuildConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_candidate: bool = True

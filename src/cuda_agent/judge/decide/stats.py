@@ -11,13 +11,18 @@ the host clock bounds (docs/design/timing.md).
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS
 from cuda_agent.judge.decide.verdict import Stat
+
+if TYPE_CHECKING:
+    from cuda_agent.judge.config import TimingConfig
 
 BASE_THRESHOLD = 1.05
 # The host clock charges a round only beyond this many ms per call: jitter of a quiet host, so that an
@@ -93,6 +98,21 @@ class HostClock:
     def bound(self, wall_ms: float, calls: int) -> float:
         """The least a call of a round that took `wall_ms` by the parent's clock can have cost."""
         return wall_ms / max(1, calls) - self.overhead_ms - self.margin_ms
+
+
+def trace_probability(round_gpu_ms: float | None, timing: TimingConfig) -> float:
+    """The chance that the next timed round is traced, from the GPU time of one candidate round so far
+    (None before the first). Timing runs about max(min rounds, min_gpu_ms / round time) rounds (at most
+    max_rounds); the chance p makes the expected traced ones T = max(min_traced_rounds, share x rounds),
+    p = T / (rounds + T), at most 1/2. A submission that calls PyTorch on a share f > 1/2 of R rounds
+    (what moving the median takes) escapes with (1 - p)^(f R): 0.4% at R = 60, 25% at R = 3 (p = 1/2)."""
+    least = max(1, math.ceil(timing.min_samples / timing.samples_per_round))
+    if round_gpu_ms is None or not round_gpu_ms > 0:
+        rounds = least
+    else:
+        rounds = min(timing.max_rounds, max(least, math.ceil(timing.min_gpu_ms / round_gpu_ms)))
+    target = max(float(timing.min_traced_rounds), timing.traced_round_share * rounds)
+    return min(0.5, target / (rounds + target))
 
 
 def round_time(samples: Sequence[float], wall_ms: float, clock: HostClock) -> tuple[float, bool]:

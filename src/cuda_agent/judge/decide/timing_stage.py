@@ -28,6 +28,7 @@ from cuda_agent.judge.decide.stats import (
     reward_threshold,
     round_time,
     stat_of,
+    trace_probability,
 )
 from cuda_agent.judge.decide.verdict import Status, Timing
 from cuda_agent.judge.trusted.authkey import judge_key
@@ -73,33 +74,39 @@ class TimingStage:
         else:
             builds_ms = list(cached.compile_builds_ms)
             pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
+            # Eager rounds for the host clock only (see `_clock_round`); the pad as the candidate's.
+            self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
-        reference_rounds: list[tuple[float, float, list[float]]] = []  # for the HostClock
+        reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
         escaped_ms = 0.0  # work the candidate worker itself reported past its end events
         traced_rounds = 0
-        owed_trace = False  # timing is done but no round was traced yet: the next one is
+        owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
+        trace_p = trace_probability(None, tc)  # most rounds measure
         while True:
-            share = 1.0 if owed_trace else min(0.5, tc.traced_round_share)  # most rounds measure
+            share = 1.0 if owed_trace else trace_p
             round_began = time.monotonic()
             reply, samples, wall_ms, traced = self._candidate_round(cand, ref, "timing", trace_share=share)
             part = "traced_rounds" if traced else "timed_rounds"  # draw + set-up + round, for finding slow spots
             self.stages[part] = self.stages.get(part, 0.0) + time.monotonic() - round_began
             if traced:
                 # Coverage evidence, not a measurement (tracing costs time): its samples are not used, its
-                # outputs are checked like a first round's, and the window after it only measures leftovers.
+                # outputs are checked at the same secret share as any round's (wrong outputs are what the
+                # checks look for, in any round), and the window after it only measures leftovers.
                 with self.baselines_window(cand, ref, freeze=False):
                     pass
-                self.check_round(ref, cand)
+                self.check_round(ref, cand, self.config.timed_check_share)
                 self.gate_timed_round(reply, len(samples))
                 traced_rounds += 1
-                if owed_trace:
+                if owed_trace and traced_rounds >= tc.min_traced_rounds:
                     break
                 continue
             escaped_ms += _finite(reply.get("escaped_ms"))
-            with self.baselines_window(cand, ref, freeze=cached is None) as busy_ms:
+            n = len(rounds["candidate"])  # timed rounds before this one
+            clock_round = cached is not None and (n < tc.clock_rounds_first or n % tc.clock_round_every == 0)
+            with self.baselines_window(cand, ref, freeze=cached is None or clock_round) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
                 outstanding_ms += busy_ms
                 samples = [s + busy_ms / len(samples) for s in samples]
@@ -113,7 +120,11 @@ class TimingStage:
                     got = self._samples(who, reply, wall_ms)
                     rounds[who].append(got)
                     walls[who].append(wall_ms)
-                    reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
+                    if who == "eager":
+                        reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
+                if clock_round:
+                    reference_rounds.append(self._clock_round(ref))
+            trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
             # The first round is always checked, later ones at random (the candidate cannot tell which),
             # and the last one before timing ends.
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
@@ -121,7 +132,7 @@ class TimingStage:
             if len(rounds["candidate"]) >= tc.max_rounds or self._timing_done(rounds, contenders):
                 if not checked:
                     self.check_round(ref, cand)
-                if traced_rounds:
+                if traced_rounds >= tc.min_traced_rounds:
                     break
                 owed_trace = True
         self.checks["traced_timed_rounds"] = traced_rounds
@@ -144,7 +155,11 @@ class TimingStage:
             cache.put(key, cached)
             paired, source = True, "measured"
         else:
-            self.host_clock = HostClock(cached.overhead_ms, cached.overhead_margin_ms)
+            # This judgment's own calibration: the host's per-call overhead drifts (CPU frequency, load,
+            # wake-up latency), so one kept from another judgment charges or spares the wrong rounds. The
+            # margin is the wider of this judgment's (few rounds) and the cached one's.
+            fresh = HostClock.from_reference(reference_rounds)
+            self.host_clock = HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
             paired, source = False, "cached"
         charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
         cand_rounds = [t for t, _ in charged]
@@ -189,6 +204,17 @@ class TimingStage:
             eager_threshold=reward_threshold(cached.eager_spread),
             compile_threshold=reward_threshold(cached.compile_spread), policy=policy,
         )  # fmt: skip
+
+    def _clock_round(self, ref: WorkerHandle) -> tuple[float, float, list[float]]:
+        """One eager reference round timed by this process's clock, inside a frozen window: the host clock's
+        calibration when the baselines are cached (their rounds are not timed again). Returns (wall ms,
+        set-up ms, samples) like the baseline rounds it stands in for."""
+        tc = self.config.timing
+        began = time.perf_counter()
+        reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode="eager",
+                                     samples=tc.samples_per_round)  # fmt: skip
+        wall_ms = (time.perf_counter() - began) * 1000
+        return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
 
     def _samples(self, who: str, reply: dict, wall_ms: float) -> list[float]:
         """A round's samples, refused when they cannot be true by this process's clock."""

@@ -308,6 +308,16 @@ class ReferenceWorker:
         assert best is not None
         return best[1], medians
 
+    def clock_setup(self, pad_ms: float) -> dict[str, Any]:
+        """An eager sampler with the judgment's pad, for the host clock's calibration rounds when the
+        baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with)."""
+        if "eager" not in self.samplers:
+            sampler = Sampler(self.model, self.timing_sets)
+            sampler.warmup()
+            self.samplers["eager"] = sampler
+        self.samplers["eager"].set_pad(pad_ms)
+        return {"host_ms": self.samplers["eager"].host_ms}
+
     def time_pad(self, pad_ms: float) -> dict[str, Any]:
         """One pad length for every contender (the parent's choice, see candidate/sampler.py)."""
         for sampler in self.samplers.values():
@@ -440,6 +450,7 @@ def main() -> None:
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
+            "clock_setup": worker.clock_setup,
             "time_pad": worker.time_pad,
             "drain": worker.drain,
             "environment": worker.environment,
