@@ -205,3 +205,24 @@ def test_trim_keeps_errors_and_caps_length() -> None:
     trimmed = trim_compiler_output(text)
     assert trimmed[0] == "a.cu(3): error: identifier x is undefined"
     assert len(trimmed) <= 61
+
+
+def test_the_link_uses_gold_where_the_compiler_can_and_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gold links a submission against torch's libraries in about a third of GNU ld's time; a compiler
+    that cannot use it keeps its own linker, and CUDA_AGENT_LINKER chooses explicitly."""
+    from cuda_agent.judge.trusted.toolchain import ToolchainError, fast_linker
+
+    broken = tmp_path / "cxx"  # a compiler driver that refuses every -fuse-ld
+    broken.write_text("#!/bin/sh\necho 'unrecognized -fuse-ld' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    assert fast_linker(str(broken)) == ()
+    monkeypatch.setenv("CUDA_AGENT_LINKER", "gold")
+    with pytest.raises(ToolchainError, match="binutils-gold"):
+        fast_linker(str(broken))
+    monkeypatch.setenv("CUDA_AGENT_LINKER", "default")
+    assert fast_linker("c++") == ()
+    monkeypatch.delenv("CUDA_AGENT_LINKER")
+    if shutil.which("ld.gold"):
+        assert fast_linker("c++") == ("-fuse-ld=gold",)
+        objects = [tmp_path / "x.o"]
+        assert "-fuse-ld=gold" in build_module.link_command(objects, tmp_path / "x.so", discover())

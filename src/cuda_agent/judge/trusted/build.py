@@ -180,7 +180,7 @@ def _cxx_flags(tc: Toolchain, config: BuildConfig) -> list[str]:
 
 def link_command(objects: list[Path], output: Path, tc: Toolchain) -> list[str]:
     rpaths = [f"-Wl,-rpath,{d}" for d in tc.library_dirs]
-    return [tc.cxx, "-shared", "-o", str(output), *map(str, objects), *tc.library_files, *rpaths]
+    return [tc.cxx, "-shared", *tc.link_flags, "-o", str(output), *map(str, objects), *tc.library_files, *rpaths]
 
 
 # ---- precompiled header ------------------------------------------------------------------------------
