@@ -115,6 +115,7 @@ def brief(verdict: Any) -> dict[str, Any]:
         "rounds": timing.rounds if timing else None,
         "traced_rounds": verdict.checks.get("traced_timed_rounds") if isinstance(verdict.checks, dict) else None,
         "spot_checks": verdict.checks.get("timed_spot_checks") if isinstance(verdict.checks, dict) else None,
+        "worker_calls": dict(verdict.checks.get("worker_calls", {})) if isinstance(verdict.checks, dict) else {},
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
@@ -488,6 +489,8 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
 
     stage_medians = warm_stage_medians(warm)
     print_stage_table(stage_medians)
+    call_medians = warm_call_medians(warm)
+    print_call_table(call_medians)
 
     latency_ratio = orig_lat["mean"] / warm_lat["p50"] if orig_lat["mean"] and warm_lat["p50"] else None
     throughput_ratio = per_hour / orig_per_hour if orig_per_hour and per_hour else None
@@ -551,6 +554,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),
         "warm_stage_medians_s": stage_medians,
+        "warm_worker_call_medians": call_medians,
         "pass": {k: bool(v[0]) for k, v in checks.items() if not skipped.get(k)},
         "skipped": sorted(k for k, v in skipped.items() if v),
     }
@@ -613,6 +617,36 @@ def print_stage_table(medians: dict[str, dict[str, float | None]]) -> None:
         print(f"{label:<20}" + "".join(f"{fmt(medians[n].get(key), '.3f'):>17}" for n in names))
     for count in COUNTS:
         print(f"{'n ' + count:<20}" + "".join(f"{fmt(medians[n].get('n_' + count), '.0f'):>17}" for n in names))
+
+
+def warm_call_medians(warm: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per worker command ('reference.compare_timing', 'candidate.time_round', ...), over the warm ok
+    verdicts: the median number of calls per judgment, seconds per judgment and milliseconds per call."""
+    per: dict[str, list[tuple[int, float]]] = {}
+    verdicts = [r["verdict"] for r in warm if _ok(r)]
+    for v in verdicts:
+        for command, entry in (v.get("worker_calls") or {}).items():
+            per.setdefault(command, []).append((int(entry[0]), float(entry[1])))
+    out = {}
+    for command, entries in per.items():
+        entries += [(0, 0.0)] * (len(verdicts) - len(entries))  # judgments that never made this call
+        out[command] = {
+            "calls": statistics.median(n for n, _ in entries),
+            "seconds": round(statistics.median(t for _, t in entries), 4),
+            "ms_per_call": round(1000 * sum(t for _, t in entries) / max(1, sum(n for n, _ in entries)), 3),
+        }
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["seconds"]))
+
+
+def print_call_table(medians: dict[str, dict[str, float]]) -> None:
+    """Which worker exchanges the warm judgments waited on (round trips as the parent saw them)."""
+    if not medians:
+        return
+    print("\nwarm, worker round trips per judgment (median; ms per call over all):")
+    print(f"{'command':<34}{'calls':>8}{'seconds':>10}{'ms/call':>10}")
+    for command, row in medians.items():
+        if row["seconds"] >= 0.005:
+            print(f"{command[:34]:<34}{row['calls']:>8.0f}{row['seconds']:>10.3f}{row['ms_per_call']:>10.2f}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ that worker. Every reply is a claim from another process: nothing here reads mor
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,16 @@ from cuda_agent.judge.decide.verdict import Status
 class WorkerCalls:
     """Calls to the workers (mixed into `Judgment`)."""
 
+    def _note_call(self, worker: str, command: str, began: float) -> None:
+        """Count a round trip to a worker (`checks["worker_calls"]`: count and seconds per command), so
+        that a slow judgment says which exchange it waited on without a profiler."""
+        calls = self.checks.setdefault("worker_calls", {})
+        entry = calls.setdefault(f"{worker}.{command}", [0, 0.0])
+        entry[0] += 1
+        entry[1] = round(entry[1] + time.perf_counter() - began, 6)
+
     def _candidate_call(self, cand: WorkerHandle, command: str, timeout: float, what: str, **kw: Any) -> dict:
+        began = time.perf_counter()
         try:
             reply = cand.call(command, timeout, **kw)
         except WorkerFailure as exc:
@@ -34,6 +44,8 @@ class WorkerCalls:
                 Status.RUNTIME_ERROR,
                 f"the candidate {exc} ({what})" + (f": {detail}" if detail else ""),
             ) from None
+        finally:
+            self._note_call("candidate", command, began)
         if not reply.get("ok") and reply.get("error") == "RuleViolation":
             raise self.fail(Status.REJECTED, str(reply.get("message", ""))[:1500])
         if not reply.get("ok"):
@@ -44,7 +56,11 @@ class WorkerCalls:
         return reply
 
     def _reference_call(self, ref: WorkerHandle, command: str, timeout: float, **kw: Any) -> dict:
-        return self._reference_result(command, lambda: ref.call(command, timeout, **kw))
+        began = time.perf_counter()
+        try:
+            return self._reference_result(command, lambda: ref.call(command, timeout, **kw))
+        finally:
+            self._note_call("reference", command, began)
 
     def _reference_send(self, ref: WorkerHandle, command: str, **kw: Any) -> str:
         try:
