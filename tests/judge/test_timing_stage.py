@@ -206,5 +206,6 @@ def test_cached_baselines_calibrate_the_host_clock_in_this_judgment(tmp_path, mo
     clock = made.checks["host_clock"]
     assert clock["overhead_ms"] >= 0.25, clock  # this judgment's host, not the cached one's (~0)
     assert clock["candidate_rounds_charged_by_host_clock"] <= 1, clock
+    assert clock["candidate_overhead_ms"] >= 0.25, clock  # the candidate's own, reported beside it
     assert 1.4 < timing.speedup_vs_compile < 2.8, timing
 

@@ -168,6 +168,10 @@ class TimingStage:
             "overhead_ms": round(self.host_clock.overhead_ms, 5),
             "margin_ms": round(self.host_clock.margin_ms, 5),
             "candidate_rounds_charged_by_host_clock": sum(by_clock for _, by_clock in charged),
+            # The candidate's own per-call overhead by the same measure as `overhead_ms` (wall / calls -
+            # median sample): an honest candidate whose figure sits above overhead + margin is charged
+            # for host time, not GPU time (seen on the H200: ReLU charged 38 of 60 rounds).
+            "candidate_overhead_ms": _own_overhead(rounds["candidate"], walls["candidate"]),
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
         }
@@ -320,3 +324,9 @@ class TimingStage:
             if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(medians) > tc.target_rse:
                 done = False
         return done
+
+
+def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None:
+    """Median per-call host overhead of a contender's rounds: wall / calls - median sample."""
+    per_call = [w / len(r) - statistics.median(r) for r, w in zip(rounds, walls, strict=True) if r]
+    return round(statistics.median(per_call), 5) if per_call else None
