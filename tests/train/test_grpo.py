@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from train_helpers import RELU_TASK
 
-from cuda_agent.agent.judging import JudgeOutcome
+from cuda_agent.agent.judging import JudgeOutcome, ServiceJudge
 from cuda_agent.agent.tools import default_tools
 from cuda_agent.task import Task
 from cuda_agent.train.environment import (
@@ -28,7 +28,7 @@ from cuda_agent.train.environment import (
     RolloutLog,
     python_name,
 )
-from cuda_agent.train.grpo import GRPOSettings, ServiceJudge, judge_processes, run_grpo
+from cuda_agent.train.grpo import GRPOSettings, judge_processes, run_grpo
 
 KERNEL = """#include <cuda_runtime.h>
 __global__ void relu_kernel(const float* x, float* y, long n) {

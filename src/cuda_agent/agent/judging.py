@@ -57,11 +57,51 @@ class LocalJudge:
                                what=f"the final judgment of {task.name}")  # fmt: skip
 
 
+class ServiceJudge:
+    """The `Judge` seam over one `JudgeService` of this host, started on first use and kept warm (the
+    verl agent loop's and TRL GRPO's local judge). Thread-safe: the service's own lanes serialise GPU
+    stages per GPU, so concurrent rollouts may call it at once.
+
+    Each judgment holds its GPU alone (cuda_agent.gpu_lease), so no rollout's tool command, in this process
+    or another, runs on it while a kernel is timed; a caller that already holds it in this thread (GRPO's
+    environment, which logs the wait) keeps its hold, nothing is taken twice. `close()` stops every worker
+    the service started."""
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config
+        self._service: Any = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> Any:
+        with self._lock:
+            if self._service is None:
+                from cuda_agent.judge import JudgeService
+
+                service = JudgeService(self.config, keep_warm=True)
+                try:
+                    service.start()
+                except BaseException:
+                    service.close()
+                    raise
+                self._service = service
+            return self._service
+
+    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
+        return judged_here(lambda: self._get().judge(Path(workspace), task),
+                           what=f"the judgment of a rollout on {task.name}")  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            service, self._service = self._service, None
+        if service is not None:
+            service.close()
+
+
 def judged_here(judge_call: Callable[[], Any], what: str) -> JudgeOutcome:
     """The outcome of `judge_call()` (a Verdict from a judge on this host's GPU), run holding the GPU
-    exclusively (cuda_agent.gpu_lease); every failure becomes an outcome with its reason, never an
-    exception: a judge that cannot run here is `unavailable`, a GPU that never comes free or a judge that
-    raises is `judge_error`."""
+    exclusively (cuda_agent.gpu_lease; a hold this thread already has is kept, not taken again); every
+    failure becomes an outcome with its reason, never an exception: a judge that cannot run here is
+    `unavailable`, a GPU that never comes free or a judge that raises is `judge_error`."""
     from cuda_agent.gpu_lease import LeaseError, judgment
     from cuda_agent.judge import JudgeUnavailable
 

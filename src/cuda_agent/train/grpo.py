@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.agent.config import AgentConfig
-from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, JudgeOutcome
+from cuda_agent.agent.judging import ServiceJudge
 from cuda_agent.task import Task
 from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_panels, stderr_logging
@@ -156,47 +156,6 @@ def task_rows(tasks: list[Task], config: AgentConfig) -> list[dict[str, Any]]:
 
 
 # -- the judge ----------------------------------------------------------------------------------------
-
-
-class ServiceJudge:
-    """The `Judge` seam over one `JudgeService` kept warm for the whole run (started on first use).
-
-    A machine without a usable GPU, or a service that fails, gives outcomes without a reward and the
-    reason, never an exception; `close()` stops every worker process the service started."""
-
-    def __init__(self, config: Any = None) -> None:
-        self.config = config
-        self._service: Any = None
-
-    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
-        from cuda_agent.judge import JudgeUnavailable
-
-        try:
-            if self._service is None:
-                self._service = _start_service(self.config)
-            verdict = self._service.judge(Path(workspace), task)
-        except JudgeUnavailable as e:
-            return JudgeOutcome(UNAVAILABLE, None, str(e))
-        except Exception as e:  # the judge failing is recorded, never a lost run
-            return JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
-        return JudgeOutcome(verdict.status.value, verdict.reward, verdict.reason, verdict.to_dict())
-
-    def close(self) -> None:
-        if self._service is not None:
-            self._service.close()
-            self._service = None
-
-
-def _start_service(config: Any) -> Any:
-    from cuda_agent.judge import JudgeService
-
-    service = JudgeService(config, keep_warm=True)
-    try:
-        service.start()
-    except BaseException:
-        service.close()
-        raise
-    return service
 
 
 def open_judge(url: str | None, timeout_s: float = 900.0) -> Any:

@@ -20,13 +20,12 @@ import asyncio
 import functools
 import logging
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome, judged_here
+from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome, ServiceJudge
 from cuda_agent.task import Task
 
 log = logging.getLogger("cuda_agent.train.verl")
@@ -53,32 +52,6 @@ class JudgeSettings:
             raise ValueError(f"judge timeout_s must be positive, got {self.timeout_s}")
         if self.url is not None and not str(self.url).startswith(("http://", "https://")):
             raise ValueError(f"judge url must start with http:// or https://, got {self.url!r}")
-
-
-class ServiceJudge:
-    """The `Judge` seam over this node's `JudgeService`, started on first use and kept warm.
-
-    The service's own lanes serialise GPU stages per GPU, so concurrent rollouts may call this at once;
-    each judgment holds its GPU alone (cuda_agent.gpu_lease), so no rollout's tool command, in this
-    worker or another on the node, runs on it while a kernel is timed.
-    """
-
-    def __init__(self, config: Any = None) -> None:
-        self.config = config
-        self._service: Any = None
-        self._lock = threading.Lock()
-
-    def _get(self) -> Any:
-        with self._lock:
-            if self._service is None:
-                from cuda_agent.judge import JudgeService
-
-                self._service = JudgeService(self.config, keep_warm=True)
-            return self._service
-
-    def __call__(self, workspace: Path, task: Task) -> JudgeOutcome:
-        return judged_here(lambda: self._get().judge(Path(workspace), task),
-                           what=f"the judgment of a rollout on {task.name}")  # fmt: skip
 
 
 class MissingJudge:
