@@ -7,9 +7,12 @@
 #      --warm-reps variants of each with one .cu changed, one at a time. It prints the warm latency
 #      table, the per-stage medians (build, verify, timing with its parts timing_setup / timed_rounds /
 #      traced_rounds / spot_checks / baseline_windows, and the counts of rounds, traced rounds and spot
-#      checks) and "PASS|FAIL: warm latency median X s (target <= 5 s)".
+#      checks), the worker round trips per command (checks.worker_calls: where a spot check's time goes)
+#      and "PASS|FAIL: warm latency median X s (target <= 5 s)";
+#   3. scripts/device/host_overhead_probe.py (~20 s): the candidate worker's extra per-call host time
+#      (kept outputs, a profiler session, traced rounds) against a plain sampler's.
 # Run from the repo root:  PYTHONPATH=/tmp/site:src OUT=/some/dir bash scripts/device/judge_latency.sh
-# Results: $OUT/latency/{pytest.log,throughput.log,judge_throughput.json,verdicts.jsonl,summary.txt}
+# Results: $OUT/latency/{pytest.log,throughput.log,judge_throughput.json,verdicts.jsonl,probe.log,probe.json,summary.txt}
 # Needs only torch + nvcc (no wheels from .whl/). WARM_REPS (default 2) and BENCH_TIMEOUT (default 195 s).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,10 +53,15 @@ timeout "${BENCH_TIMEOUT:-195}" "$PY" benchmarks/judge_throughput.py --original-
 rc=${PIPESTATUS[0]}
 echo "judge_throughput exit $rc" | tee -a "$L/throughput.log"
 
+# 3. where an honest candidate's extra host time per call comes from (no judge, one process)
+timeout 120 "$PY" scripts/device/host_overhead_probe.py --json "$L/probe.json" 2>&1 | tee "$L/probe.log"
+
 {
   echo "== judge latency (issue 12) =="
   grep -E "^(PASS|FAIL|SKIP): warm" "$L/throughput.log" || echo "FAIL: no warm verdict line (benchmark exit $rc; see throughput.log)"
   sed -n '/^warm, median seconds per stage/,/^n spot_checks/p' "$L/throughput.log"
+  sed -n '/^warm, worker round trips/,/^$/p' "$L/throughput.log"
+  echo "host overhead probe:"; tail -8 "$L/probe.log"
   grep -E "^  warm " "$L/throughput.log"
   grep -E "passed|failed|skipped|pytest" "$L/pytest.log" | tail -2
 } | tee "$L/summary.txt"
