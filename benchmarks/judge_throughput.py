@@ -116,6 +116,7 @@ def brief(verdict: Any) -> dict[str, Any]:
         "traced_rounds": verdict.checks.get("traced_timed_rounds") if isinstance(verdict.checks, dict) else None,
         "spot_checks": verdict.checks.get("timed_spot_checks") if isinstance(verdict.checks, dict) else None,
         "worker_calls": dict(verdict.checks.get("worker_calls", {})) if isinstance(verdict.checks, dict) else {},
+        "host_clock": dict(verdict.checks.get("host_clock", {})) if isinstance(verdict.checks, dict) else {},
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
@@ -491,6 +492,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     print_stage_table(stage_medians)
     call_medians = warm_call_medians(warm)
     print_call_table(call_medians)
+    print_host_clock(warm)
 
     latency_ratio = orig_lat["mean"] / warm_lat["p50"] if orig_lat["mean"] and warm_lat["p50"] else None
     throughput_ratio = per_hour / orig_per_hour if orig_per_hour and per_hour else None
@@ -636,6 +638,27 @@ def warm_call_medians(warm: list[dict[str, Any]]) -> dict[str, dict[str, float]]
             "ms_per_call": round(1000 * sum(t for _, t in entries) / max(1, sum(n for n, _ in entries)), 3),
         }
     return dict(sorted(out.items(), key=lambda kv: -kv[1]["seconds"]))
+
+
+def print_host_clock(warm: list[dict[str, Any]]) -> None:
+    """Per example: the host clock's per-call overhead (the reference's) against the candidate's own, and
+    how many of the candidate's rounds the clock charged (an honest kernel should see few)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for r in warm:
+        clock = r["verdict"].get("host_clock") or {}
+        if _ok(r) and clock.get("candidate_overhead_ms") is not None:
+            rows.setdefault(r["example"], []).append({**clock, "rounds": r["verdict"].get("rounds") or 0})
+    if not rows:
+        return
+    print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
+    print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}")
+    for name, clocks in rows.items():
+        def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
+            return statistics.median(float(c.get(key) or 0.0) for c in clocks)
+
+        charged = f"{med('candidate_rounds_charged_by_host_clock'):.0f}/{med('rounds'):.0f}"
+        print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
+              f"{charged:>12}")  # fmt: skip
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:

@@ -61,6 +61,7 @@ timeout 120 "$PY" scripts/device/host_overhead_probe.py --json "$L/probe.json" 2
   grep -E "^(PASS|FAIL|SKIP): warm" "$L/throughput.log" || echo "FAIL: no warm verdict line (benchmark exit $rc; see throughput.log)"
   sed -n '/^warm, median seconds per stage/,/^n spot_checks/p' "$L/throughput.log"
   sed -n '/^warm, worker round trips/,/^$/p' "$L/throughput.log"
+  sed -n '/^warm, host clock per call/,/^$/p' "$L/throughput.log"
   echo "host overhead probe:"; tail -8 "$L/probe.log"
   grep -E "^  warm " "$L/throughput.log"
   grep -E "passed|failed|skipped|pytest" "$L/pytest.log" | tail -2
