@@ -45,7 +45,6 @@ import re
 import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,6 +57,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+
+from cuda_agent.service.launch import ServerProcess, ServerStartError  # noqa: E402 - after the path
 
 TARGET_THROUGHPUT = 0.90
 TARGET_AA = 0.02
@@ -296,7 +297,7 @@ def judge_locally(items: list[tuple[Base, Path]], config: Any, build_only: bool,
     return records, seconds
 
 
-class Server:
+class Server(ServerProcess):
     """`cuda-agent serve` in a subprocess on 127.0.0.1 with a fresh token, sharing this process's caches."""
 
     def __init__(self, root: Path, build_only: bool, workers: int, n: int, clock: Clock) -> None:
@@ -304,31 +305,15 @@ class Server:
         self.root = root
         self.token = secrets.token_urlsafe(32)
         (root / "tokens").write_text(self.token + "\n")
-        port_file = root / "port"
-        command = [sys.executable, "-m", "cuda_agent.cli", "serve", "--port", "0", "--port-file", str(port_file),
-                   "--token-file", str(root / "tokens"), "--data-dir", str(root / "data"),
-                   "--max-pending", str(max(64, 2 * n))]  # fmt: skip
+        args = ["--token-file", str(root / "tokens"), "--data-dir", str(root / "data"),
+                "--max-pending", str(max(64, 2 * n))]  # fmt: skip
         if build_only:
-            command += ["--build-only", "--workers", str(workers)]
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-        }
-        self.log = open(root / "server.log", "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + min(180.0, max(5.0, clock.left()))
-        import httpx
-
-        while True:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the server did not start: {(root / 'server.log').read_text()[-2000:]}")
-            if port_file.exists() and port_file.read_text().strip():
-                self.url = f"http://127.0.0.1:{port_file.read_text().strip()}"
-                with contextlib.suppress(httpx.TransportError):
-                    if httpx.get(self.url + "/v1/ready", timeout=5).status_code == 200:
-                        return
-            time.sleep(0.2)
+            args += ["--build-only", "--workers", str(workers)]
+        pythonpath = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
+        try:
+            super().__init__(root, args, env={"PYTHONPATH": pythonpath}, timeout_s=min(180.0, max(5.0, clock.left())))
+        except ServerStartError as exc:
+            raise RuntimeError(f"the server did not start: {exc}") from None
 
     def metrics(self) -> dict[str, float]:
         import httpx
@@ -337,16 +322,6 @@ class Server:
             self.url + "/metrics", headers={"Authorization": f"Bearer {self.token}"}, timeout=30
         ).text
         return parse_metrics(text)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.log.close()
 
 
 def parse_metrics(text: str) -> dict[str, float]:

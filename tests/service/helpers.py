@@ -6,14 +6,12 @@ seconds) and then fail the build (compile_error)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
+
+from cuda_agent.service.launch import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-" + "x" * 24
@@ -33,39 +31,22 @@ def slow(n: int = 0) -> dict:
     return {"files": {"model_new.py": MODEL_NEW + f"\n# slow {n}\n"}, "task": TASK, "task_name": "elementwise_chain"}
 
 
-class Server:
-    """`cuda-agent serve` (`--build-only` unless `gpu`) in a subprocess; `kill()` sends SIGKILL."""
+class Server(ServerProcess):
+    """`cuda-agent serve` (`--build-only` unless `gpu`) in a subprocess, with an authenticated client;
+    `kill()` sends SIGKILL."""
 
     def __init__(self, data_dir: Path, *extra: str, gpu: bool = False) -> None:
         self.data_dir = data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         tokens = data_dir / "tokens"
         tokens.write_text(f"# test tokens\n{TOKEN}\n")
-        port_file = data_dir / "port"
-        port_file.unlink(missing_ok=True)
-        env = {**os.environ, "CUDA_AGENT_CACHE": str(data_dir / "cache"), "PYTHONUNBUFFERED": "1"}
-        self.log = open(data_dir / "server.log", "a")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.cli", "serve", "--port", "0",
-             "--port-file", str(port_file), "--token-file", str(tokens), "--data-dir", str(data_dir / "data"),
+        super().__init__(
+            data_dir,
+            ["--token-file", str(tokens), "--data-dir", str(data_dir / "data"),
              *(() if gpu else ("--build-only", "--arch", "9.0")), *extra],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=data_dir,
+            env={"CUDA_AGENT_CACHE": str(data_dir / "cache"), "PYTHONUNBUFFERED": "1"},
+            ready="/v1/health", timeout_s=300 if gpu else 90, cwd=data_dir,
         )  # fmt: skip
-        deadline = time.monotonic() + (300 if gpu else 90)
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited {self.proc.returncode}: {self.read_log()[-2000:]}")
-            if port_file.exists() and port_file.read_text().strip():
-                self.url = f"http://127.0.0.1:{port_file.read_text().strip()}"
-                try:
-                    if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("server did not start in time")
-            time.sleep(0.2)
         self.http = httpx.Client(base_url=self.url + "/v1", headers=auth(), timeout=60)
 
     def read_log(self) -> str:
@@ -86,19 +67,10 @@ class Server:
         raise AssertionError("no VmRSS")
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
+        super().kill()
         self.http.close()
-        self.log.close()
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+    def stop(self, grace_s: float = 15.0) -> None:
+        super().stop(grace_s)
         if hasattr(self, "http"):
             self.http.close()
-        self.log.close()

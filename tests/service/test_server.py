@@ -231,3 +231,13 @@ def test_batch_is_all_or_nothing(server: Server) -> None:
     assert len(set(ids)) == 2 and all(server.wait_done(i)["status"] == "task_error" for i in ids)
     again = server.http.post("/batches", json={"submissions": keyed}).json()["judgments"]
     assert [j["id"] for j in again] == ids and not any(j["created"] for j in again)
+
+
+def test_a_server_that_cannot_start_says_why(tmp_path) -> None:
+    """ServerProcess (what the benchmark and these tests start servers with) fails with the server's
+    own message, and leaves no process behind."""
+    from cuda_agent.service.launch import ServerProcess, ServerStartError
+
+    with pytest.raises(ServerStartError, match="exited") as failed:
+        ServerProcess(tmp_path / "bad", ["--no-such-option"], timeout_s=60)
+    assert "no-such-option" in str(failed.value)
