@@ -109,3 +109,20 @@ def test_a_judge_run_inside_a_tool_command_does_not_wait_on_its_own_command(tmp_
         assert result.meta["gpu_wait_s"] < 1
     finally:
         toolbox.close()
+
+
+def test_grpo_environment_with_the_local_service_judge_takes_the_gpu_once(tmp_path: Path) -> None:
+    """GRPO's environment holds the GPU around any judge, and the local ServiceJudge asks for it again
+    inside, in the same thread: the hold nests (nothing taken twice, no wait on itself) and the GPU is
+    free again after the reward."""
+    seen: list[bool] = []
+    judge = ServiceJudge()
+    judge._get = lambda: SimpleNamespace(judge=lambda *a: seen.append(gpu_is_taken()) or Verdict())
+    rollouts = RolloutLog(tmp_path / "rollouts.jsonl")
+    env = EnvironmentFactory(judge, EnvironmentSettings(root=tmp_path / "envs"), rollouts)()
+    env.reset(task_name="chain", task_source=TASK)
+    assert env.get_reward() == -1.0
+    assert seen == [True] and not gpu_is_taken()
+    record = rollouts.drain()[0]
+    assert record["judge_status"] == "incorrect" and record["gpu_wait_s"] is not None
+    env._close()
