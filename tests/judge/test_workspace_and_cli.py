@@ -96,3 +96,32 @@ def test_compile_sh_entry_point_builds_with_relative_paths(
     err = capsys.readouterr().err
     assert "kernels/bad.cu(1)" in err and "missing_name" in err
     assert "No such file" not in err and "Could not open" not in err
+
+
+@pytest.mark.parametrize("command", ["verification", "profiling"])
+def test_verification_and_profiling_build_from_the_episodes_shared_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The agent's verification and profiling read the shared cache layer like compile.sh (its PCH and
+    objects, the judge's binding too): without it every verification in the sandbox rebuilt the PCH and
+    the binding (36-41 s per command on the H200). The final judgment's own build stays private."""
+    import cuda_agent.judge as judge_package
+    from cuda_agent.workspace import commands
+
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("CUDA_AGENT_SHARED_CACHE", str(shared))
+    seen = {}
+
+    def fake_judge(root, task, config):
+        seen["build"] = config.build
+        seen["timed"] = config.time_candidate
+        raise judge_package.JudgeUnavailable("no GPU in this test")
+
+    monkeypatch.setattr(judge_package, "judge", fake_judge)
+    ws = materialize(load_task(EXAMPLES / "elementwise_chain" / "model.py"), tmp_path / "ws")
+    main_of = {"verification": commands.verification_main, "profiling": commands.profiling_main}[command]
+    assert main_of(ws) == 3  # "cannot run here", said, not raised
+    assert seen["build"].read_only_caches == (shared / "objects",)
+    assert seen["build"].private_judge_binding is False
+    assert seen["timed"] is (command == "profiling")
+    assert judge_package.JudgeConfig().build.private_judge_binding is True  # the final judgment's default

@@ -21,16 +21,22 @@ from cuda_agent.judge import (
 from cuda_agent.task import TaskError, load_task
 
 
+def agent_build_config() -> BuildConfig:
+    """The build of the agent's own checks (compile, verification, profiling). No verdict trusts it, so
+    it reads the episode's shared cache layer ($CUDA_AGENT_SHARED_CACHE: the PCH and every object already
+    built) and may take the judge's binding.cpp object from it too; the final judgment compiles its own.
+    Without it a verification in the sandbox rebuilt the PCH and the binding every time (36-41 s per
+    command in the H200 eval run, against ~14 s for compile.sh, which already read the shared layer)."""
+    return BuildConfig(arch=default_arch(), read_only_caches=shared_caches_from_env(), private_judge_binding=False)
+
+
 def compile_main(root: Path = Path(".")) -> int:
     """Build kernels/ and check what the judge checks before it needs a GPU: model.py is a valid task,
     model_new.py and kernels/ pass the static checks, kernels/ builds. Exit 0 only when all of it passed;
     the module is installed whenever the build itself succeeded (so it can be tried while fixing the rest)."""
     from cuda_agent.judge import Status, check_on_cpu
 
-    # The agent's own check: no verdict trusts this build, so the judge's binding.cpp object may come from
-    # the shared cache too (the final judgment compiles its own).
-    build = BuildConfig(arch=default_arch(), read_only_caches=shared_caches_from_env(), private_judge_binding=False)
-    config = JudgeConfig(build=build)
+    config = JudgeConfig(build=agent_build_config())
     verdict, result = check_on_cpu(root, None, config, out_dir=root / "build")
     built = result is not None and result.ok and result.module_path is not None
     if built:
@@ -65,8 +71,7 @@ def _judge(root: Path, timed: bool) -> int:
         print(f"model.py is not a valid task: {exc}", file=sys.stderr)
         return 2
     try:
-        verdict = judge(root, task=task, config=JudgeConfig(build=BuildConfig(arch=default_arch()),
-                                                            time_candidate=timed))  # fmt: skip
+        verdict = judge(root, task=task, config=JudgeConfig(build=agent_build_config(), time_candidate=timed))
     except JudgeUnavailable as exc:
         print(f"cannot run here: {exc}", file=sys.stderr)
         return 3
