@@ -29,11 +29,13 @@ from pathlib import Path
 
 
 def overheads(sampler, rounds: int, fresh_sets=None) -> list[float]:
-    """Per-call host overhead of each round: (wall - set-up) / calls - median sample."""
+    """Per-call host overhead of each round, by the judge's own measure (decide/stats.py)."""
+    from cuda_agent.judge.decide.stats import per_call_overhead
+
     out = []
     for _ in range(rounds):
         result = sampler.round(10, fresh=fresh_sets() if fresh_sets else None)
-        out.append((result.wall_ms - result.setup_ms) / len(result.samples_ms) - statistics.median(result.samples_ms))
+        out.append(per_call_overhead(result.wall_ms, result.setup_ms, result.samples_ms))
         sampler.kept = []
     return out
 

@@ -75,6 +75,12 @@ def ratio_with_bound(
     return point, boots[int(0.05 * len(boots))]
 
 
+def per_call_overhead(wall_ms: float, setup_ms: float, samples: Sequence[float]) -> float:
+    """A round's host cost per call beyond its events: (wall - set-up) / calls - median sample. The one
+    measure for the clock's calibration (the reference's rounds) and the candidate's own figure beside it."""
+    return (wall_ms - setup_ms) / len(samples) - statistics.median(samples)
+
+
 @dataclass(frozen=True)
 class HostClock:
     """The parent's own clock as a bound on what a worker's round can have cost per call.
@@ -88,7 +94,7 @@ class HostClock:
     @classmethod
     def from_reference(cls, rounds: Sequence[tuple[float, float, list[float]]]) -> HostClock:
         """`rounds`: (parent wall ms, reference setup ms, samples) of each baseline round."""
-        per_call = [(wall - setup) / len(s) - statistics.median(s) for wall, setup, s in rounds if s]
+        per_call = [per_call_overhead(wall, setup, s) for wall, setup, s in rounds if s]
         if not per_call:
             return cls(0.0, float("inf"))
         centre = statistics.median(per_call)

@@ -24,6 +24,7 @@ from cuda_agent.judge.decide.stats import (
     HostClock,
     baseline_spread,
     median_rse,
+    per_call_overhead,
     ratio_with_bound,
     reward_threshold,
     round_time,
@@ -327,6 +328,6 @@ class TimingStage:
 
 
 def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None:
-    """Median per-call host overhead of a contender's rounds: wall / calls - median sample."""
-    per_call = [w / len(r) - statistics.median(r) for r, w in zip(rounds, walls, strict=True) if r]
+    """Median per-call host overhead of a contender's rounds (set-up is outside their walls)."""
+    per_call = [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
     return round(statistics.median(per_call), 5) if per_call else None
