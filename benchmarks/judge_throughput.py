@@ -102,7 +102,8 @@ def make_variant(submission: Path, root: Path, tag: str, binding_too: bool = Fal
 def brief(verdict: Any) -> dict[str, Any]:
     """The figures of a verdict this benchmark reports."""
     timing = verdict.timing
-    build = verdict.checks.get("build") if isinstance(verdict.checks, dict) else None
+    checks = verdict.checks if isinstance(verdict.checks, dict) else {}
+    build = checks.get("build")
     return {
         "status": verdict.status.value,
         "reward": verdict.reward,
@@ -113,10 +114,10 @@ def brief(verdict: Any) -> dict[str, Any]:
         "baseline_source": timing.baseline_source if timing else None,
         "stage_seconds": dict(verdict.stage_seconds),
         "rounds": timing.rounds if timing else None,
-        "traced_rounds": verdict.checks.get("traced_timed_rounds") if isinstance(verdict.checks, dict) else None,
-        "spot_checks": verdict.checks.get("timed_spot_checks") if isinstance(verdict.checks, dict) else None,
-        "worker_calls": dict(verdict.checks.get("worker_calls", {})) if isinstance(verdict.checks, dict) else {},
-        "host_clock": dict(verdict.checks.get("host_clock", {})) if isinstance(verdict.checks, dict) else {},
+        "traced_rounds": checks.get("traced_timed_rounds"),
+        "spot_checks": checks.get("timed_spot_checks"),
+        "worker_calls": dict(checks.get("worker_calls", {})),
+        "host_clock": dict(checks.get("host_clock", {})),
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
