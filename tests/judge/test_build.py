@@ -216,7 +216,17 @@ def test_the_link_uses_gold_where_the_compiler_can_and_falls_back(tmp_path: Path
     broken.write_text("#!/bin/sh\necho 'unrecognized -fuse-ld' >&2\nexit 1\n")
     broken.chmod(0o755)
     assert fast_linker(str(broken)) == ()
+    # gold that answers --version but cannot link (the H200 host: it could not open libstdc++.so)
+    half = tmp_path / "half-cxx"
+    half.write_text(
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -Wl,--version ] && { echo 'GNU gold 1.16'; exit 0; }; done\n"
+        "echo 'ld.gold: error: cannot open libstdc++.so' >&2\nexit 1\n"
+    )
+    half.chmod(0o755)
+    assert fast_linker(str(half)) == ()
     monkeypatch.setenv("CUDA_AGENT_LINKER", "gold")
+    with pytest.raises(ToolchainError, match="cannot open libstdc"):
+        fast_linker(str(half))
     with pytest.raises(ToolchainError, match="binutils-gold"):
         fast_linker(str(broken))
     monkeypatch.setenv("CUDA_AGENT_LINKER", "default")

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,27 +156,47 @@ def discover() -> Toolchain:
         torch_version=torch.__version__,
         nvcc_version=_version([nvcc, "--version"]),
         cxx_version=_first_line([cxx, "--version"]),
-        link_flags=fast_linker(cxx),
+        link_flags=fast_linker(cxx, tuple(library_files)),
     )
 
 
-def fast_linker(cxx: str) -> tuple[str, ...]:
+def fast_linker(cxx: str, library_files: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
     """The flags that make `cxx` link with gold where it can: linking a submission against torch's
     libraries is reading their symbol tables (libtorch_cpu alone is ~500 MB), which gold does in 0.2 s
     where GNU ld takes 0.5-0.65 s (this 2-core host, row_softmax). CUDA_AGENT_LINKER=default keeps the
-    compiler's own linker, =gold insists on gold; otherwise gold when `cxx -fuse-ld=gold` runs."""
+    compiler's own linker, =gold insists on gold; otherwise gold when it links a small C++ shared object
+    against `library_files` here. Asking `-Wl,--version` is not enough: on the H200 host gold runs but
+    cannot open the libstdc++.so that the compiler's own search path names (GNU ld resolves it), so
+    every submission failed to link until the probe became a real link."""
     choice = os.environ.get("CUDA_AGENT_LINKER", "").strip().lower()
     if choice in ("default", "bfd", "ld"):
         return ()
     flags = ("-fuse-ld=gold",)
-    try:
-        probe = subprocess.run([cxx, *flags, "-Wl,--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        probe = None
-    works = probe is not None and probe.returncode == 0 and "gold" in probe.stdout.lower()
+    works, why = _links_with(cxx, flags, tuple(library_files))
     if choice == "gold" and not works:
-        raise ToolchainError(f"CUDA_AGENT_LINKER=gold but {cxx} -fuse-ld=gold does not run (install binutils-gold)")
+        raise ToolchainError(
+            f"CUDA_AGENT_LINKER=gold but {cxx} -fuse-ld=gold cannot link a shared object here "
+            f"(install binutils-gold, or set CUDA_AGENT_LINKER=default): {why}"
+        )
     return flags if works else ()
+
+
+def _links_with(cxx: str, flags: tuple[str, ...], library_files: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether `cxx flags` compiles and links a shared object that needs libstdc++ (and the given
+    libraries), with the compiler's message when not."""
+    source = "#include <string>\nstd::string cuda_agent_probe(int n) { return std::to_string(n); }\n"
+    with tempfile.TemporaryDirectory(prefix="cuda-agent-linker-") as tmp:
+        src = Path(tmp) / "probe.cpp"
+        src.write_text(source)
+        command = [cxx, *flags, "-shared", "-fPIC", str(src), "-o", str(Path(tmp) / "probe.so"), *library_files]
+        try:
+            probe = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, str(exc)
+        if probe.returncode != 0:
+            lines = (probe.stderr or probe.stdout).strip().splitlines()
+            return False, lines[0] if lines else f"exit code {probe.returncode}"
+        return True, ""
 
 
 def _first_line(command: list[str]) -> str:
