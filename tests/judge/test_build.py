@@ -236,3 +236,32 @@ def test_the_link_uses_gold_where_the_compiler_can_and_falls_back(tmp_path: Path
         assert fast_linker("c++") == ("-fuse-ld=gold",)
         objects = [tmp_path / "x.o"]
         assert "-fuse-ld=gold" in build_module.link_command(objects, tmp_path / "x.so", discover())
+
+
+# A host function passing a __device__ lambda to a kernel template: nvcc needs --extended-lambda for it.
+LAMBDA_CU = """
+#include <cuda_runtime.h>
+template <typename F> __global__ void apply(float* x, int n, F f) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = f(x[i]);
+}
+void double_all(float* x, int n) { apply<<<(n + 255) / 256, 256>>>(x, n, [] __device__ (float v) { return 2.0f * v; }); }
+"""
+
+
+@pytest.mark.slow
+def test_extended_lambdas_are_turned_on_only_for_the_unit_that_asks(tmp_path: Path, cache_dir: Path) -> None:
+    """--extended-lambda costs every .cu about a third of its compile: only a unit whose compile fails
+    asking for it gets it, and its object is cached like any other."""
+    config = BuildConfig(arch="9.0", cache_dir=cache_dir)
+    kernels = tmp_path / "kernels"
+    shutil.copytree(EXAMPLES / "elementwise_chain" / "kernels", kernels)
+    (kernels / "lambda_apply.cu").write_text(LAMBDA_CU)
+    first = build_extension(kernels, tmp_path / "a", config)
+    assert first.ok, first.full_log
+    by_unit = {c.split(" -c ")[1].split()[0].rsplit("/", 1)[-1]: c for c in first.commands if " -c " in c}
+    assert "--extended-lambda" in by_unit["lambda_apply.cu"]
+    assert "--extended-lambda" not in by_unit.get("elementwise_chain.cu", "")
+    assert not any("--extended-lambda" in c for name, c in by_unit.items() if name != "lambda_apply.cu")
+    again = build_extension(kernels, tmp_path / "b", config)
+    assert again.ok and not again.compiled, again.compiled

@@ -46,9 +46,10 @@ LOAD_INLINE_PARAMS = (
 )
 # Arguments about where and how verbosely to build: no effect on the kernels.
 IGNORED_PARAMS = ("build_directory", "verbose", "keep_intermediates", "use_pch", "with_cuda")
-# nvcc flags the judge's build already applies (or that only change diagnostics).
+# nvcc flags the judge's build already applies (or that only change diagnostics); extended lambdas are
+# turned on for a unit whose compile asks for them (trusted/build.py).
 SAME_CUDA_FLAGS = {"-O3", "--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr",
-                   "--expt-extended-lambda", "-lineinfo", "--ptxas-options=-v", "-Xptxas=-v", ""}  # fmt: skip
+                   "--expt-extended-lambda", "--extended-lambda", "-lineinfo", "--ptxas-options=-v", "-Xptxas=-v", ""}  # fmt: skip
 LINKED_LIBRARIES = {"-lcublas", "-lcublasLt", "-lcudnn", "-lcudart", "-lcuda", "-lc10", "-ltorch", ""}
 IMPLICIT_CUDA_HEADERS = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 IMPLICIT_CPP_HEADER = "#include <torch/extension.h>\n"
@@ -305,7 +306,7 @@ def _extension(call: ast.Call, env: dict[str, Any], index: int) -> Extension:
             defines.append(f"#define {macro} {val}".rstrip() if val else f"#define {macro}")
         elif flag not in SAME_CUDA_FLAGS:
             notes.append(f"extra_cuda_cflags {flag!r} not applied: the judge builds every .cu with its own "
-                         "flags (-O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda)")  # fmt: skip
+                         "flags (-O3 --use_fast_math --expt-relaxed-constexpr; --extended-lambda where nvcc asks)")  # fmt: skip
     for flag in _flags(values.get("extra_cflags"), "extra_cflags"):
         if flag.startswith("-D") and len(flag) > 2:
             notes.append(f"extra_cflags {flag!r} applies to the C++ sources only; written as a #define there")
