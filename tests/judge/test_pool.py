@@ -45,6 +45,34 @@ def test_each_candidate_gets_a_fresh_process_and_folder(pool: WorkerPool) -> Non
     assert not first.root.exists()
 
 
+def test_a_candidate_retired_later_is_gone_before_the_next_gpu_lock(pool: WorkerPool) -> None:
+    """The teardown runs after the verdict, off the caller's path, but no later verification or timing
+    on this GPU starts beside it: gpu_lock waits for every retirement handed over before it."""
+    slot = pool.take_candidate()
+    assert slot.warm_error is None
+    release = threading.Event()
+    order: list[str] = []
+
+    def slow_close() -> None:
+        release.wait(10)
+        slot.close()
+        order.append("retired")
+
+    began = time.monotonic()
+    pool.retire_later(slow_close)
+    assert time.monotonic() - began < 1.0, "retire_later must not wait for the teardown"
+    assert slot.worker.process.poll() is None, "not torn down yet: the event holds it"
+    threading.Timer(0.3, release.set).start()
+    with pool.gpu_lock():
+        order.append("locked")
+        assert slot.worker.process.poll() is not None and not slot.root.exists()
+    assert order == ["retired", "locked"]
+    # A teardown that raises does not become the next judgment's error.
+    pool.retire_later(lambda: (_ for _ in ()).throw(OSError("already gone")))
+    with pool.gpu_lock():
+        pass
+
+
 def test_reference_workers_are_kept_per_task_and_retired_when_broken(pool: WorkerPool) -> None:
     with pool.reference("task-a") as slot:
         first_pid = slot.worker.pid

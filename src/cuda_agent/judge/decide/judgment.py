@@ -157,7 +157,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         waited = time.monotonic()
         slot = pool.take_candidate()  # warmed before this candidate existed; used for it alone
         self.stages["worker_wait"] = time.monotonic() - waited
-        self.exits.callback(slot.close)
+        # Torn down after the verdict is returned; the pool's next gpu_lock waits for it (pool.py).
+        self.exits.callback(pool.retire_later, slot.close)
         if slot.warm_error:
             raise self.fail(
                 Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
