@@ -37,6 +37,8 @@ class Reference:
         self.calls: list[str] = []
         self.candidate_state_while_timing: set[str] = set()
         self.pad: float | None = None
+        self.flush_ms = 0.071  # what writing the pad's 256 MB took in this worker
+        self.flush: float | None = None  # the flush allowance its samplers were given
 
     def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         self.calls.append(command)
@@ -44,10 +46,13 @@ class Reference:
             assert kw["compile_builds"] >= 1
             self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
             return {"ok": True, "warmup_ms": {}, "host_ms": {"eager": 0.01, "compile": 0.05},
-                    "compile_builds_ms": [0.52, 0.5, 0.51]}  # fmt: skip
-        if command in ("time_pad", "clock_setup"):
-            self.pad = kw["pad_ms"]
-            return {"ok": True, "host_ms": 0.01}
+                    "compile_builds_ms": [0.52, 0.5, 0.51], "flush_ms": self.flush_ms}  # fmt: skip
+        if command == "time_pad":
+            self.pad, self.flush = kw["pad_ms"], kw.get("flush_ms")
+            return {"ok": True}
+        if command == "clock_setup":  # the kept eager sampler keeps its own flush time
+            self.pad, self.flush = kw["pad_ms"], self.flush_ms
+            return {"ok": True, "host_ms": 0.01, "flush_ms": self.flush_ms}
         if command == "time_round":
             self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
             self.rounds.append(kw["mode"])
@@ -71,12 +76,13 @@ class Candidate:
         self.host_ms = host_ms  # host time per call beyond the samples
         self.true_ms, self.claimed_ms, self.prepare_ms = true_ms, claimed_ms, prepare_ms
         self.pad: float | None = None
+        self.flush: float | None = None
 
     def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         if command == "time_setup":
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.02}
         if command == "time_pad":
-            self.pad = kw["pad_ms"]
+            self.pad, self.flush = kw["pad_ms"], kw.get("flush_ms")
             return {"ok": True}
         if command == "prepare_round":  # the round's set-up, outside the parent's clock
             time.sleep(self.prepare_ms / 1000)
@@ -126,6 +132,8 @@ def test_baselines_run_with_the_candidate_frozen_and_speedups_follow(tmp_path, m
     assert timing.speedup_vs_eager == pytest.approx(4.0, rel=0.25)
     assert timing.speedup_vs_compile == pytest.approx(2.0, rel=0.25)
     assert ref.pad == cand.pad and ref.pad is not None and ref.pad > 0.05  # one pad for all three
+    # and one flush allowance, the reference's: with its own, each pad differed by its measurement noise
+    assert cand.flush == ref.flush == ref.flush_ms and timing.policy["flush_allowance_ms"] == 0.071
     assert timing.policy["compile_builds_ms"] == [0.52, 0.5, 0.51]
     # 1.05 widened by the compile baseline's window spread (small here; sleeps overshoot on a busy host)
     assert 1.05 <= timing.compile_threshold <= 1.05 * 1.1
@@ -180,8 +188,11 @@ def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, mon
     _judgment(tmp_path, monkeypatch, candidate_process, ref).time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
     again = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, again)
-    timing = made.time(again, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    again.flush_ms = 0.083  # this worker's own measurement, kept with its eager sampler
+    cand = Candidate(candidate_process.pid)
+    timing = made.time(again, cand)  # type: ignore[arg-type]
     assert timing.baseline_source == "cached"
+    assert cand.flush == again.flush == 0.083 and cand.pad == again.pad
     # no baseline is timed again: eager rounds for the host clock only, with the candidate frozen
     assert "time_setup" not in again.calls and set(again.rounds) == {"eager"}
     # every round trip is counted per command, for finding where a slow judgment waited

@@ -17,7 +17,12 @@ torch.compile):
 
 `pad` covers the contender's own host enqueue time, measured during warm-up with the GPU kept busy (the
 parent may set one length for all three); a call that synchronises inside cannot be hidden and is charged
-whole. Where the driver API or the pad kernel is unavailable, the flush is `zero_()` and the pad
+whole. The pad kernel's deadline is `1.2 x flush allowance + pad` after its start, the flush allowance
+being what writing the 256 MB takes. Each sampler measures its own (`flush_ms`), but the parent gives
+every contender of a judgment the trusted reference's (`set_pad(pad, flush_ms)`): with its own, each
+process's pad differed by 1.2 x the difference of two noisy flush measurements, and that much per call
+(+0.04 ms median over 112 H200 judgments, -0.04 to +0.2) went into the host clock's comparison of the
+candidate's per-call overhead with the reference's, charging honest launch-bound kernels at random. Where the driver API or the pad kernel is unavailable, the flush is `zero_()` and the pad
 `torch.cuda._sleep` (`Sampler.pad_kind` says which).
 
 Trust boundary: this module is loaded into the candidate's worker, where it is the candidate's to patch;
@@ -203,6 +208,7 @@ class Sampler:
         self.kernel = _pad_kernel()
         self.pad_kind = "whole-GPU pad kernel" if self.kernel is not None else "zero_() + torch.cuda._sleep"
         self.flush_ms = self._measure_flush()
+        self.flush_allowance_ms = self.flush_ms  # the pad's flush share: the parent sets one for all
         self.host_ms = 0.0
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
         self._pad_fixed = pad_ms is not None
@@ -214,7 +220,7 @@ class Sampler:
             # Persisting lines survive ordinary evictions, so they are reset explicitly.
             self._cudart.cudaCtxResetPersistingL2Cache()
         if self.kernel is not None:
-            self.kernel.launch(self.stream.cuda_stream, 1.2 * self.flush_ms + pad_ms)
+            self.kernel.launch(self.stream.cuda_stream, 1.2 * self.flush_allowance_ms + pad_ms)
             return
         with self.torch.cuda.stream(self.stream):
             self.flush_buffer.zero_()
@@ -238,9 +244,12 @@ class Sampler:
             times.append(a.elapsed_time(b))
         return min(times)
 
-    def set_pad(self, pad_ms: float) -> None:
-        """One pad length for every contender of a judgment (the parent decides)."""
+    def set_pad(self, pad_ms: float, flush_ms: float | None = None) -> None:
+        """One pad length, and one flush allowance (`flush_ms`, the reference's), for every contender of a
+        judgment (the parent decides). Without `flush_ms` the sampler keeps its own measurement."""
         self.pad_ms = min(PAD_MAX_MS, max(PAD_MIN_MS, float(pad_ms)))
+        if flush_ms is not None:
+            self.flush_allowance_ms = min(PAD_MAX_MS, max(0.0, float(flush_ms)))
         self._pad_fixed = True
 
     def _args(self) -> list[Any]:

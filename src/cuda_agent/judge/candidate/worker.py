@@ -226,10 +226,10 @@ class CandidateWorker:
         self.sampler = Sampler(self.model, sets)
         return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms}
 
-    def time_pad(self, pad_ms: float) -> dict[str, Any]:
-        """The pad length the parent chose for every contender (candidate/sampler.py)."""
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None) -> dict[str, Any]:
+        """The pad length and flush allowance the parent chose for every contender (candidate/sampler.py)."""
         assert self.sampler is not None, "time_setup first"
-        self.sampler.set_pad(pad_ms)
+        self.sampler.set_pad(pad_ms, flush_ms)
         return {}
 
     def draw_round(self, seeds: list[int] | None = None, inputs_path: str | None = None) -> dict[str, Any]:

@@ -71,13 +71,17 @@ class TimingStage:
             hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
             builds_ms = [float(x) for x in made["compile_builds_ms"]]
             pad = pad_for(max(hosts.values()))
-            self._reference_call(ref, "time_pad", 60, pad_ms=pad)
+            flush = _flush_allowance(made)
+            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush)
         else:
             builds_ms = list(cached.compile_builds_ms)
             pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
             # Eager rounds for the host clock only (see `_clock_round`); the pad as the candidate's.
-            self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
-        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad)
+            made = self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
+            flush = _flush_allowance(made)
+        # The reference's flush allowance for every contender's pad (candidate/sampler.py): each process's
+        # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
+        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
@@ -196,7 +200,7 @@ class TimingStage:
         self.stages["timing"] = time.monotonic() - start
         policy = {
             "measures": "device time per call, host launch overhead hidden up to the pad, every stream",
-            "pad_ms": round(pad, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
+            "pad_ms": round(pad, 4), "flush_allowance_ms": None if flush is None else round(flush, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
             "compile_builds_ms": [round(b, 5) for b in builds_ms],
             "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
         }  # fmt: skip
@@ -325,6 +329,16 @@ class TimingStage:
             if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(medians) > tc.target_rse:
                 done = False
         return done
+
+
+def _flush_allowance(reply: dict) -> float | None:
+    """The reference's measured flush time from its reply (None from an older worker: each keeps its own)."""
+    value = reply.get("flush_ms")
+    try:
+        flush = float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return flush if flush is not None and 0.0 <= flush < 100.0 else None
 
 
 def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None:

@@ -286,7 +286,10 @@ class ReferenceWorker:
             warm[mode] = sampler.warmup()
             host[mode] = sampler.host_ms
             self.samplers[mode] = sampler
-        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms}
+        # The flush allowance every contender's pad gets (the eager sampler's: the host clock's
+        # calibration runs on eager rounds); measured here, in a process no candidate code reached.
+        flush = self.samplers["eager"].flush_ms if "eager" in self.samplers else None
+        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "flush_ms": flush}
 
     def _best_compile_build(self, builds: int, windows: int, samples: int) -> tuple[Sampler, list[float]]:
         fresh_compiles()
@@ -315,13 +318,15 @@ class ReferenceWorker:
             sampler = Sampler(self.model, self.timing_sets)
             sampler.warmup()
             self.samplers["eager"] = sampler
-        self.samplers["eager"].set_pad(pad_ms)
-        return {"host_ms": self.samplers["eager"].host_ms}
+        eager = self.samplers["eager"]
+        eager.set_pad(pad_ms, eager.flush_ms)
+        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms}
 
-    def time_pad(self, pad_ms: float) -> dict[str, Any]:
-        """One pad length for every contender (the parent's choice, see candidate/sampler.py)."""
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None) -> dict[str, Any]:
+        """One pad length and flush allowance for every contender (the parent's choice, see
+        candidate/sampler.py)."""
         for sampler in self.samplers.values():
-            sampler.set_pad(pad_ms)
+            sampler.set_pad(pad_ms, flush_ms)
         return {}
 
     def time_round(self, mode: str, samples: int) -> dict[str, Any]:
