@@ -652,14 +652,19 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     if not rows:
         return
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
-    print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}")
+    print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
+    print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}")
     for name, clocks in rows.items():
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
 
+        def flush(key: str, clocks: list[dict[str, Any]] = clocks) -> str:
+            values = [f[key] for c in clocks if isinstance(f := c.get("flush_ms"), dict) and f.get(key) is not None]
+            return f"{statistics.median(values):.4f}" if values else "-"
+
         charged = f"{med('candidate_rounds_charged_by_host_clock'):.0f}/{med('rounds'):.0f}"
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
-              f"{charged:>12}")  # fmt: skip
+              f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}")  # fmt: skip
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:

@@ -224,7 +224,7 @@ class CandidateWorker:
         else:
             sets = [self._inputs(seed, None) for seed in warmup_seeds or []]
         self.sampler = Sampler(self.model, sets)
-        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms}
+        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms, "flush_ms": self.sampler.flush_ms}
 
     def time_pad(self, pad_ms: float, flush_ms: float | None = None) -> dict[str, Any]:
         """The pad length and flush allowance the parent chose for every contender (candidate/sampler.py)."""

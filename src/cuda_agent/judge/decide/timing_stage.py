@@ -177,6 +177,10 @@ class TimingStage:
             # median sample): an honest candidate whose figure sits above overhead + margin is charged
             # for host time, not GPU time (seen on the H200: ReLU charged 38 of 60 rounds).
             "candidate_overhead_ms": _own_overhead(rounds["candidate"], walls["candidate"]),
+            # The pads' flush allowance (the reference's) beside the candidate's own claim of its flush
+            # time: the gap between them is what each process's own pads used to differ by.
+            "flush_ms": {"allowance": None if flush is None else round(flush, 4),
+                         "candidate_measured": _flush_allowance(setup)},
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
         }
