@@ -21,7 +21,7 @@ whole. The pad kernel's deadline is `1.2 x flush allowance + pad` after its star
 being what writing the 256 MB takes. Each sampler measures its own (`flush_ms`), but the parent gives
 every contender of a judgment the trusted reference's (`set_pad(pad, flush_ms)`): with its own, each
 process's pad differed by 1.2 x the difference of two noisy flush measurements, and that much per call
-(+0.04 ms median over 112 H200 judgments, -0.04 to +0.2) went into the host clock's comparison of the
+(+0.044 ms median over 56 timed H200 verdicts, -0.035 to +0.215) went into the host clock's comparison of the
 candidate's per-call overhead with the reference's, charging honest launch-bound kernels at random. Where the driver API or the pad kernel is unavailable, the flush is `zero_()` and the pad
 `torch.cuda._sleep` (`Sampler.pad_kind` says which).
 
