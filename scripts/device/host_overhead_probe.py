@@ -10,7 +10,9 @@ probe separates, in one process, on one small kernel, with the judge's own Sampl
   kept         rounds on fresh inputs whose outputs are all kept (the candidate's timed rounds);
   profiled     after one torch.profiler session (the candidate worker's warm-up runs one);
   traced       right after a traced round (kernel_trace.traced, as the coverage gate's rounds);
-  traced+kept  both.
+  traced+kept  both;
+  flush +max / flush +min  one sampler whose pad takes the largest / smallest flush time 8 fresh samplers
+               measured (what the pads of two processes differed by before the judge shared one).
 
 Each row: median per-call overhead in ms over `--rounds` rounds of 10 calls (the in-process wall, so IPC
 is not in it), and its difference to `plain`. A difference above ~0.02 ms names the cause to remove or to
@@ -83,6 +85,21 @@ def main() -> int:
     rows["traced"], rows["traced+kept"] = traced, traced_kept
     rows["plain, again"] = overheads(sampler, args.rounds)
 
+    # Each sampler measures its own flush time when made; the pad used to be 1.2 x that + pad, so two
+    # processes' pads differed by 1.2 x the spread of this figure (the judge now shares the reference's).
+    flushes = []
+    for _ in range(8):
+        probe = Sampler(model, sets)
+        flushes.append(probe.flush_ms)
+        torch.ones(1 << 20, device="cuda").mul_(2)  # a little unrelated GPU work between makings
+        torch.cuda.synchronize()
+    shared = Sampler(model, sets)
+    shared.warmup()
+    shared.set_pad(0.2, flush_ms=max(flushes))
+    rows["flush +max"] = overheads(shared, args.rounds)
+    shared.set_pad(0.2, flush_ms=min(flushes))
+    rows["flush +min"] = overheads(shared, args.rounds)
+
     base = statistics.median(rows["plain"])
     print(f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__}, {args.rounds} rounds of 10 calls, "
           f"relu of {args.numel} floats, pad {sampler.pad_ms} ms")  # fmt: skip
@@ -93,6 +110,10 @@ def main() -> int:
         p90 = sorted(values)[int(0.9 * (len(values) - 1))]
         summary[name] = {"median_ms": round(med, 5), "p90_ms": round(p90, 5), "vs_plain_ms": round(med - base, 5)}
         print(f"{name:<14}{med:>18.4f}{med - base:>+10.4f}{p90:>9.4f}")
+    spread = max(flushes) - min(flushes)
+    print(f"flush_ms of 8 fresh samplers: min {min(flushes):.4f}, median {statistics.median(flushes):.4f}, "
+          f"max {max(flushes):.4f}; 1.2 x spread = {1.2 * spread:.4f} ms/call (own-flush pads could differ by it)")
+    summary["flush_ms_of_fresh_samplers"] = [round(f, 5) for f in flushes]
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
     return 0
