@@ -578,7 +578,8 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
 
 # The stages of a verdict's stage_seconds, in judgment order; parts nested inside another are indented
 # (spot checks and baseline windows run inside timing; the reference is prepared while the build runs).
-STAGE_ORDER = (("build", 0), ("reference", 1), ("worker_wait", 0), ("load", 0), ("verify", 0),
+STAGE_ORDER = (("build", 0), ("build_compile", 1), ("build_link", 1), ("reference", 1), ("worker_wait", 0),
+               ("load", 0), ("verify", 0),
                ("compare_wait", 1), ("timing", 0), ("timing_setup", 1), ("timed_rounds", 1), ("traced_rounds", 1),
                ("spot_checks", 1), ("baseline_windows", 1), ("total", 0))  # fmt: skip
 COUNTS = ("rounds", "traced_rounds", "spot_checks")

@@ -89,6 +89,10 @@ def test_bundled_example_builds_imports_and_reuses_objects(tmp_path: Path, cache
     cu.write_text(cu.read_text() + "\n// touched\n")
     third = build_extension(changed, tmp_path / "c", config)
     assert third.ok and third.compiled == (f"kernels/{cu.name}",)
+    # Its steps are timed (the stage table's build_compile / build_link): both ran, within the whole.
+    assert set(third.step_seconds) == {"compile", "link"}
+    assert all(s > 0 for s in third.step_seconds.values())
+    assert sum(third.step_seconds.values()) <= third.seconds + 0.01
     # The binding changed: it is recompiled with the cached PCH, which is not built again.
     binding = next(changed.glob("*_binding.cpp"))
     binding.write_text(binding.read_text() + "\n// touched\n")

@@ -108,6 +108,9 @@ def test_build_only_checks_many_folders_in_parallel_and_fails_for_each_broken_on
     good = by["good"]
     assert good["status"] == "built" and good["reward"] == 0 and good["stages"]["build"] == "passed"
     assert good["checks"]["task"]["outputs"] == [[[16384, 8192], "float32"]]
+    # The build's steps are timed, as in a full judgment's stage table.
+    assert set(good["checks"]["build"]["seconds"]) == {"compile", "link"}
+    assert {"build_compile", "build_link"} <= set(good["stage_seconds"])
     os_ = by["imports_os"]  # it builds, and is still rejected, as the judge would
     assert os_["status"] == "rejected" and os_["reward"] == -1 and "import of os" in os_["reason"]
     assert os_["stages"]["static"] == "failed" and os_["stages"]["build"] == "passed"

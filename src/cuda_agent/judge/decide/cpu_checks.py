@@ -137,7 +137,9 @@ def check_on_cpu(
     if static:
         reasons["static"] = f"static checks failed: {describe_findings(static)}"
     outcomes["build"] = PASSED if result.ok else FAILED
-    checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached), "pch": result.pch}
+    checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached), "pch": result.pch,
+                       "seconds": dict(result.step_seconds)}  # fmt: skip
+    seconds.update({f"build_{step}": s for step, s in result.step_seconds.items()})  # as in a full judgment
     if not result.ok:
         first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
         reasons["build"] = f"build failed: {first.strip()}"

@@ -92,6 +92,8 @@ class BuildResult:
     # Undefined symbols of each submission object (by source under kernels/): what the linker binds for it,
     # checked by static_checks.check_imports whatever the source spelled (the judge's binding.cpp excluded).
     imports: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    # Wall seconds of the build's steps ("compile": all units, in parallel; "link"), for finding slow spots.
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
 
 class SubmissionError(ValueError):
@@ -549,13 +551,15 @@ def _compile_and_link(
     tmp_module = out_dir / f".{MODULE_NAME}.{os.getpid()}.so"
     link = link_command(objects, tmp_module, tc)
     remaining = max(5.0, config.total_timeout_s - (time.monotonic() - start))
+    link_began = time.monotonic()
     linked = run_limited(link, cwd=stage, env=env, timeout=remaining, limits=limits, cancel=cancel)
+    steps = {"compile": round(link_began - start, 3), "link": round(time.monotonic() - link_began, 3)}
     link_log = _rewrite_paths(linked.stdout + linked.stderr, stage)
     if linked.returncode != 0 or not tmp_module.exists():
         log = "link failed:\n" + "\n".join(trim_compiler_output(link_log))
         return BuildResult(False, None, log, full_log + "\n" + link_log, time.monotonic() - start, compiled,
                            tuple(cached), linked.timed_out, (*commands, " ".join(link)), used_pch,
-                           pch_note)  # fmt: skip
+                           pch_note, step_seconds=steps)  # fmt: skip
     os.replace(tmp_module, module_path)
     from cuda_agent.judge.trusted.device_code import imported_symbols
 
@@ -569,7 +573,7 @@ def _compile_and_link(
         _display(s, stage): imported_symbols(plans[s][1]) - toolchain_baseline for s in sources if s != judge_binding
     }
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
-                       False, (*commands, " ".join(link)), used_pch, pch_note, imports)  # fmt: skip
+                       False, (*commands, " ".join(link)), used_pch, pch_note, imports, steps)  # fmt: skip
 
 
 @functools.cache
