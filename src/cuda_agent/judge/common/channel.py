@@ -1,9 +1,18 @@
 """Request/response between the judge and its worker processes.
 
 The parent writes one JSON command per line to the worker's stdin and reads one JSON reply per command
-from a private pipe (not stdout: task or candidate code may print). The worker's stdout and stderr go to a
+from a private socket (not stdout: task or candidate code may print). The worker's stdout and stderr go to a
 log file whose tail is quoted when the worker dies. A worker that dies, hangs or answers garbage raises
 `WorkerFailure` with what happened; the caller turns that into a verdict.
+
+The reply socket is an AF_UNIX SOCK_SEQPACKET pair whose parent end asks the kernel to stamp every
+message with the time it was sent (SO_TIMESTAMPNS). `WorkerHandle.last_round_trip_ms` is the time from
+writing a command to the kernel's stamp on the message that completed its reply: the host clock the
+timing stage bounds every round with (decide/stats.py). The parent's own clock read after the reply
+also counts the parent's delays in noticing it -- waiting for the GIL while another thread of the judge
+runs Python (a build's static checks, the service's handlers: up to the 5 ms switch interval per wake-up),
+or for a core -- which charged honest launch-bound rounds at random whenever the judge was busy beside
+a timing. The stamp is the kernel's: the worker cannot forge it, only send its reply later.
 
 Trust boundary: plumbing, no fact of the reward. Both ends are judge code, but the worker end runs in the
 candidate's process too, so the parent bounds every reply (size, time, JSON) and treats its contents as claims.
@@ -16,6 +25,8 @@ import json
 import os
 import secrets
 import select
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -27,6 +38,17 @@ from typing import Any, BinaryIO
 from cuda_agent.judge.common.procs import Limits, kill_group
 
 MAX_REPLY_BYTES = 16 << 20
+# One message of the reply socket: a reply is written in pieces of at most this many bytes (a
+# SOCK_SEQPACKET message must fit the socket's send buffer), and a larger message is a protocol failure.
+REPLY_CHUNK_BYTES = 16 << 10
+_RECEIVE_BYTES = 64 << 10
+# SO_TIMESTAMPNS: Python names it only on some builds; 35 on Linux (asm-generic/socket.h).
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+# Room for the timestamp and for a few descriptors a worker might pass (they are closed, and refused).
+_ANCILLARY_BYTES = socket.CMSG_SPACE(16) + socket.CMSG_SPACE(64 * 4)
+# A kernel stamp further than this from the parent's own clock (a wall-clock step during the call) is
+# not used: the parent's clock, which can only be later, stands instead.
+_CLOCK_AGREEMENT_MS = 1.0
 
 
 class WorkerFailure(RuntimeError):
@@ -59,7 +81,10 @@ class WorkerHandle:
         python: str = sys.executable,
         extra_args: Sequence[str] = (),
     ) -> None:
-        read_fd, write_fd = os.pipe()
+        replies, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        replies.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        replies.shutdown(socket.SHUT_WR)  # the worker's end only sends: nothing reaches it this way
+        write_fd = worker_end.fileno()
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the worker
         try:
@@ -74,10 +99,17 @@ class WorkerHandle:
                 start_new_session=True,
                 preexec_fn=preexec or (limits or Limits()).preexec(),
             )
+        except BaseException:
+            replies.close()
+            raise
         finally:
-            os.close(write_fd)
-        self._replies = os.fdopen(read_fd, "rb", buffering=0)
+            worker_end.close()
+        self._replies = replies
         self._buffer = b""
+        # Clocks of the last exchange (send, the kernel's stamp on its reply, the parent's noticing it).
+        self._sent_ns = self._sent_perf = 0
+        self._reply_stamp_ns: int | None = None
+        self._noticed_perf = 0
 
     @property
     def pid(self) -> int:
@@ -95,10 +127,12 @@ class WorkerHandle:
         """Send a command without waiting (one at a time per worker); `receive` its reply later."""
         self._refuse_unasked_data(command)
         request_id = secrets.token_hex(8)
-        message = json.dumps({"cmd": command, "id": request_id, **payload}) + "\n"
+        message = (json.dumps({"cmd": command, "id": request_id, **payload}) + "\n").encode()
+        self._reply_stamp_ns = None
         try:
             assert self.process.stdin is not None
-            self.process.stdin.write(message.encode())
+            self._sent_perf, self._sent_ns = time.perf_counter_ns(), time.time_ns()
+            self.process.stdin.write(message)
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(f"before {command}") from None
@@ -119,13 +153,54 @@ class WorkerHandle:
             )
         return reply
 
+    @property
+    def last_reply_stamped(self) -> bool:
+        """Whether `last_round_trip_ms` ends at the kernel's stamp (else at the parent's reading)."""
+        return self._round_trip()[1]
+
+    @property
+    def last_round_trip_ms(self) -> float:
+        """Milliseconds from writing the last command to the kernel's stamp on the message that completed
+        its reply; the parent's own clock where there is no usable stamp (it can only be later)."""
+        return self._round_trip()[0]
+
+    def _round_trip(self) -> tuple[float, bool]:
+        noticed_ms = (self._noticed_perf - self._sent_perf) / 1e6
+        if self._reply_stamp_ns is None:
+            return noticed_ms, False
+        stamped_ms = (self._reply_stamp_ns - self._sent_ns) / 1e6
+        if not -_CLOCK_AGREEMENT_MS <= stamped_ms <= noticed_ms + _CLOCK_AGREEMENT_MS:
+            return noticed_ms, False  # the wall clock stepped during the call
+        return min(max(stamped_ms, 0.0), noticed_ms), True
+
+    def _receive_message(self, when: str) -> tuple[bytes, int | None]:
+        """One message of the reply socket and the kernel's stamp on it. A worker that passes descriptors
+        (they are closed at once), sends a message larger than a reply piece or closes its end fails."""
+        try:
+            data, ancillary, flags, _ = self._replies.recvmsg(_RECEIVE_BYTES, _ANCILLARY_BYTES)
+        except OSError:
+            raise self._died(when) from None
+        stamp, passed = None, []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+                seconds, nanoseconds = struct.unpack("qq", payload[:16])
+                stamp = seconds * 1_000_000_000 + nanoseconds
+            elif level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                passed += struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4])
+        for fd in passed:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if passed or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            self.close()
+            raise WorkerFailure("protocol", f"the worker sent descriptors or an oversized message {when}")
+        if not data:
+            raise self._died(when)
+        return data, stamp
+
     def _refuse_unasked_data(self, command: str) -> None:
         ready, _, _ = select.select([self._replies], [], [], 0)
         if ready and not self._buffer:
-            chunk = self._replies.read(1 << 16)
-            if not chunk:
-                raise self._died(f"before {command}")
-            self._buffer = chunk
+            self._buffer, _ = self._receive_message(f"before {command}")
         if self._buffer:
             self.close()
             raise WorkerFailure("protocol", f"unasked data on the judge's reply channel before {command}")
@@ -141,9 +216,10 @@ class WorkerHandle:
                 )
             ready, _, _ = select.select([self._replies], [], [], min(remaining, 0.5))
             if ready:
-                chunk = self._replies.read(1 << 16)
-                if not chunk:
-                    raise self._died(f"during {command}")
+                chunk, stamp = self._receive_message(f"during {command}")
+                self._noticed_perf = time.perf_counter_ns()
+                if b"\n" in chunk:  # the message that completes the reply: its stamp is the reply's time
+                    self._reply_stamp_ns = stamp
                 self._buffer += chunk
                 if len(self._buffer) > MAX_REPLY_BYTES:
                     self.close()
@@ -220,7 +296,7 @@ def serve(handlers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
     by accident. An exception in a handler becomes a reply with ok=False and the error text.
     """
     reply_fd = int(sys.argv[1])
-    replies: BinaryIO = os.fdopen(reply_fd, "wb", buffering=0)
+    replies: BinaryIO = os.fdopen(reply_fd, "wb", buffering=0)  # a SOCK_SEQPACKET end: a write is one message
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     for raw in sys.stdin.buffer:
@@ -237,7 +313,9 @@ def serve(handlers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
                 "traceback": traceback.format_exc()[-4000:],
             }
         reply["id"] = request_id
-        replies.write((json.dumps(reply) + "\n").encode())
+        data = memoryview((json.dumps(reply) + "\n").encode())
+        for at in range(0, len(data), REPLY_CHUNK_BYTES):
+            replies.write(data[at : at + REPLY_CHUNK_BYTES])
         if command == "exit":
             break
     os._exit(0)  # skip interpreter teardown: atexit hooks in candidate code must not run
