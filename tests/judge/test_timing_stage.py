@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_workers import RoundTrips
 
 from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
@@ -23,7 +24,7 @@ from cuda_agent.task import Task
 CALLS = 10
 
 
-class Reference:
+class Reference(RoundTrips):
     """Eager takes `eager_ms` per call, compile `compile_ms`; `drain` answers from `busy_ms` / `drains`."""
 
     def __init__(self, candidate_pid: int, eager_ms: float = 1.0, compile_ms: float = 0.5,
@@ -40,7 +41,7 @@ class Reference:
         self.flush_ms = 0.071  # what writing the pad's 256 MB took in this worker
         self.flush: float | None = None  # the flush allowance its samplers were given
 
-    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         self.calls.append(command)
         if command == "time_setup":
             assert kw["compile_builds"] >= 1
@@ -67,7 +68,7 @@ class Reference:
         raise AssertionError(f"unexpected reference command {command}")
 
 
-class Candidate:
+class Candidate(RoundTrips):
     """Its calls take `true_ms` each; it reports `claimed_ms` (a patched timer) or the truth."""
 
     def __init__(self, pid: int, true_ms: float = 0.25, claimed_ms: float | None = None, prepare_ms: float = 0.0,
@@ -78,7 +79,7 @@ class Candidate:
         self.pad: float | None = None
         self.flush: float | None = None
 
-    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         if command == "time_setup":
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.02}
         if command == "time_pad":
@@ -139,6 +140,10 @@ def test_baselines_run_with_the_candidate_frozen_and_speedups_follow(tmp_path, m
     assert 1.05 <= timing.compile_threshold <= 1.05 * 1.1
     assert made.checks["baseline_cache"]["authenticated_by"].startswith("machine key")
     assert made.checks["host_clock"]["outstanding_gpu_work_ms"] == 0
+    # Every round's wall is counted by where it ended (these stand-ins have no reply socket to stamp):
+    # candidate rounds (traced ones included) and the reference's eager and compile rounds.
+    stamped, rounds = made.checks["host_clock"]["rounds_stamped"]
+    assert stamped == 0 and rounds == timing.rounds + made.checks["traced_timed_rounds"] + ref.rounds.count("eager") + ref.rounds.count("compile")
 
 
 def test_gpu_work_left_after_a_candidate_round_is_charged(tmp_path, monkeypatch, candidate_process) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_workers import RoundTrips
 
 from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
@@ -29,12 +30,12 @@ OURS = "void ew_kernel<4>(float const*, float*, long)"
 ATEN = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(int, float*)"
 
 
-class Reference:
+class Reference(RoundTrips):
     """Baselines of fixed cost; each call sleeps for what its samples claim, as a GPU would."""
 
     pid = 1
 
-    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         if command == "time_setup":
             return {"ok": True, "host_ms": {"eager": 0.01, "compile": 0.01}, "compile_builds_ms": [0.5]}
         if command == "time_pad":
@@ -48,7 +49,7 @@ class Reference:
         raise AssertionError(f"unexpected reference command {command}")
 
 
-class Candidate:
+class Candidate(RoundTrips):
     """Records every command in order. In the rounds `aten_rounds` (0-based) its calls run PyTorch's
     kernel instead of its own."""
 
@@ -58,7 +59,7 @@ class Candidate:
         self.commands: list[tuple[str, dict[str, Any]]] = []
         self.rounds = 0
 
-    def call(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         self.commands.append((command, kw))
         if command == "time_setup":
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.01}

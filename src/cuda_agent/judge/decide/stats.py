@@ -4,7 +4,8 @@ Runs in the judge's parent process only (never in a worker). Facts it establishe
 speedup (`round_time`: the median sample, or the host-clock bound `HostClock` where that is larger), the
 speedup's lower confidence bound (`ratio_with_bound`), the baselines' spread and the reward thresholds
 widened by it (`baseline_spread`, `reward_threshold`). They cannot be forged by the candidate because the
-inputs are the parent's own clock (`time.perf_counter` around each round), the reference worker's
+inputs are the host clock around each round (the parent's send to the kernel's stamp on the reply,
+common/channel.py: `WorkerHandle.last_round_trip_ms`), the reference worker's
 samples (a process that never ran candidate code) and the candidate's samples taken only as claims that
 the host clock bounds (docs/design/timing.md).
 """

@@ -1,7 +1,8 @@
 """The judgment's timing stage: interleaved rounds, baselines in a frozen window, the parent's clock.
 
 Runs in the parent. Facts it establishes: the candidate's time per call (its samples are claims, bounded
-by this process's own clock around each round, `round_time` and `HostClock`, with GPU work it left
+by the host clock around each round -- from the parent's writing the command to the kernel's stamp on the
+reply, common/channel.py -- `round_time` and `HostClock`, with GPU work it left
 running after a round charged to it), the eager and torch.compile baselines (timed by the reference
 worker, with the candidate's whole process tree frozen and the GPU verified idle, `baselines_window`),
 cached baselines only under an HMAC whose key the candidate never sees (trusted/authkey.py), and the
@@ -118,10 +119,9 @@ class TimingStage:
                 rounds["candidate"].append(samples)
                 walls["candidate"].append(wall_ms + busy_ms)
                 for who in ([] if cached else ["eager", "compile"]):
-                    began = time.perf_counter()
                     reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
                                                  samples=tc.samples_per_round)  # fmt: skip
-                    wall_ms = (time.perf_counter() - began) * 1000
+                    wall_ms = self._round_wall(ref)
                     got = self._samples(who, reply, wall_ms)
                     rounds[who].append(got)
                     walls[who].append(wall_ms)
@@ -170,6 +170,7 @@ class TimingStage:
         cand_rounds = [t for t, _ in charged]
         cand_samples = [s for r in rounds["candidate"] for s in r]
         self.checks["host_clock"] = {
+            **self.checks.get("host_clock", {}),
             "overhead_ms": round(self.host_clock.overhead_ms, 5),
             "margin_ms": round(self.host_clock.margin_ms, 5),
             "candidate_rounds_charged_by_host_clock": sum(by_clock for _, by_clock in charged),
@@ -223,11 +224,18 @@ class TimingStage:
         calibration when the baselines are cached (their rounds are not timed again). Returns (wall ms,
         set-up ms, samples) like the baseline rounds it stands in for."""
         tc = self.config.timing
-        began = time.perf_counter()
         reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode="eager",
                                      samples=tc.samples_per_round)  # fmt: skip
-        wall_ms = (time.perf_counter() - began) * 1000
+        wall_ms = self._round_wall(ref)
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
+
+    def _round_wall(self, worker: WorkerHandle) -> float:
+        """The host clock of the round just answered: from the parent's command to the kernel's stamp on
+        the reply (common/channel.py), counted in `checks.host_clock.rounds_stamped` ([stamped, all])."""
+        counts = self.checks.setdefault("host_clock", {}).setdefault("rounds_stamped", [0, 0])
+        counts[0] += bool(worker.last_reply_stamped)
+        counts[1] += 1
+        return worker.last_round_trip_ms
 
     def _samples(self, who: str, reply: dict, wall_ms: float) -> list[float]:
         """A round's samples, refused when they cannot be true by this process's clock."""
@@ -256,10 +264,9 @@ class TimingStage:
         # The round's set-up outside the clock: this process cannot check what the candidate says it cost.
         self._candidate_call(cand, "prepare_round", 60, purpose, samples=tc.samples_per_round, keep=keep)
         traced = trace_share >= 1.0 or (trace_share > 0 and secrets.randbelow(1 << 20) < trace_share * (1 << 20))
-        began = time.perf_counter()
         reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
                                      samples=tc.samples_per_round, keep=keep, trace=traced)  # fmt: skip
-        wall_ms = (time.perf_counter() - began) * 1000
+        wall_ms = self._round_wall(cand)
         return reply, self._samples("candidate", reply, wall_ms), wall_ms, traced
 
     def recheck_rounds(self, cand: WorkerHandle, ref: WorkerHandle) -> list[float]:
