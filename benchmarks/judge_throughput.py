@@ -654,7 +654,9 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
         return
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
     print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
-    print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}")
+    print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed)")
+    print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}"
+          f"{'stamped':>14}")  # fmt: skip
     for name, clocks in rows.items():
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
@@ -664,8 +666,10 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
             return f"{statistics.median(values):.4f}" if values else "-"
 
         charged = f"{med('candidate_rounds_charged_by_host_clock'):.0f}/{med('rounds'):.0f}"
+        counts = [c["rounds_stamped"] for c in clocks if isinstance(c.get("rounds_stamped"), list)]
+        stamped = f"{sum(n for n, _ in counts)}/{sum(t for _, t in counts)}" if counts else "-"
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
-              f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}")  # fmt: skip
+              f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}")  # fmt: skip
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:
