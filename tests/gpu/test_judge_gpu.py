@@ -128,6 +128,10 @@ def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path)
         latency = time.monotonic() - began
         assert second.status.value == "ok" and second.reward == first.reward, second.reason
         assert second.checks["build"]["compiled"] == ["kernels/row_softmax.cu"]
+        # Every round's wall ended at the kernel's stamp on the worker's reply (common/channel.py).
+        for verdict in (first, second):
+            stamped, rounds = verdict.checks["host_clock"]["rounds_stamped"]
+            assert rounds > 0 and stamped == rounds, verdict.checks["host_clock"]
         assert any(slot.worker.pid == kept.worker.pid for slot in pool._references.values())
         print(f"warm latency {latency:.2f} s, stages {second.stage_seconds}")
         assert latency < 15.0

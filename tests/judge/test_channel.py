@@ -26,13 +26,15 @@ serve({{"echo": lambda **kw: kw, "big": lambda n: {{"data": "x" * n}}, "exit": l
 """
 
 # A hostile worker: it answers the first command with a forged reply that also passes one of its open
-# descriptors (SCM_RIGHTS), or with one message larger than any piece of a real reply.
+# descriptors (SCM_RIGHTS), with one message larger than any piece of a real reply, or with an empty one.
 HOSTILE = """
 import json, os, socket, sys
 end = socket.socket(fileno=int(sys.argv[-1]))
 request = json.loads(sys.stdin.readline())
 reply = (json.dumps({"ok": True, "id": request["id"], "pad": "y" * (200000 if sys.argv[1] == "big" else 0)}) + "\\n").encode()
-if sys.argv[1] == "fds":
+if sys.argv[1] == "empty":
+    end.send(b"")  # on a SOCK_SEQPACKET socket: a message of no bytes, which reads like the end
+elif sys.argv[1] == "fds":
     end.sendmsg([reply], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [0, 1, 2]))))])
 else:
     end.send(reply)
@@ -89,3 +91,10 @@ def test_a_message_larger_than_a_reply_piece_is_refused(tmp_path: Path) -> None:
     with _worker(tmp_path, HOSTILE, "big") as worker, pytest.raises(WorkerFailure, match="oversized") as failure:
         worker.call("echo", 60)
     assert failure.value.kind == "protocol"
+
+
+def test_a_live_worker_that_ends_its_reply_channel_breaks_the_protocol(tmp_path: Path) -> None:
+    with _worker(tmp_path, HOSTILE, "empty") as worker, pytest.raises(WorkerFailure, match="closed its reply") as failure:
+        worker.call("echo", 60)
+    assert failure.value.kind == "protocol"
+    assert worker.process.poll() is not None  # and it is gone

@@ -239,6 +239,8 @@ class WorkerHandle:
         code = self.process.returncode
         tail = self.log_tail()
         self.close()
+        if code is None:  # alive, but its reply channel ended: closed, or an empty message sent on it
+            return WorkerFailure("protocol", f"the worker closed its reply channel {when}", log_tail=tail)
         signal_name = None
         if code is not None and code < 0:
             import signal
