@@ -174,6 +174,10 @@ def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, 
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
     timing = made.time(ref, Candidate(candidate_process.pid, prepare_ms=5.0))  # type: ignore[arg-type]
     assert timing.candidate_ms == pytest.approx(0.25, rel=0.1)  # charged, it would be 0.75
+    # ... but its walls are on record, beside the rounds' (work done there is outside the clock).
+    setup = made.checks["round_setup"]
+    assert setup["setup_median_ms"] >= 5.0 and setup["setup_max_ms"] >= setup["setup_median_ms"]
+    assert 2.5 <= setup["round_median_ms"] < setup["setup_median_ms"]  # 10 calls of 0.25 ms
 
 
 def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, monkeypatch, candidate_process) -> None:

@@ -84,6 +84,7 @@ class TimingStage:
         # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
+        self.setup_walls_ms: list[float] = []  # each candidate round's draw + prepare, by the host clock
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
@@ -185,6 +186,7 @@ class TimingStage:
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
         }
+        self.checks["round_setup"] = _setup_summary(self.setup_walls_ms, walls["candidate"])
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
         s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
@@ -260,9 +262,13 @@ class TimingStage:
         asked for with the same command and arguments as every other (`trace` only differs in value)."""
         tc = self.config.timing
         self.draw_round(ref, cand)
+        drew_ms = cand.last_round_trip_ms  # its call is draw_round's last
         keep = secrets.randbelow(tc.samples_per_round)
         # The round's set-up outside the clock: this process cannot check what the candidate says it cost.
         self._candidate_call(cand, "prepare_round", 60, purpose, samples=tc.samples_per_round, keep=keep)
+        # Work done in the set-up (the round's inputs are there: outputs computed ahead, say) is outside the
+        # clock too; its walls are recorded (`checks.round_setup`) to set the bound that will charge it.
+        self.setup_walls_ms.append(drew_ms + cand.last_round_trip_ms)
         traced = trace_share >= 1.0 or (trace_share > 0 and secrets.randbelow(1 << 20) < trace_share * (1 << 20))
         reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
                                      samples=tc.samples_per_round, keep=keep, trace=traced)  # fmt: skip
@@ -356,3 +362,14 @@ def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None
     """Median per-call host overhead of a contender's rounds (set-up is outside their walls)."""
     per_call = [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
     return round(statistics.median(per_call), 5) if per_call else None
+
+
+def _setup_summary(setup_walls_ms: list[float], round_walls_ms: list[float]) -> dict[str, float | None]:
+    """The candidate's round set-up (draw_round + prepare_round, outside the clock) beside its rounds:
+    median and largest set-up wall, and the median round wall, in ms."""
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 4) if values else None
+
+    return {"setup_median_ms": median(setup_walls_ms),
+            "setup_max_ms": round(max(setup_walls_ms), 4) if setup_walls_ms else None,
+            "round_median_ms": median(round_walls_ms)}  # fmt: skip
