@@ -118,6 +118,7 @@ def brief(verdict: Any) -> dict[str, Any]:
         "spot_checks": checks.get("timed_spot_checks"),
         "worker_calls": dict(checks.get("worker_calls", {})),
         "host_clock": dict(checks.get("host_clock", {})),
+        "round_setup": dict(checks.get("round_setup", {})),
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
@@ -649,14 +650,16 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     for r in warm:
         clock = r["verdict"].get("host_clock") or {}
         if _ok(r) and clock.get("candidate_overhead_ms") is not None:
-            rows.setdefault(r["example"], []).append({**clock, "rounds": r["verdict"].get("rounds") or 0})
+            rows.setdefault(r["example"], []).append({**clock, **(r["verdict"].get("round_setup") or {}),
+                                                      "rounds": r["verdict"].get("rounds") or 0})  # fmt: skip
     if not rows:
         return
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
     print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
-    print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed)")
+    print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed; set-up and")
+    print("   round: the candidate's round set-up walls outside the clock, median and max, and its round walls)")
     print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}"
-          f"{'stamped':>14}")  # fmt: skip
+          f"{'stamped':>14}{'set-up':>9}{'max':>9}{'round':>9}")  # fmt: skip
     for name, clocks in rows.items():
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
@@ -669,7 +672,9 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
         counts = [c["rounds_stamped"] for c in clocks if isinstance(c.get("rounds_stamped"), list)]
         stamped = f"{sum(n for n, _ in counts)}/{sum(t for _, t in counts)}" if counts else "-"
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
-              f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}")  # fmt: skip
+              f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}"
+              f"{med('setup_median_ms'):>9.3f}{max(float(c.get('setup_max_ms') or 0) for c in clocks):>9.3f}"
+              f"{med('round_median_ms'):>9.3f}")  # fmt: skip
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:
