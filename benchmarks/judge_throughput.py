@@ -657,9 +657,10 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
     print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
     print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed; set-up and")
-    print("   round: the candidate's round set-up walls outside the clock, median and max, and its round walls)")
+    print("   round: the candidate's round set-up walls outside the clock, median and max, and its round walls;")
+    print("   draw: the reference drawing as many input sets, the honest comparator)")
     print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}"
-          f"{'stamped':>14}{'set-up':>9}{'max':>9}{'round':>9}")  # fmt: skip
+          f"{'stamped':>14}{'set-up':>9}{'max':>9}{'round':>9}{'draw':>9}")  # fmt: skip
     for name, clocks in rows.items():
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
@@ -674,7 +675,7 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
               f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}"
               f"{med('setup_median_ms'):>9.3f}{max(float(c.get('setup_max_ms') or 0) for c in clocks):>9.3f}"
-              f"{med('round_median_ms'):>9.3f}")  # fmt: skip
+              f"{med('round_median_ms'):>9.3f}{med('reference_draw_median_ms'):>9.3f}")  # fmt: skip
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:

@@ -40,6 +40,7 @@ class Reference(RoundTrips):
         self.pad: float | None = None
         self.flush_ms = 0.071  # what writing the pad's 256 MB took in this worker
         self.flush: float | None = None  # the flush allowance its samplers were given
+        self.draw_ms = 2.0  # what drawing a round's inputs takes it (< 0: the probe fails in the worker)
 
     def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         self.calls.append(command)
@@ -60,6 +61,9 @@ class Reference(RoundTrips):
             per_call = self.ms[kw["mode"]]
             time.sleep(CALLS * (per_call + self.host_ms) / 1000)
             return {"ok": True, "samples": [per_call] * CALLS, "setup_ms": 0.0}
+        if command == "draw_probe":  # a round's inputs drawn, as a candidate's set-up draws them
+            time.sleep(max(0.0, self.draw_ms) / 1000)
+            return {"ok": True} if self.draw_ms >= 0 else {"ok": False, "error": "OutOfMemoryError", "message": "x"}
         if command == "drain":
             frozen = _stat_fields(self.candidate_pid)[0] == "T"
             if frozen and not self.drains:
@@ -178,6 +182,18 @@ def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, 
     setup = made.checks["round_setup"]
     assert setup["setup_median_ms"] >= 5.0 and setup["setup_max_ms"] >= setup["setup_median_ms"]
     assert 2.5 <= setup["round_median_ms"] < setup["setup_median_ms"]  # 10 calls of 0.25 ms
+    # beside the reference's own draw of a round's inputs (2 ms here), at the clock rounds' places
+    assert setup["reference_draws"] >= 2 and 2.0 <= setup["reference_draw_median_ms"] < 5.0
+
+
+def test_a_draw_probe_that_fails_in_the_reference_is_recorded_not_judged(tmp_path, monkeypatch, candidate_process) -> None:
+    ref = Reference(candidate_process.pid)
+    ref.draw_ms = -1.0
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert timing.candidate_ms == pytest.approx(0.25, rel=0.1)
+    assert made.checks["round_setup"]["reference_draws"] == 0
+    assert made.checks["round_setup_probe_errors"][0].startswith("OutOfMemoryError")
 
 
 def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, monkeypatch, candidate_process) -> None:

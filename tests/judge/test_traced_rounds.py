@@ -46,6 +46,8 @@ class Reference(RoundTrips):
             return {"ok": True, "samples": [ms] * CALLS, "setup_ms": 0.0}
         if command == "drain":
             return {"ok": True, "drained": True, "busy_ms": 0.0}
+        if command == "draw_probe":
+            return {"ok": True}
         raise AssertionError(f"unexpected reference command {command}")
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for
-from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.stats import (
     HostClock,
@@ -85,6 +85,7 @@ class TimingStage:
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
         self.setup_walls_ms: list[float] = []  # each candidate round's draw + prepare, by the host clock
+        self.reference_draws_ms: list[float] = []  # the reference drawing a round's inputs (`_draw_probe`)
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
@@ -130,6 +131,8 @@ class TimingStage:
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
+                if n < tc.clock_rounds_first or n % tc.clock_round_every == 0:  # a frozen window, both modes
+                    self._draw_probe(ref)  # with the candidate stopped: it cannot slow the comparator down
             trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
             # The first round is always checked, later ones at random (the candidate cannot tell which),
             # and the last one before timing ends.
@@ -186,7 +189,7 @@ class TimingStage:
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
         }
-        self.checks["round_setup"] = _setup_summary(self.setup_walls_ms, walls["candidate"])
+        self.checks["round_setup"] = _setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms)
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
         s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
@@ -230,6 +233,26 @@ class TimingStage:
                                      samples=tc.samples_per_round)  # fmt: skip
         wall_ms = self._round_wall(ref)
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
+
+    def _draw_probe(self, ref: WorkerHandle) -> None:
+        """The trusted reference draws a round's worth of inputs from fresh seeds: the honest cost of the
+        draw in a candidate's set-up, by the same host clock (`checks.round_setup`). A measurement, not a
+        check: a probe that fails in the worker is recorded and the judgment goes on (the worker dying
+        still ends it, as any reference failure does)."""
+        seeds = [secrets.randbits(62) for _ in range(self.config.timing.samples_per_round)]
+        began = time.perf_counter()
+        try:
+            reply = ref.call("draw_probe", self.config.prepare_timeout_s, seeds=seeds)
+        except WorkerFailure as exc:
+            self.reference_slot.broken = True
+            raise self.fail(Status.TASK_ERROR, f"the reference worker {exc} during draw_probe") from None
+        finally:
+            self._note_call("reference", "draw_probe", began)
+        if reply.get("ok"):
+            self.reference_draws_ms.append(ref.last_round_trip_ms)
+        else:
+            errors = self.checks.setdefault("round_setup_probe_errors", [])
+            errors.append(f"{reply.get('error')}: {str(reply.get('message', ''))[:200]}")
 
     def _round_wall(self, worker: WorkerHandle) -> float:
         """The host clock of the round just answered: from the parent's command to the kernel's stamp on
@@ -364,12 +387,15 @@ def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None
     return round(statistics.median(per_call), 5) if per_call else None
 
 
-def _setup_summary(setup_walls_ms: list[float], round_walls_ms: list[float]) -> dict[str, float | None]:
-    """The candidate's round set-up (draw_round + prepare_round, outside the clock) beside its rounds:
-    median and largest set-up wall, and the median round wall, in ms."""
+def _setup_summary(setup_walls_ms: list[float], round_walls_ms: list[float],
+                   reference_draws_ms: list[float]) -> dict[str, float | None]:  # fmt: skip
+    """The candidate's round set-up (draw_round + prepare_round, outside the clock) beside its rounds and
+    the reference's draw of as many input sets: median and largest set-up wall, the median round wall and
+    the reference's median draw, in ms."""
     def median(values: list[float]) -> float | None:
         return round(statistics.median(values), 4) if values else None
 
     return {"setup_median_ms": median(setup_walls_ms),
             "setup_max_ms": round(max(setup_walls_ms), 4) if setup_walls_ms else None,
-            "round_median_ms": median(round_walls_ms)}  # fmt: skip
+            "round_median_ms": median(round_walls_ms), "reference_draw_median_ms": median(reference_draws_ms),
+            "reference_draws": len(reference_draws_ms)}  # fmt: skip

@@ -159,6 +159,14 @@ class ReferenceWorker:
         tensorfile.save([self.round_sets[seed] for seed in seeds], path)
         return {"path": str(path)}
 
+    def draw_probe(self, seeds: list[int]) -> dict[str, Any]:
+        """Draw one input set per seed and drop them, as a candidate worker's `draw_round` does: timed by
+        the parent's host clock, the honest cost of a round's draw beside the candidate's set-up walls."""
+        drawn = [draw_inputs(self.module, seed) for seed in seeds]
+        torch.cuda.synchronize()
+        del drawn
+        return {}
+
     def save_inputs(self, workdir: str) -> dict[str, Any]:
         """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
         worker could not reproduce from the seeds. A set that draws differently again (a task reading a
@@ -452,6 +460,7 @@ def main() -> None:
             "end_judgment": worker.end_judgment,
             "compare_timing": worker.compare_timing,
             "draw_round": worker.draw_round,
+            "draw_probe": worker.draw_probe,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
