@@ -49,6 +49,14 @@ class TimingConfig:
     # host, 1.34x -> 0.86x; recheck of the H200 eval run, 2026-12-01).
     clock_rounds_first: int = 2
     clock_round_every: int = 10
+    # Set-up time charged to its round (the open gap of docs/design/trust_boundary.md: the round's inputs
+    # are in the candidate's process from its draw on, and draw + prepare run outside the clock). When on,
+    # a timed round's set-up wall beyond the trusted reference's draw of as many inputs x (1 + share) +
+    # ms is added to that round's host-clock wall. Off until one H200 run of the suite gives the honest
+    # set-up walls beside the reference's draws (`checks.round_setup`) to set share and ms from.
+    charge_setup: bool = False
+    setup_allowance_share: float = 0.5
+    setup_allowance_ms: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class TimingStage:
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush)
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
         self.setup_walls_ms: list[float] = []  # each candidate round's draw + prepare, by the host clock
+        timed_setups_ms: list[float] = []  # those of the timed rounds, in their order
         self.reference_draws_ms: list[float] = []  # the reference drawing a round's inputs (`_draw_probe`)
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
@@ -120,6 +121,7 @@ class TimingStage:
                 samples = [s + busy_ms / len(samples) for s in samples]
                 rounds["candidate"].append(samples)
                 walls["candidate"].append(wall_ms + busy_ms)
+                timed_setups_ms.append(self.setup_walls_ms[-1])
                 for who in ([] if cached else ["eager", "compile"]):
                     reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
                                                  samples=tc.samples_per_round)  # fmt: skip
@@ -170,7 +172,9 @@ class TimingStage:
             fresh = HostClock.from_reference(reference_rounds)
             self.host_clock = HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
             paired, source = False, "cached"
-        charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
+        setup_charges = self._setup_charges(timed_setups_ms)
+        charged = [round_time(r, w + extra, self.host_clock)
+                   for r, w, extra in zip(rounds["candidate"], walls["candidate"], setup_charges, strict=True)]  # fmt: skip
         cand_rounds = [t for t, _ in charged]
         cand_samples = [s for r in rounds["candidate"] for s in r]
         self.checks["host_clock"] = {
@@ -189,7 +193,10 @@ class TimingStage:
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
         }
-        self.checks["round_setup"] = _setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms)
+        self.checks["round_setup"] = {
+            **_setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms),
+            "charged": tc.charge_setup, "charged_ms": round(sum(setup_charges), 4),
+        }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
         s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
@@ -233,6 +240,16 @@ class TimingStage:
                                      samples=tc.samples_per_round)  # fmt: skip
         wall_ms = self._round_wall(ref)
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
+
+    def _setup_charges(self, setups_ms: list[float]) -> list[float]:
+        """Per timed round, the set-up time to add to its host-clock wall: what went beyond the trusted
+        reference's draw of as many inputs x (1 + share) + ms (`TimingConfig.charge_setup`; zeros when it
+        is off or no draw probe succeeded)."""
+        tc = self.config.timing
+        if not tc.charge_setup or not self.reference_draws_ms:
+            return [0.0] * len(setups_ms)
+        allowance = statistics.median(self.reference_draws_ms) * (1 + tc.setup_allowance_share) + tc.setup_allowance_ms
+        return [max(0.0, s - allowance) for s in setups_ms]
 
     def _draw_probe(self, ref: WorkerHandle) -> None:
         """The trusted reference draws a round's worth of inputs from fresh seeds: the honest cost of the
