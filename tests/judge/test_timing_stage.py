@@ -184,34 +184,35 @@ def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, 
     assert setup["setup_median_ms"] >= 5.0 and setup["setup_max_ms"] >= setup["setup_median_ms"]
     assert 2.5 <= setup["round_median_ms"] < setup["setup_median_ms"]  # 10 calls of 0.25 ms
     # beside the reference's own draw of a round's inputs (2 ms here), at the clock rounds' places
-    assert setup["reference_draws"] >= 2 and 2.0 <= setup["reference_draw_median_ms"] < 5.0
+    assert setup["reference_draws"] >= 2 and setup["reference_draw_median_ms"] >= 2.0
 
 
 def test_set_up_time_beyond_the_references_draw_is_charged_to_its_round_when_switched_on(
     tmp_path, monkeypatch, candidate_process
 ) -> None:
-    """The open gap: outputs computed in `prepare_round` (12 ms of work per 10-call round) and handed back
+    """The open gap: outputs computed in `prepare_round` (40 ms of work per 10-call round) and handed back
     by 0.1 ms calls. Off (the default until the H200 sets the allowance) it is believed; on, the set-up
-    beyond the reference's draw (2 ms) x 1.5 + 0.5 ms goes into the round's host-clock wall."""
+    beyond the reference's draw (2 ms, more when sleeps overshoot on a busy host) x 1.5 + 0.5 ms goes into
+    the round's host-clock wall."""
     ref = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
-    believed = made.time(ref, Candidate(candidate_process.pid, true_ms=0.1, prepare_ms=12.0))  # type: ignore[arg-type]
+    believed = made.time(ref, Candidate(candidate_process.pid, true_ms=0.1, prepare_ms=40.0))  # type: ignore[arg-type]
     assert believed.speedup_vs_compile > 3  # 0.5 / 0.1
     assert made.checks["round_setup"]["charged"] is False and made.checks["round_setup"]["charged_ms"] == 0
 
     ref = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
     made.config = dataclasses.replace(made.config, timing=dataclasses.replace(made.config.timing, charge_setup=True))
-    charged = made.time(ref, Candidate(candidate_process.pid, true_ms=0.1, prepare_ms=12.0))  # type: ignore[arg-type]
-    assert charged.speedup_vs_compile < 1  # ~0.5 / 0.95: the work it hid is back in its rounds
+    charged = made.time(ref, Candidate(candidate_process.pid, true_ms=0.1, prepare_ms=40.0))  # type: ignore[arg-type]
+    assert charged.speedup_vs_compile < 1  # ~0.5 / 3.6: the work it hid is back in its rounds
     setup = made.checks["round_setup"]
-    assert setup["charged"] is True and setup["charged_ms"] >= 8.0 * charged.rounds * 0.9
+    assert setup["charged"] is True and setup["charged_ms"] >= 25.0 * charged.rounds
 
-    # An honest set-up within the allowance (1 ms against 3.5) is not charged, switched on or not.
+    # An honest set-up (its round trips only, against an allowance of at least 3.5 ms) is not charged.
     ref = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
     made.config = dataclasses.replace(made.config, timing=dataclasses.replace(made.config.timing, charge_setup=True))
-    honest = made.time(ref, Candidate(candidate_process.pid, prepare_ms=1.0))  # type: ignore[arg-type]
+    honest = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
     assert made.checks["round_setup"]["charged_ms"] == 0
     assert honest.candidate_ms == pytest.approx(0.25, rel=0.1)
 
