@@ -55,10 +55,14 @@ class WorkerCalls:
             raise self.fail(Status.RUNTIME_ERROR, f"{what} failed: {reply.get('error')}: {message[:1500]}")
         return reply
 
-    def _reference_call(self, ref: WorkerHandle, command: str, timeout: float, **kw: Any) -> dict:
+    def _reference_call(
+        self, ref: WorkerHandle, command: str, timeout: float, *, refuse_errors: bool = True, **kw: Any
+    ) -> dict:
+        """A call to the reference worker. Its failing ends the judgment; so does a reply with ok=False,
+        unless `refuse_errors` is off (a measurement the judgment can go without): that reply is returned."""
         began = time.perf_counter()
         try:
-            return self._reference_result(command, lambda: ref.call(command, timeout, **kw))
+            return self._reference_result(command, lambda: ref.call(command, timeout, **kw), refuse_errors)
         finally:
             self._note_call("reference", command, began)
 
@@ -69,7 +73,7 @@ class WorkerCalls:
             self.reference_slot.broken = True
             raise self.fail(Status.TASK_ERROR, f"the reference worker {exc} during {command}") from None
 
-    def _reference_result(self, command: str, exchange: Callable[[], Any]) -> Any:
+    def _reference_result(self, command: str, exchange: Callable[[], Any], refuse_errors: bool = True) -> Any:
         try:
             reply = exchange()
         except WorkerFailure as exc:
@@ -78,7 +82,7 @@ class WorkerCalls:
                 Status.TASK_ERROR,
                 f"the reference worker {exc} during {command}: {_last_error_line(exc.log_tail)}",
             ) from None
-        if not reply.get("ok"):
+        if not reply.get("ok") and refuse_errors:
             self.reference_slot.broken = True
             raise self.fail(
                 Status.TASK_ERROR,

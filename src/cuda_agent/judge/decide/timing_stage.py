@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for
-from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.stats import (
     HostClock,
@@ -257,14 +257,7 @@ class TimingStage:
         check: a probe that fails in the worker is recorded and the judgment goes on (the worker dying
         still ends it, as any reference failure does)."""
         seeds = [secrets.randbits(62) for _ in range(self.config.timing.samples_per_round)]
-        began = time.perf_counter()
-        try:
-            reply = ref.call("draw_probe", self.config.prepare_timeout_s, seeds=seeds)
-        except WorkerFailure as exc:
-            self.reference_slot.broken = True
-            raise self.fail(Status.TASK_ERROR, f"the reference worker {exc} during draw_probe") from None
-        finally:
-            self._note_call("reference", "draw_probe", began)
+        reply = self._reference_call(ref, "draw_probe", self.config.prepare_timeout_s, refuse_errors=False, seeds=seeds)
         if reply.get("ok"):
             self.reference_draws_ms.append(ref.last_round_trip_ms)
         else:
