@@ -21,7 +21,7 @@ import torch.nn as nn
 import cuda_extension
 
 TASK_DIGEST = "08dba7078072e5b882732673331f24f3bc2c2ffd55c5cfe2a72fdb50d5d0a3ee"  # sha256 of this case's model.py: the task its author was given
-PROTOCOL = "fatpad-devwide-v2"
+PROTOCOL = "fatpad-devwide-v3"
 DRIVERS = ("580.159.04",)  # the judge's driver, as its author would have seen it
 FAKE_MS = 50.0
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import random
 import statistics
 import time
@@ -48,7 +49,7 @@ from typing import Any
 
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-PROTOCOL_VERSION = "fatpad-devwide-v2"
+PROTOCOL_VERSION = "fatpad-devwide-v3"  # v3: no garbage collection inside a timed loop
 L2_FLUSH_BYTES = 256 << 20
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
@@ -328,15 +329,34 @@ class Sampler:
         (outside the timed loop), so an output cache keyed on addresses or call order misses; `keep` names
         the call whose output is kept (`last`). A round `prepare`d beforehand runs as prepared (its
         arguments here are then ignored)."""
-        torch = self.torch
         if self._prepared is None:
             self.prepare(samples, keep, fresh)
         calls, order, keep, ev, is_fresh, setup_ms = self._prepared
         self._prepared = None
-        stream = self.stream
-        host_start = time.perf_counter()
         timed: list[int] = []
         calibration: list[int] = []
+        # No collection inside the loop (as timeit does): a generation-2 pass over torch's objects costs
+        # milliseconds, which would land in one round's host wall at random, in whichever process.
+        collecting = gc.isenabled()
+        gc.disable()
+        host_start = time.perf_counter()
+        try:
+            self._timed_loop(calls, order, keep, ev, is_fresh, timed, calibration)
+        finally:
+            if collecting:
+                gc.enable()
+        wall_ms = (time.perf_counter() - host_start) * 1000
+        roundtrip = statistics.median(ev[s][1].elapsed_time(ev[s][2]) for s in calibration)
+        events = [ev[s][0].elapsed_time(ev[s][1]) for s in timed]
+        escaped = [max(0.0, ev[s][1].elapsed_time(ev[s][2]) - roundtrip - TAIL_RESOLUTION_MS) for s in timed]
+        charged = [e + x for e, x in zip(events, escaped, strict=True)]
+        return RoundResult(charged, wall_ms, events, escaped, roundtrip, setup_ms, self.pad_ms)
+
+    def _timed_loop(self, calls: list[Any], order: list[int], keep: int, ev: list[list[Any]], is_fresh: bool,
+                    timed: list[int], calibration: list[int]) -> None:  # fmt: skip
+        """The calls of a round between their pads and events (`round`), filling `timed` and `calibration`
+        with the event slots of timed and calibration samples."""
+        torch, stream = self.torch, self.stream
         slot = 0
         with torch.no_grad():
             for i, args in enumerate(calls):
@@ -361,12 +381,6 @@ class Sampler:
             calibration.append(slot)
             self._calibration_sample(ev[slot])
             torch.cuda.synchronize()
-        wall_ms = (time.perf_counter() - host_start) * 1000
-        roundtrip = statistics.median(ev[s][1].elapsed_time(ev[s][2]) for s in calibration)
-        events = [ev[s][0].elapsed_time(ev[s][1]) for s in timed]
-        escaped = [max(0.0, ev[s][1].elapsed_time(ev[s][2]) - roundtrip - TAIL_RESOLUTION_MS) for s in timed]
-        charged = [e + x for e, x in zip(events, escaped, strict=True)]
-        return RoundResult(charged, wall_ms, events, escaped, roundtrip, setup_ms, self.pad_ms)
 
     def _calibration_sample(self, events: list[Any]) -> None:
         """The same steps as a timed sample around no call: measures the synchronisation round trip."""
