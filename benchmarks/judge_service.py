@@ -399,8 +399,12 @@ def _margins(record: dict[str, Any]) -> str:
     t = _timing(record)
     if "speedup_vs_eager_low" not in t:
         return ""
+    clock = ((record.get("verdict") or {}).get("checks") or {}).get("host_clock") or {}
+    charged = clock.get("candidate_rounds_charged_by_host_clock")
     return (f" (eager {t['speedup_vs_eager_low']:.3f}/{t.get('eager_threshold', 1.05):.3f}, compile "
-            f"{t['speedup_vs_compile_low']:.3f}/{t.get('compile_threshold', 1.05):.3f})")  # fmt: skip
+            f"{t['speedup_vs_compile_low']:.3f}/{t.get('compile_threshold', 1.05):.3f}"
+            + (f", {charged}/{t.get('rounds')} rounds charged by the host clock" if charged is not None else "")
+            + ")")  # fmt: skip
 
 
 def run_facts(records: dict[int, dict], judged: list[Base]) -> dict[str, Any]:
@@ -428,7 +432,21 @@ def run_facts(records: dict[int, dict], judged: list[Base]) -> dict[str, Any]:
         "baselines": {str(k): v for k, v in baselines.items()}, "compiled_other_than_the_changed_file": rebuilt,
         "judge_binding_builds": judge_binding,
         "mean_stage_seconds": {k: round(statistics.mean(v), 3) for k, v in sorted(stages.items())},
+        "host_clock": host_clock_facts(records),
     }  # fmt: skip
+
+
+def host_clock_facts(records: dict[int, dict]) -> dict[str, Any]:
+    """Over the run's timed verdicts: how many rounds the host clock charged (median and most, of how many)
+    and the candidate's per-call overhead beyond the reference's (median of the verdicts' medians, and the
+    largest): where reward steps between two runs of one submission come from (docs/design/timing.md)."""
+    clocks = [((r.get("verdict") or {}).get("checks") or {}).get("host_clock") or {} for r in records.values() if _timing(r)]
+    charged = [int(c["candidate_rounds_charged_by_host_clock"]) for c in clocks if "candidate_rounds_charged_by_host_clock" in c]
+    excess = [float(m["timed"]) for c in clocks if isinstance(m := c.get("excess_median_ms"), dict) and m.get("timed") is not None]
+    return {"timed_verdicts": len(clocks), "charged_rounds_median": statistics.median(charged) if charged else None,
+            "charged_rounds_max": max(charged) if charged else None,
+            "excess_ms_median": round(statistics.median(excess), 4) if excess else None,
+            "excess_ms_max": round(max(excess), 4) if excess else None}  # fmt: skip
 
 
 def item(target: str, value: Any, met: bool | None) -> dict[str, Any]:

@@ -676,6 +676,15 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
               f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}"
               f"{med('setup_median_ms'):>9.3f}{max(float(c.get('setup_max_ms') or 0) for c in clocks):>9.3f}"
               f"{med('round_median_ms'):>9.3f}{med('reference_draw_median_ms'):>9.3f}")  # fmt: skip
+    print("\nwarm, where the candidate's per-call overhead exceeds the reference's (median ms over its rounds):")
+    print("  timed: every timed round; after frozen: those right after a frozen window; other: the rest")
+    print(f"{'example':<20}{'timed':>10}{'after frozen':>14}{'other':>10}")
+    for name, clocks in rows.items():
+        def excess(key: str, clocks: list[dict[str, Any]] = clocks) -> str:
+            values = [m[key] for c in clocks if isinstance(m := c.get("excess_median_ms"), dict) and m.get(key) is not None]
+            return f"{statistics.median(values):.4f}" if values else "-"
+
+        print(f"{name[:20]:<20}{excess('timed'):>10}{excess('after_frozen'):>14}{excess('other_timed'):>10}")
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:

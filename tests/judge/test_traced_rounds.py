@@ -90,7 +90,7 @@ def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.
               **timing: Any) -> Judgment:  # fmt: skip
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
     config = JudgeConfig(scratch_dir=tmp_path / "scratch", cache_dir=tmp_path / "baselines",
-                         timing=TimingConfig(min_samples=30, min_gpu_ms=1.0, max_rounds=8, **timing))  # fmt: skip
+                         timing=TimingConfig(**{"min_samples": 30, "min_gpu_ms": 1.0, "max_rounds": 8, **timing}))  # fmt: skip
     made = Judgment(tmp_path, Task(name="t", source="x = 1\n", path=tmp_path / "model.py"), config)
     made.environment = Environment(gpu="G", compute_capability="9.0", driver="1", torch="t", cuda="c")
     made.io_dir = made.out_dir = tmp_path
@@ -182,3 +182,46 @@ def test_the_chance_of_tracing_follows_the_rounds_timing_will_take() -> None:
     assert trace_probability(500.0, tc) == pytest.approx(0.5)  # 3 rounds (min samples): capped at 1/2
     # a cheat on more than half of the rounds escapes a 60-round judgment with well under 1%
     assert (1 - tiny) ** 30 < 0.01
+
+
+class SlowAfterTrace(Candidate):
+    """An honest candidate whose round right after a traced one costs 20 ms more host time (the profiler's
+    aftermath, as on the H200): 2 ms per call beyond its events."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.last_traced = False
+
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        if command == "time_round":
+            if self.last_traced:
+                time.sleep(0.020)
+            self.last_traced = bool(kw["trace"])
+        return super().answer(command, timeout, **kw)
+
+
+def test_each_verdict_says_which_rounds_carried_the_excess(tmp_path, monkeypatch, candidate_process) -> None:
+    """The candidate's per-call overhead beyond the reference's, round by round (`round_excess_ms`), with
+    the rounds right after a frozen window named: the slow rounds after each trace are the ones above 1 ms
+    per call, and the host clock charged them. (On the H200, 2026-12-02, the honest excess was neither
+    after traces nor after frozen windows but judgment-wide: this is how that was seen.)"""
+    for attempt in range(20):  # which rounds are traced is random: until one is followed by a timed round
+        cand = SlowAfterTrace(candidate_process.pid)
+        made = _judgment(tmp_path / str(attempt), monkeypatch, candidate_process, Reference(), traced_round_share=0.5,
+                         max_rounds=12)  # fmt: skip
+        timing = made.time(made.reference_slot.worker, cand)  # type: ignore[arg-type]
+        rounds = _rounds(cand)
+        traced = [i for i, (_, kw) in enumerate(rounds) if kw["trace"]]
+        followed = sum(1 for i in traced if i + 1 < len(rounds) and i + 1 not in traced)
+        if followed:
+            break
+    assert followed >= 1, "no timed round followed a traced one in 20 judgments"
+    clock = made.checks["host_clock"]
+    assert len(clock["round_excess_ms"]) == timing.rounds
+    assert len([x for x in clock["round_excess_ms"] if x > 1.0]) == followed
+    assert clock["candidate_rounds_charged_by_host_clock"] >= followed
+    # baselines measured in this judgment: every timed round but the first follows a frozen window,
+    # except where a traced round (not frozen) came between
+    assert set(clock["after_frozen_rounds"]) <= set(range(1, timing.rounds))
+    assert len(clock["after_frozen_rounds"]) >= timing.rounds - 1 - len(traced)
+    assert set(clock["excess_median_ms"]) == {"timed", "after_frozen", "other_timed"}

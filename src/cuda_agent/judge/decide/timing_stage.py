@@ -94,6 +94,8 @@ class TimingStage:
         traced_rounds = 0
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
+        after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
+        froze_last = False
         while True:
             share = 1.0 if owed_trace else trace_p
             round_began = time.monotonic()
@@ -111,10 +113,14 @@ class TimingStage:
                 traced_rounds += 1
                 if owed_trace and traced_rounds >= tc.min_traced_rounds:
                     break
+                froze_last = False
                 continue
             escaped_ms += _finite(reply.get("escaped_ms"))
             n = len(rounds["candidate"])  # timed rounds before this one
             clock_round = cached is not None and (n < tc.clock_rounds_first or n % tc.clock_round_every == 0)
+            if froze_last:
+                after_frozen.append(n)
+            froze_last = cached is None or clock_round
             with self.baselines_window(cand, ref, freeze=cached is None or clock_round) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
                 outstanding_ms += busy_ms
@@ -192,6 +198,7 @@ class TimingStage:
                          "candidate_measured": _flush_allowance(setup)},
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
+            **_excess_by_round(rounds["candidate"], walls["candidate"], after_frozen, self.host_clock.overhead_ms),
         }
         self.checks["round_setup"] = {
             **_setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms),
@@ -395,6 +402,24 @@ def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None
     """Median per-call host overhead of a contender's rounds (set-up is outside their walls)."""
     per_call = [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
     return round(statistics.median(per_call), 5) if per_call else None
+
+
+def _excess_by_round(rounds: list[list[float]], walls: list[float], after_frozen: list[int],
+                     overhead_ms: float) -> dict[str, Any]:  # fmt: skip
+    """Where the candidate's per-call host overhead went above the reference's, round by round: what an
+    honest candidate charged by the host clock needs to say why (after a frozen window? the whole
+    judgment?). Excess = own per-call overhead - the reference's, in ms; the host clock charges a round
+    whose excess is beyond its margin."""
+    excess = [per_call_overhead(w, 0.0, r) - overhead_ms for r, w in zip(rounds, walls, strict=True) if r]
+    frozen_before = set(after_frozen)
+    after = [x for i, x in enumerate(excess) if i in frozen_before]
+    rest = [x for i, x in enumerate(excess) if i not in frozen_before]
+
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 4) if values else None
+
+    return {"round_excess_ms": [round(x, 4) for x in excess], "after_frozen_rounds": after_frozen,
+            "excess_median_ms": {"timed": median(excess), "after_frozen": median(after), "other_timed": median(rest)}}  # fmt: skip
 
 
 def _setup_summary(setup_walls_ms: list[float], round_walls_ms: list[float],
