@@ -90,3 +90,80 @@ def test_round_time_is_the_same_rule_for_every_contender() -> None:
         wall = sum(s + 0.08 + rng.gauss(0, 0.002) for s in samples)
         t, _ = round_time(samples, wall, clock)
         assert t == pytest.approx(statistics.median(samples), rel=0.1)
+
+
+class _Event:
+    def elapsed_time(self, other: object) -> float:
+        return 0.05
+
+
+def _bare_sampler(loop) -> sampler.Sampler:
+    """A Sampler with one prepared call and `loop` as its timed loop (no GPU: the loop is the test's)."""
+    made = sampler.Sampler.__new__(sampler.Sampler)
+    made.pad_ms = 0.1
+    made._prepared = ([[]], [0], 0, [[_Event(), _Event(), _Event()] for _ in range(3)], False, 0.0)
+    made._timed_loop = loop  # type: ignore[method-assign]
+    return made
+
+
+def test_no_garbage_collection_inside_a_timed_loop() -> None:
+    """A generation-2 collection costs milliseconds of one round's host wall, in whichever process: the
+    timed loop runs with the collector off, and it is on again afterwards, also when the loop raises."""
+    import gc
+
+    seen: list[bool] = []
+
+    def loop(calls, order, keep, ev, fresh, timed, calibration) -> None:
+        seen.append(gc.isenabled())
+        timed.append(1)
+        calibration.extend([0, 2])
+
+    assert gc.isenabled()
+    result = _bare_sampler(loop).round(1)
+    assert seen == [False] and gc.isenabled()
+    assert result.samples_ms == [pytest.approx(0.05)] and result.pad_ms == 0.1
+
+    def failing(*args) -> None:
+        raise RuntimeError("a fault in the call")
+
+    with pytest.raises(RuntimeError):
+        _bare_sampler(failing).round(1)
+    assert gc.isenabled(), "a failed round left the collector off"
+    gc.disable()  # a process that had it off keeps it off
+    try:
+        _bare_sampler(loop).round(1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch) -> None:
+    """The candidate's worker has used the profiler before it is timed (its warm-up, its traced
+    verification calls); a process that has is slower per CUDA call, and the host clock compares the two
+    processes. So the reference's worker runs a profiler session before it times anything in a judgment:
+    measured baselines (`time_setup`) and the clock rounds of cached ones (`clock_setup`)."""
+    from cuda_agent.judge.trusted import reference_worker
+
+    sessions: list[str] = []
+
+    class Timer:
+        host_ms, flush_ms = 0.02, 0.08
+
+        def __init__(self, fn, sets) -> None:
+            sessions.append("sampler")
+
+        def warmup(self) -> float:
+            return 0.1
+
+        def set_pad(self, pad_ms, flush_ms=None) -> None:
+            pass
+
+    monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: sessions.append("profiled"))
+    monkeypatch.setattr(reference_worker, "Sampler", Timer)
+    worker = reference_worker.ReferenceWorker()
+    worker.clock_setup(0.3)
+    assert sessions == ["profiled", "sampler"], "the clock rounds' sampler was made before any profiling"
+    sessions.clear()
+    worker.samplers.clear()
+    worker.time_setup(["eager"])
+    assert sessions[0] == "profiled" and "sampler" in sessions

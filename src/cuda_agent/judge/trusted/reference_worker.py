@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.candidate import aliasing
+from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
@@ -257,6 +257,7 @@ class ReferenceWorker:
             torch.cuda.init()
             torch.ones(8, device="cuda").add_(1)
             torch.cuda.synchronize()
+            kernel_trace.warm_profiler()  # as the candidate's worker: the same process state (kernel_trace.py)
             # How long the drain probe takes on an idle GPU and right after another context's kernel:
             # measured now, before any candidate exists (the pool warms workers one at a time), never while
             # a candidate could be keeping the GPU busy (trusted/drain.py).
@@ -283,6 +284,7 @@ class ReferenceWorker:
         `build_windows` windows, and the fastest build is the baseline: one unlucky autotuning choice no
         longer decides a cold judgment's reward. Returns warm-up and host enqueue times and every build's
         median."""
+        kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
         warm: dict[str, float] = {}
         host: dict[str, float] = {}
         builds_ms: list[float] = []
@@ -322,6 +324,7 @@ class ReferenceWorker:
     def clock_setup(self, pad_ms: float) -> dict[str, Any]:
         """An eager sampler with the judgment's pad, for the host clock's calibration rounds when the
         baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with)."""
+        kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
         if "eager" not in self.samplers:
             sampler = Sampler(self.model, self.timing_sets)
             sampler.warmup()
