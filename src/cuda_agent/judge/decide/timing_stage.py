@@ -249,14 +249,17 @@ class TimingStage:
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
 
     def _setup_charges(self, setups_ms: list[float]) -> list[float]:
-        """Per timed round, the set-up time to add to its host-clock wall: what went beyond the trusted
-        reference's draw of as many inputs x (1 + share) + ms (`TimingConfig.charge_setup`; zeros when it
-        is off or no draw probe succeeded)."""
+        """Per timed round, the set-up time to add to its host-clock wall (`TimingConfig.charge_setup`;
+        zeros when it is off or no draw probe succeeded): how far the median set-up of the timed rounds
+        went beyond the trusted reference's median draw of as many inputs x (1 + share) + ms, the same for
+        every round. Judged on medians, not round by round: outputs computed ahead in most rounds (what
+        moving the median of round times takes) raise the median set-up, while one slow honest set-up
+        (single rounds reached 16.7-22.6 ms against medians of 4.3-8.5 on the H200) charges nothing."""
         tc = self.config.timing
-        if not tc.charge_setup or not self.reference_draws_ms:
+        if not tc.charge_setup or not self.reference_draws_ms or not setups_ms:
             return [0.0] * len(setups_ms)
         allowance = statistics.median(self.reference_draws_ms) * (1 + tc.setup_allowance_share) + tc.setup_allowance_ms
-        return [max(0.0, s - allowance) for s in setups_ms]
+        return [max(0.0, statistics.median(setups_ms) - allowance)] * len(setups_ms)
 
     def _draw_probe(self, ref: WorkerHandle) -> None:
         """The trusted reference draws a round's worth of inputs from fresh seeds: the honest cost of the
