@@ -393,14 +393,17 @@ def _timing(record: dict[str, Any]) -> dict[str, Any]:
     return (record.get("verdict") or {}).get("timing") or {}
 
 
+def _host_clock(record: dict[str, Any]) -> dict[str, Any]:
+    return ((record.get("verdict") or {}).get("checks") or {}).get("host_clock") or {}
+
+
 def _margins(record: dict[str, Any]) -> str:
     """The speedups' lower bounds against the thresholds they had to pass: a reward that differs between
     runs by a margin within the timing noise is the judge's threshold, not the service."""
     t = _timing(record)
     if "speedup_vs_eager_low" not in t:
         return ""
-    clock = ((record.get("verdict") or {}).get("checks") or {}).get("host_clock") or {}
-    charged = clock.get("candidate_rounds_charged_by_host_clock")
+    charged = _host_clock(record).get("candidate_rounds_charged_by_host_clock")
     return (f" (eager {t['speedup_vs_eager_low']:.3f}/{t.get('eager_threshold', 1.05):.3f}, compile "
             f"{t['speedup_vs_compile_low']:.3f}/{t.get('compile_threshold', 1.05):.3f}"
             + (f", {charged}/{t.get('rounds')} rounds charged by the host clock" if charged is not None else "")
@@ -440,7 +443,7 @@ def host_clock_facts(records: dict[int, dict]) -> dict[str, Any]:
     """Over the run's timed verdicts: how many rounds the host clock charged (median and most, of how many)
     and the candidate's per-call overhead beyond the reference's (median of the verdicts' medians, and the
     largest): where reward steps between two runs of one submission come from (docs/design/timing.md)."""
-    clocks = [((r.get("verdict") or {}).get("checks") or {}).get("host_clock") or {} for r in records.values() if _timing(r)]
+    clocks = [_host_clock(r) for r in records.values() if _timing(r)]
     charged = [int(c["candidate_rounds_charged_by_host_clock"]) for c in clocks if "candidate_rounds_charged_by_host_clock" in c]
     excess = [float(m["timed"]) for c in clocks if isinstance(m := c.get("excess_median_ms"), dict) and m.get("timed") is not None]
     return {"timed_verdicts": len(clocks), "charged_rounds_median": statistics.median(charged) if charged else None,

@@ -666,8 +666,7 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
 
         def flush(key: str, clocks: list[dict[str, Any]] = clocks) -> str:
-            values = [f[key] for c in clocks if isinstance(f := c.get("flush_ms"), dict) and f.get(key) is not None]
-            return f"{statistics.median(values):.4f}" if values else "-"
+            return _median_of(clocks, "flush_ms", key)
 
         charged = f"{med('candidate_rounds_charged_by_host_clock'):.0f}/{med('rounds'):.0f}"
         counts = [c["rounds_stamped"] for c in clocks if isinstance(c.get("rounds_stamped"), list)]
@@ -680,11 +679,14 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     print("  timed: every timed round; after frozen: those right after a frozen window; other: the rest")
     print(f"{'example':<20}{'timed':>10}{'after frozen':>14}{'other':>10}")
     for name, clocks in rows.items():
-        def excess(key: str, clocks: list[dict[str, Any]] = clocks) -> str:
-            values = [m[key] for c in clocks if isinstance(m := c.get("excess_median_ms"), dict) and m.get(key) is not None]
-            return f"{statistics.median(values):.4f}" if values else "-"
+        timed, after, other = (_median_of(clocks, "excess_median_ms", k) for k in ("timed", "after_frozen", "other_timed"))
+        print(f"{name[:20]:<20}{timed:>10}{after:>14}{other:>10}")
 
-        print(f"{name[:20]:<20}{excess('timed'):>10}{excess('after_frozen'):>14}{excess('other_timed'):>10}")
+
+def _median_of(clocks: list[dict[str, Any]], field: str, key: str) -> str:
+    """The median of `clock[field][key]` over the verdicts' host clocks that have it, printed (or '-')."""
+    values = [f[key] for c in clocks if isinstance(f := c.get(field), dict) and f.get(key) is not None]
+    return f"{statistics.median(values):.4f}" if values else "-"
 
 
 def print_call_table(medians: dict[str, dict[str, float]]) -> None:

@@ -32,10 +32,10 @@ from pathlib import Path
 def one_process(sessions: int, rounds: int, numel: int) -> dict[str, float]:
     """In this process: `sessions` profiler sessions, then the Sampler's rounds; their overheads."""
     import torch
+    from host_overhead_probe import overheads  # its sibling here, on sys.path as this script's folder
 
     from cuda_agent.judge.candidate import kernel_trace
     from cuda_agent.judge.candidate.sampler import Sampler
-    from cuda_agent.judge.decide.stats import per_call_overhead
 
     model = torch.nn.ReLU().cuda()
     sets = [[torch.randn(numel, device="cuda")] for _ in range(4)]
@@ -44,10 +44,7 @@ def one_process(sessions: int, rounds: int, numel: int) -> dict[str, float]:
     sampler = Sampler(model, sets)
     sampler.warmup()
     sampler.set_pad(0.2, 0.085)  # one pad and flush allowance for every process, as the judge sets them
-    values = []
-    for _ in range(rounds):
-        result = sampler.round(10)
-        values.append(per_call_overhead(result.wall_ms, result.setup_ms, result.samples_ms))
+    values = overheads(sampler, rounds)
     return {"median_ms": statistics.median(values), "p90_ms": sorted(values)[int(0.9 * (len(values) - 1))]}
 
 

@@ -121,7 +121,7 @@ class TimingStage:
             if froze_last:
                 after_frozen.append(n)
             froze_last = cached is None or clock_round
-            with self.baselines_window(cand, ref, freeze=cached is None or clock_round) as busy_ms:
+            with self.baselines_window(cand, ref, freeze=froze_last) as busy_ms:
                 # Work of the candidate's still on the GPU after its round: its calls' cost.
                 outstanding_ms += busy_ms
                 samples = [s + busy_ms / len(samples) for s in samples]
@@ -183,6 +183,7 @@ class TimingStage:
                    for r, w, extra in zip(rounds["candidate"], walls["candidate"], setup_charges, strict=True)]  # fmt: skip
         cand_rounds = [t for t, _ in charged]
         cand_samples = [s for r in rounds["candidate"] for s in r]
+        own = _own_overheads(rounds["candidate"], walls["candidate"])
         self.checks["host_clock"] = {
             **self.checks.get("host_clock", {}),
             "overhead_ms": round(self.host_clock.overhead_ms, 5),
@@ -191,14 +192,14 @@ class TimingStage:
             # The candidate's own per-call overhead by the same measure as `overhead_ms` (wall / calls -
             # median sample): an honest candidate whose figure sits above overhead + margin is charged
             # for host time, not GPU time (seen on the H200: ReLU charged 38 of 60 rounds).
-            "candidate_overhead_ms": _own_overhead(rounds["candidate"], walls["candidate"]),
+            "candidate_overhead_ms": round(statistics.median(own), 5) if own else None,
             # The pads' flush allowance (the reference's) beside the candidate's own claim of its flush
             # time: the gap between them is what each process's own pads used to differ by.
             "flush_ms": {"allowance": None if flush is None else round(flush, 4),
                          "candidate_measured": _flush_allowance(setup)},
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
-            **_excess_by_round(rounds["candidate"], walls["candidate"], after_frozen, self.host_clock.overhead_ms),
+            **_excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
         }
         self.checks["round_setup"] = {
             **_setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms),
@@ -401,19 +402,17 @@ def _flush_allowance(reply: dict) -> float | None:
     return flush if flush is not None and 0.0 <= flush < 100.0 else None
 
 
-def _own_overhead(rounds: list[list[float]], walls: list[float]) -> float | None:
-    """Median per-call host overhead of a contender's rounds (set-up is outside their walls)."""
-    per_call = [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
-    return round(statistics.median(per_call), 5) if per_call else None
+def _own_overheads(rounds: list[list[float]], walls: list[float]) -> list[float]:
+    """Per-call host overhead of each of a contender's rounds (set-up is outside their walls)."""
+    return [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
 
 
-def _excess_by_round(rounds: list[list[float]], walls: list[float], after_frozen: list[int],
-                     overhead_ms: float) -> dict[str, Any]:  # fmt: skip
-    """Where the candidate's per-call host overhead went above the reference's, round by round: what an
-    honest candidate charged by the host clock needs to say why (after a frozen window? the whole
-    judgment?). Excess = own per-call overhead - the reference's, in ms; the host clock charges a round
+def _excess_by_round(own_ms: list[float], after_frozen: list[int], overhead_ms: float) -> dict[str, Any]:
+    """Where the candidate's per-call host overhead (`own_ms`, per timed round) went above the reference's,
+    round by round: what an honest candidate charged by the host clock needs to say why (after a frozen
+    window? the whole judgment?). Excess = own - the reference's, in ms; the host clock charges a round
     whose excess is beyond its margin."""
-    excess = [per_call_overhead(w, 0.0, r) - overhead_ms for r, w in zip(rounds, walls, strict=True) if r]
+    excess = [x - overhead_ms for x in own_ms]
     frozen_before = set(after_frozen)
     after = [x for i, x in enumerate(excess) if i in frozen_before]
     rest = [x for i, x in enumerate(excess) if i not in frozen_before]
