@@ -118,10 +118,17 @@ def brief(verdict: Any) -> dict[str, Any]:
         "spot_checks": checks.get("timed_spot_checks"),
         "worker_calls": dict(checks.get("worker_calls", {})),
         "host_clock": dict(checks.get("host_clock", {})),
-        "round_setup": dict(checks.get("round_setup", {})),
+        "draw": _draw_policy(timing.policy if timing else {}),
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
     }
+
+
+def _draw_policy(policy: dict[str, Any]) -> dict[str, Any]:
+    """How the timed rounds' inputs were drawn (inside each round, under a cover spin) and what it cost."""
+    host = policy.get("draw_host_ms") or {}
+    return {"cover_ms": policy.get("draw_cover_ms"), "reference_draw_ms": host.get("reference"),
+            "candidate_draw_ms": host.get("candidate"), "pad_ms": policy.get("pad_ms")}  # fmt: skip
 
 
 def describe(b: dict[str, Any]) -> str:
@@ -650,17 +657,16 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     for r in warm:
         clock = r["verdict"].get("host_clock") or {}
         if _ok(r) and clock.get("candidate_overhead_ms") is not None:
-            rows.setdefault(r["example"], []).append({**clock, **(r["verdict"].get("round_setup") or {}),
+            rows.setdefault(r["example"], []).append({**clock, **(r["verdict"].get("draw") or {}),
                                                       "rounds": r["verdict"].get("rounds") or 0})  # fmt: skip
     if not rows:
         return
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
     print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
-    print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed; set-up and")
-    print("   round: the candidate's round set-up walls outside the clock, median and max, and its round walls;")
-    print("   draw: the reference drawing as many input sets, the honest comparator)")
+    print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed; draw: a")
+    print("   draw's host time in the reference, the cover spin each call's in-round draw ran under, and the pad)")
     print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}"
-          f"{'stamped':>14}{'set-up':>9}{'max':>9}{'round':>9}{'draw':>9}")  # fmt: skip
+          f"{'stamped':>14}{'draw':>9}{'cover':>9}{'pad':>9}")  # fmt: skip
     for name, clocks in rows.items():
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
@@ -673,8 +679,7 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
         stamped = f"{sum(n for n, _ in counts)}/{sum(t for _, t in counts)}" if counts else "-"
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
               f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}"
-              f"{med('setup_median_ms'):>9.3f}{max(float(c.get('setup_max_ms') or 0) for c in clocks):>9.3f}"
-              f"{med('round_median_ms'):>9.3f}{med('reference_draw_median_ms'):>9.3f}")  # fmt: skip
+              f"{med('reference_draw_ms'):>9.3f}{med('cover_ms'):>9.3f}{med('pad_ms'):>9.3f}")  # fmt: skip
     print("\nwarm, where the candidate's per-call overhead exceeds the reference's (median ms over its rounds):")
     print("  timed: every timed round; after frozen: those right after a frozen window; other: the rest")
     print(f"{'example':<20}{'timed':>10}{'after frozen':>14}{'other':>10}")

@@ -202,3 +202,107 @@ def test_fresh_compile_builds_are_distinct_and_timed() -> None:
         torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
     codes = {(getattr(b, "_torchdynamo_orig_callable", None) or b.__wrapped__).__code__ for b in builds}
     assert len(codes) == 2
+
+
+def _seeded_samplers(fn_honest, fn_cheat, draw_honest, draw_cheat):
+    """Two samplers drawing their inputs inside the round, with one pad, flush allowance and cover."""
+    from cuda_agent.judge.candidate.sampler import Sampler, cover_for
+
+    first = draw_honest(1)
+    honest = Sampler(fn_honest, [first], draw=draw_honest)
+    cheat = Sampler(fn_cheat, [first], draw=draw_cheat)
+    for sampler in (honest, cheat):
+        sampler.warmup()
+    pad = max(honest.pad_ms, cheat.pad_ms)
+    cover = cover_for(honest.draw_ms)
+    for sampler in (honest, cheat):
+        sampler.set_pad(pad, honest.flush_ms, cover)
+    return honest, cheat
+
+
+def test_work_done_at_the_draw_is_inside_the_host_clock() -> None:
+    """The set-up gap of issue 12, closed: a timed call's inputs are drawn inside its round, so a candidate
+    that computes the output the moment the inputs exist (a patched draw) does that work inside the parent's
+    clock. Its samples say ~0 (the timed call only hands the output back); the host clock, calibrated on
+    honest rounds of the same draw, charges the work back. Drawn before the round, as the judge did until
+    2026-12-02, the same trick was free (the `fresh` rounds below: the clock sees nothing)."""
+    import secrets
+
+    import torch
+
+    from cuda_agent.judge.decide.stats import HostClock, per_call_overhead, round_time
+
+    n = 16 << 20  # 64 MB: the gelu is ~0.05 ms, well past launch overhead
+
+    def draw(seed: int) -> list:
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return [torch.randn(n, device="cuda", generator=g)]
+
+    made: dict[int, torch.Tensor] = {}
+
+    def draw_and_precompute(seed: int) -> list:
+        inputs = draw(seed)
+        made[id(inputs[0])] = torch.nn.functional.gelu(inputs[0])  # the patched draw does the work here
+        return inputs
+
+    def hand_back(x: torch.Tensor) -> torch.Tensor:
+        return made.pop(id(x))
+
+    honest, cheat = _seeded_samplers(torch.nn.functional.gelu, hand_back, draw, draw_and_precompute)
+    assert honest.draw_ms > 0 and honest.cover_ms > honest.draw_ms
+    reference = []
+    for _ in range(6):
+        result = honest.round(10, seeds=[secrets.randbits(62) for _ in range(10)])
+        reference.append((result.wall_ms, result.setup_ms, result.samples_ms))
+        honest.release()
+    clock = HostClock.from_reference(reference)
+    true_ms = statistics.median(statistics.median(s) for _, _, s in reference)
+    charged, claimed = [], []
+    for _ in range(6):
+        result = cheat.round(10, seeds=[secrets.randbits(62) for _ in range(10)])
+        t, _ = round_time(result.samples_ms, result.wall_ms, clock)
+        charged.append(t)
+        claimed.append(statistics.median(result.samples_ms))
+        cheat.release()
+    assert statistics.median(claimed) < 0.3 * true_ms, (claimed, true_ms)  # the samples alone are fooled
+    assert statistics.median(charged) >= 0.8 * true_ms, (charged, true_ms, clock)
+    # Drawn before the round instead (the old protocol), the precomputation is outside the clock.
+    free = []
+    for _ in range(4):
+        sets = [draw_and_precompute(secrets.randbits(62)) for _ in range(10)]
+        torch.cuda.synchronize()
+        result = cheat.round(10, fresh=sets)
+        free.append(round_time(result.samples_ms, result.wall_ms, clock)[0])
+        overhead = per_call_overhead(result.wall_ms, 0.0, result.samples_ms)
+        cheat.release()
+    assert statistics.median(free) < 0.3 * true_ms, (free, true_ms, overhead)
+
+
+def test_the_cover_hides_the_draws_host_time() -> None:
+    """A draw that spends 300 us on the host before its kernels: inside the round, under the cover, the
+    per-call overhead the host clock compares stays as steady as with inputs drawn before the round."""
+    import secrets
+
+    import torch
+
+    from cuda_agent.judge.decide.stats import HostClock
+
+    x0 = torch.randn(1 << 20, device="cuda")
+
+    def draw(seed: int) -> list:
+        end = time.perf_counter() + 300e-6
+        while time.perf_counter() < end:
+            pass
+        return [x0 + (seed % 7)]
+
+    sampler, _ = _seeded_samplers(torch.relu, torch.relu, draw, draw)
+    assert sampler.draw_ms >= 0.28 and sampler.cover_ms >= 1.25 * 0.28
+    seeded, fresh = [], []
+    for _ in range(12):
+        r = sampler.round(10, seeds=[secrets.randbits(62) for _ in range(10)])
+        seeded.append((r.wall_ms, r.setup_ms, r.samples_ms))
+        sets = [draw(secrets.randbits(62)) for _ in range(10)]
+        r = sampler.round(10, fresh=sets)
+        fresh.append((r.wall_ms, r.setup_ms, r.samples_ms))
+    covered, before = HostClock.from_reference(seeded), HostClock.from_reference(fresh)
+    assert covered.margin_ms <= max(2.5 * before.margin_ms, 0.02), (covered, before)

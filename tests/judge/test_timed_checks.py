@@ -1,7 +1,8 @@
-"""Fresh content for every timed call, and checks chosen after the round (api.Judgment.draw_round /
-check_round) against scripted workers: every call of every round gets a seed of its own, made for that
-round; the candidate is asked for a call's output only after the round ran; the reference compares it
-on that call's seed; a wrong checked output ends the judgment with -1."""
+"""Fresh content for every timed call, and checks chosen after the round (decide/timed_checks.py:
+`new_round`, `check_round`) against scripted workers: every call of every round gets a seed of its own,
+made for that round and sent with the command that times it; the candidate is asked for a call's output
+only after the round ran; the reference compares it on that call's seed; a wrong checked output ends the
+judgment with -1."""
 
 from __future__ import annotations
 
@@ -54,8 +55,10 @@ def judgment(tmp_path: Path, checks: int = 1) -> Judgment:
 
 
 def one_round(made: Judgment, ref: Reference, cand: Candidate) -> None:
-    made.draw_round(ref, cand)  # type: ignore[arg-type]
-    cand.call("time_round", 1, samples=10)
+    """As `TimingStage._candidate_round` asks for a round (the content's arguments split as it splits them)."""
+    content = made.new_round(ref)  # type: ignore[arg-type]
+    cand.call("prepare_round", 1, samples=10, inputs_path=content.get("inputs_path"))
+    cand.call("time_round", 1, samples=10, seeds=content.get("seeds"))
     made.check_round(ref, cand)  # type: ignore[arg-type]
 
 
@@ -64,12 +67,12 @@ def test_every_timed_call_gets_its_own_seed_and_checks_come_after_the_round(tmp_
     made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
     for _ in range(5):
         one_round(made, ref, cand)
-    draws = [p["seeds"] for c, p in cand.log if c == "draw_round"]
+    draws = [p["seeds"] for c, p in cand.log if c == "time_round"]
     seeds = [s for round_seeds in draws for s in round_seeds]
     assert len(draws) == 5 and all(len(d) == 10 for d in draws)
     assert len(set(seeds)) == 50, "no two timed calls share input content"
     commands = [c for c, _ in cand.log]
-    assert commands == ["draw_round", "time_round", "dump_call", "dump_call"] * 5
+    assert commands == ["prepare_round", "time_round", "dump_call", "dump_call"] * 5
     for r in range(5):  # the compared seed is the chosen call's seed of that same round
         dumps = [p["index"] for c, p in cand.log[4 * r : 4 * r + 4] if c == "dump_call"]
         assert len(set(dumps)) == 2
@@ -84,7 +87,7 @@ def test_a_wrong_checked_output_is_minus_one(tmp_path: Path) -> None:
     made, cand = judgment(tmp_path, checks=10), Candidate()
     ref = Reference()
     made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
-    made.draw_round(ref, cand)  # type: ignore[arg-type]
+    made.new_round(ref)  # type: ignore[arg-type]
     ref.wrong_seeds = {made.round_seeds[7]}  # one call in ten returned a stale (cached) answer
     with pytest.raises(Stop) as stopped:
         made.check_round(ref, cand)  # type: ignore[arg-type]
@@ -120,13 +123,14 @@ def test_input_file_mode_has_the_reference_draw_each_round(tmp_path: Path) -> No
     one_round(made, ref, cand)
     one_round(made, ref, cand)
     assert len(calls) == 2 and calls[0]["seeds"] != calls[1]["seeds"]
-    assert all("seeds" not in p for c, p in cand.log if c == "draw_round"), "no seeds reach the candidate"
+    assert all(p.get("seeds") is None for _, p in cand.log), "no seeds reach the candidate"
+    assert [p["inputs_path"] for c, p in cand.log if c == "prepare_round"] == [str(tmp_path / "round_inputs.tensors")] * 2
 
 
 def test_only_a_secret_share_of_rounds_is_checked(tmp_path: Path) -> None:
     made, ref, cand = judgment(tmp_path), Reference(), Candidate()
     made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
-    made.draw_round(ref, cand)  # type: ignore[arg-type]
+    made.new_round(ref)  # type: ignore[arg-type]
     assert made.check_round(ref, cand, 0.0) is False and not ref.compared  # type: ignore[arg-type]
     checked = sum(made.check_round(ref, cand, 0.35) for _ in range(400))  # type: ignore[arg-type]
     assert 90 < checked < 190 and len(ref.compared) == checked

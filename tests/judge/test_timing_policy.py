@@ -100,8 +100,10 @@ class _Event:
 def _bare_sampler(loop) -> sampler.Sampler:
     """A Sampler with one prepared call and `loop` as its timed loop (no GPU: the loop is the test's)."""
     made = sampler.Sampler.__new__(sampler.Sampler)
-    made.pad_ms = 0.1
-    made._prepared = ([[]], [0], 0, [[_Event(), _Event(), _Event()] for _ in range(3)], False, 0.0)
+    made.pad_ms, made.cover_ms = 0.1, 0.0
+    made._prepared = sampler._Round(1, [[_Event(), _Event(), _Event()] for _ in range(3)], 0.0)
+    made.arg_sets, made._round_copies = [[]], {}
+    made.torch = type("T", (), {"cuda": type("C", (), {"synchronize": staticmethod(lambda: None)})})
     made._timed_loop = loop  # type: ignore[method-assign]
     return made
 
@@ -113,7 +115,7 @@ def test_no_garbage_collection_inside_a_timed_loop() -> None:
 
     seen: list[bool] = []
 
-    def loop(calls, order, keep, ev, fresh, timed, calibration) -> None:
+    def loop(plan, timed, calibration) -> None:
         seen.append(gc.isenabled())
         timed.append(1)
         calibration.extend([0, 2])
@@ -149,13 +151,18 @@ def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch)
     class Timer:
         host_ms, flush_ms = 0.02, 0.08
 
-        def __init__(self, fn, sets) -> None:
+        draw_ms = 0.3
+
+        def __init__(self, fn, sets, draw=None) -> None:
             sessions.append("sampler")
 
         def warmup(self) -> float:
             return 0.1
 
-        def set_pad(self, pad_ms, flush_ms=None) -> None:
+        def measure_draw(self) -> float:
+            return self.draw_ms
+
+        def set_pad(self, pad_ms, flush_ms=None, cover_ms=None) -> None:
             pass
 
     monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: sessions.append("profiled"))

@@ -1,8 +1,8 @@
 """Which timed round is traced for the coverage gate is the parent's secret (issue 12, class 3).
 
 Against scripted workers and a real process standing in for the candidate (it is frozen while baselines
-run): the traced round is chosen by `secrets` after its inputs were drawn, at no fixed place (not always
-the last, not always the first), asked for with the same command and arguments as every other round, and
+run): the traced round is chosen by `secrets` for each round, at no fixed place (not always the last, not
+always the first), asked for with the same command and argument names as every other round, and
 its samples are not part of the timing. A submission honest only on the round that used to be traced (the
 last one) is caught when ATen runs in a traced round.
 """
@@ -46,8 +46,6 @@ class Reference(RoundTrips):
             return {"ok": True, "samples": [ms] * CALLS, "setup_ms": 0.0}
         if command == "drain":
             return {"ok": True, "drained": True, "busy_ms": 0.0}
-        if command == "draw_probe":
-            return {"ok": True}
         raise AssertionError(f"unexpected reference command {command}")
 
 
@@ -65,7 +63,7 @@ class Candidate(RoundTrips):
         self.commands.append((command, kw))
         if command == "time_setup":
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.01}
-        if command in ("time_pad", "draw_round", "prepare_round"):
+        if command in ("time_pad", "prepare_round"):
             return {"ok": True}
         if command == "time_round":
             cheating = self.rounds in self.aten_rounds
@@ -107,19 +105,19 @@ def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.
 
 
 def _rounds(cand: Candidate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(draw_round payload, time_round payload) of every round, in order."""
-    out, draw = [], None
+    """(prepare_round payload, time_round payload) of every round, in order."""
+    out, prepared = [], None
     for command, kw in cand.commands:
-        if command == "draw_round":
-            draw = kw
+        if command == "prepare_round":
+            prepared = kw
         elif command == "time_round":
-            assert draw is not None, "a timed round without fresh inputs drawn before it"
-            out.append((draw, kw))
-            draw = None
+            assert prepared is not None, "a timed round without its set-up before it"
+            out.append((prepared, kw))
+            prepared = None
     return out
 
 
-def test_the_traced_round_is_chosen_after_the_draw_at_no_fixed_place(tmp_path, monkeypatch, candidate_process) -> None:
+def test_the_traced_round_is_chosen_at_no_fixed_place(tmp_path, monkeypatch, candidate_process) -> None:
     positions: set[tuple[int, int]] = set()  # (index of a traced round, rounds in that judgment)
     for attempt in range(12):
         ref, cand = Reference(), Candidate(candidate_process.pid)
@@ -128,10 +126,10 @@ def test_the_traced_round_is_chosen_after_the_draw_at_no_fixed_place(tmp_path, m
         rounds = _rounds(cand)
         traced = [i for i, (_, kw) in enumerate(rounds) if kw["trace"]]
         assert len(traced) >= made.config.timing.min_traced_rounds and made.checks["traced_timed_rounds"] == len(traced)
-        # every round is asked for alike: the same command and argument names, the draw before it says
-        # nothing of tracing (seeds only), and the draw comes first
-        assert {frozenset(kw) for _, kw in rounds} == {frozenset({"samples", "keep", "trace"})}
-        assert {frozenset(draw) for draw, _ in rounds} == {frozenset({"seeds"})}
+        # every round is asked for alike: the same command and argument names (the seeds with it), and the
+        # set-up before it says nothing of tracing
+        assert {frozenset(kw) for _, kw in rounds} == {frozenset({"samples", "keep", "trace", "seeds"})}
+        assert {frozenset(prepared) for prepared, _ in rounds} == {frozenset({"samples", "inputs_path"})}
         # traced rounds are evidence, not measurements
         assert timing.rounds == len(rounds) - len(traced)
         positions |= {(i, len(rounds)) for i in traced}
@@ -141,7 +139,7 @@ def test_the_traced_round_is_chosen_after_the_draw_at_no_fixed_place(tmp_path, m
 
 def test_aten_before_the_round_that_used_to_be_traced_is_caught(tmp_path, monkeypatch, candidate_process) -> None:
     """PyTorch's kernel in the first three rounds, its own afterwards: against a fixed traced round after
-    the timing rounds this always passed. Traced at random after each draw (share 0.5 here), one of the
+    the timing rounds this always passed. Traced at random, round by round (share 0.5 here), one of the
     first three is traced in 7 judgments of 8, and then it is refused."""
     caught = 0
     for attempt in range(6):

@@ -49,16 +49,6 @@ class TimingConfig:
     # host, 1.34x -> 0.86x; recheck of the H200 eval run, 2026-12-01).
     clock_rounds_first: int = 2
     clock_round_every: int = 10
-    # Set-up time charged to the rounds (the open gap of docs/design/trust_boundary.md: the round's inputs
-    # are in the candidate's process from its draw on, and draw + prepare run outside the clock). When on,
-    # the timed rounds' median set-up wall beyond the trusted reference's median draw of as many inputs
-    # x (1 + share) + ms is added to every timed round's host-clock wall. The allowance is from the H200
-    # suite (2026-12-02): honest set-up medians 0.72-1.82 x the reference's draw (4.0-7.5 ms), 13.4 ms
-    # against 5.5 on a busy host. Off: what it can see is heavy kernels' work only (a launch-bound kernel's
-    # round of work, ~0.7 ms, is inside the allowance), and it has not yet run on a GPU.
-    charge_setup: bool = False
-    setup_allowance_share: float = 1.0
-    setup_allowance_ms: float = 3.0
 
 
 @dataclass(frozen=True)

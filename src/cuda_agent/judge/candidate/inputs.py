@@ -15,7 +15,9 @@ What a seed may reveal (docs/design/trust_boundary.md): every seed is an indepen
 (`secrets.randbits`), used for one input set only, and the candidate worker receives it only when that
 set is due: a verification set's seed with its call, a timed call's seed with the round it belongs to.
 So a seed tells the candidate nothing beyond the content it is about to be given anyway; in particular
-nothing of later rounds, of the baselines' sets, or of which timed calls the parent will check. After
+nothing of later rounds, of the baselines' sets, or of which timed calls the parent will check. A timed
+call's seed arrives with the command that times its round, and its inputs are drawn inside that round
+(candidate/sampler.py), so they never exist in the candidate's process before the parent's clock starts. After
 each draw the generators are reseeded from the OS (`scrub_generators`), so torch's RNG state in the
 candidate's process never holds a seed for longer than the draw.
 
@@ -39,8 +41,17 @@ CHUNKS = 256
 
 
 def seed_everything(seed: int) -> None:
-    """Seed torch (CPU and every GPU), Python's `random` and, if a task imported it, numpy."""
-    torch.manual_seed(seed)
+    """Seed torch (CPU and every GPU), Python's `random` and, if a task imported it, numpy.
+
+    The generators are seeded directly, as `torch.manual_seed` does, without its walk over every backend
+    (~70 us a call, twice a draw): a timed call's draw runs inside the round, under a spin of the GPU
+    as long as its host time (candidate/sampler.py), so each microsecond of it is paid on every call."""
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        for generator in torch.cuda.default_generators:
+            generator.manual_seed(seed)
+    else:
+        torch.cuda.manual_seed_all(seed)  # queued until CUDA starts, as torch.manual_seed does
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:

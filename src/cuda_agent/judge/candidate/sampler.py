@@ -3,6 +3,10 @@
 `Sampler` runs inside a worker process. What one sample is, for every contender alike (candidate, eager,
 torch.compile):
 
+0. **the draw** (rounds given seeds): a spin of the same judge kernel with no flush (`cover_ms`, one
+   length for every contender), then the call's inputs drawn from its seed with the task's own
+   `get_inputs()`: their host time passes while the GPU spins, their kernels run after it. The inputs of
+   a timed call so come into existence inside the parent's clock around the round, never before it.
 1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, writes
    256 MB (evicting L2) and then spins to a common deadline. The host enqueues the call while the GPU is
    busy with it, so the call's host launch overhead, up to the pad's length, is hidden -- the reward
@@ -14,6 +18,10 @@ torch.compile):
    the synchronisation's round trip plus any work still running on another stream after `end`; the
    round trip is measured in the same round by calibration samples (the same steps around no call), and
    any excess beyond it (1 us of resolution) is charged to the sample. There is no host-clock slack.
+
+`cover_ms` covers the draw's host time the same way (`measure_draw`, the trusted reference's for everyone,
+a contender's own report only lengthening it); the draw's GPU work and the cover lie outside the events,
+in every contender's wall alike, so the host clock's calibration on the reference's rounds takes them in.
 
 `pad` covers the contender's own host enqueue time, measured during warm-up with the GPU kept busy (the
 parent may set one length for all three); a call that synchronises inside cannot be hidden and is charged
@@ -41,6 +49,7 @@ import ctypes
 import functools
 import gc
 import random
+import secrets
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +58,7 @@ from typing import Any
 
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-PROTOCOL_VERSION = "fatpad-devwide-v3"  # v3: no garbage collection inside a timed loop
+PROTOCOL_VERSION = "fatpad-devwide-v4"  # v3: no collection in a timed loop; v4: inputs drawn inside the round
 L2_FLUSH_BYTES = 256 << 20
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
@@ -59,6 +68,12 @@ PAD_FACTOR = 1.25
 PAD_EXTRA_MS = 0.02
 PAD_MIN_MS = 0.02
 PAD_MAX_MS = 2.0
+# The spin before a call's draw covers this multiple of the draw's host time plus a constant, within
+# bounds (H200, 2026-12-02: a draw's host time 0.38-0.64 ms, its p90 1.06-1.14 x the median; covered, the
+# per-call overhead's margin stayed that of inputs drawn before the round, exposed it grew 2-6x).
+COVER_FACTOR = 1.25
+COVER_EXTRA_MS = 0.05
+COVER_MAX_MS = 5.0
 # Work after the end event is charged beyond the calibrated round trip plus this resolution.
 TAIL_RESOLUTION_MS = 0.001
 # A calibration sample (no call) after every this many timed calls.
@@ -121,13 +136,14 @@ class RoundResult:
     roundtrip_ms: float = 0.0  # calibrated end -> after of a sample without a call
     setup_ms: float = 0.0  # host time before the timed loop (copies to fresh memory)
     pad_ms: float = 0.0
+    cover_ms: float = 0.0  # the spin each call's draw ran under (0: inputs drawn before the round)
 
     def reply(self) -> dict[str, Any]:
         """What a worker sends the parent about a round."""
         return {
             "samples": self.samples_ms, "wall_ms": self.wall_ms, "setup_ms": self.setup_ms,
             "escaped_ms": round(sum(self.escaped_ms), 6), "roundtrip_ms": self.roundtrip_ms,
-            "pad_ms": self.pad_ms,
+            "pad_ms": self.pad_ms, "cover_ms": self.cover_ms,
         }  # fmt: skip
 
 
@@ -171,8 +187,9 @@ class PadKernel:
         self.buffer_ptr = int(buffer.data_ptr())
         self.n16 = buffer.numel() // 16
 
-    def launch(self, stream: int, total_ms: float) -> None:
-        args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16),
+    def launch(self, stream: int, total_ms: float, flush: bool = True) -> None:
+        """Flush (unless `flush` is False: a pure spin, the draw's cover), then spin to `total_ms` after start."""
+        args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
                 ctypes.c_uint64(max(0, int(total_ms * 1e6)))]  # fmt: skip
         params = (ctypes.c_void_p * 3)(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
         self.driver.check(
@@ -187,14 +204,38 @@ def pad_for(host_ms: float) -> float:
     return min(PAD_MAX_MS, max(PAD_MIN_MS, PAD_FACTOR * host_ms + PAD_EXTRA_MS))
 
 
-class Sampler:
-    """Times one callable over argument sets on one CUDA stream, by the protocol in the module docstring."""
+def cover_for(draw_ms: float) -> float:
+    """The spin that hides a draw's host time of `draw_ms` (bounded; 0 for a draw that waits for the GPU
+    inside, which no spin can hide)."""
+    return min(COVER_MAX_MS, COVER_FACTOR * draw_ms + COVER_EXTRA_MS) if draw_ms > 0 else 0.0
 
-    def __init__(self, fn: Callable[..., Any], arg_sets: Sequence[Sequence[Any]], pad_ms: float | None = None) -> None:
+
+@dataclass
+class _Round:
+    """A round set up before its clock starts: the event slots, and what its calls are called on."""
+
+    samples: int
+    events: list[list[Any]]
+    setup_ms: float
+    calls: list[Any] = field(default_factory=list)  # input sets (drawn before, or rotation copies)
+    order: list[int] = field(default_factory=list)  # rotation: which set each call uses
+    keep: int = 0  # rotation: the call whose output is kept (`last`)
+    keep_all: bool = False  # fresh or drawn inputs: every call's inputs and output are kept (`kept`)
+    seeds: list[int] | None = None  # drawn inside the round, one call each
+
+
+class Sampler:
+    """Times one callable over argument sets on one CUDA stream, by the protocol in the module docstring.
+
+    `draw` (seed -> argument list) makes rounds given seeds draw each call's inputs inside the round."""
+
+    def __init__(self, fn: Callable[..., Any], arg_sets: Sequence[Sequence[Any]], pad_ms: float | None = None,
+                 draw: Callable[[int], Sequence[Any]] | None = None) -> None:  # fmt: skip
         import torch
 
         self.torch = torch
         self.fn = fn
+        self.draw = draw
         self.arg_sets = [list(a) for a in arg_sets]
         self.stream = torch.cuda.current_stream()
         self.flush_buffer = _flush_buffer()
@@ -202,7 +243,7 @@ class Sampler:
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self.kept: list[tuple[Any, Any]] = []  # (inputs, output) of every call of a round with fresh inputs
         self._round_copies: dict[int, list[Any]] = {}
-        self._prepared: tuple[Any, ...] | None = None  # a round set up by `prepare`
+        self._prepared: _Round | None = None  # a round set up by `prepare`
         self._cudart = cuda_runtime()
         if self._cudart is not None:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
@@ -211,7 +252,9 @@ class Sampler:
         self.flush_ms = self._measure_flush()
         self.flush_allowance_ms = self.flush_ms  # the pad's flush share: the parent sets one for all
         self.host_ms = 0.0
+        self.draw_ms = 0.0  # host time of one draw with the GPU busy (`measure_draw`)
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
+        self.cover_ms = 0.0
         self._pad_fixed = pad_ms is not None
 
     # ---- the pad ------------------------------------------------------------------------------------
@@ -227,6 +270,17 @@ class Sampler:
             self.flush_buffer.zero_()
             if pad_ms > 0:
                 self.torch.cuda._sleep(int(pad_ms * _sleep_cycles_per_ms()))
+
+    def _launch_cover(self, cover_ms: float) -> None:
+        """Keep the whole GPU busy for `cover_ms` without flushing, on the timing stream: a draw's host
+        time passes under it, and its kernels run after it."""
+        if cover_ms <= 0:
+            return
+        if self.kernel is not None:
+            self.kernel.launch(self.stream.cuda_stream, cover_ms, flush=False)
+            return
+        with self.torch.cuda.stream(self.stream):
+            self.torch.cuda._sleep(int(cover_ms * _sleep_cycles_per_ms()))
 
     def _measure_flush(self) -> float:
         torch = self.torch
@@ -245,12 +299,15 @@ class Sampler:
             times.append(a.elapsed_time(b))
         return min(times)
 
-    def set_pad(self, pad_ms: float, flush_ms: float | None = None) -> None:
-        """One pad length, and one flush allowance (`flush_ms`, the reference's), for every contender of a
-        judgment (the parent decides). Without `flush_ms` the sampler keeps its own measurement."""
+    def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> None:
+        """One pad length, one flush allowance (`flush_ms`, the reference's) and one cover for the draw
+        (`cover_ms`) for every contender of a judgment (the parent decides). Without `flush_ms` the sampler
+        keeps its own measurement, without `cover_ms` its own draw's cover."""
         self.pad_ms = min(PAD_MAX_MS, max(PAD_MIN_MS, float(pad_ms)))
         if flush_ms is not None:
             self.flush_allowance_ms = min(PAD_MAX_MS, max(0.0, float(flush_ms)))
+        if cover_ms is not None:
+            self.cover_ms = min(COVER_MAX_MS, max(0.0, float(cover_ms)))
         self._pad_fixed = True
 
     def _args(self) -> list[Any]:
@@ -259,8 +316,9 @@ class Sampler:
         return self.arg_sets[(self._next - 1) % len(self.arg_sets)]
 
     def warmup(self, min_calls: int = WARMUP_MIN_CALLS, min_ms: float = WARMUP_MIN_MS) -> float:
-        """Call until both minimums are met, then measure the host enqueue time (and, unless the parent
-        fixed one, choose the pad from it). Returns the mean ms per call seen during warm-up."""
+        """Call until both minimums are met, then measure the host enqueue time and the draw's host time
+        (and, unless the parent fixed them, choose the pad and the cover from them). Returns the mean ms
+        per call seen during warm-up."""
         torch = self.torch
         calls = 0
         start = time.perf_counter()
@@ -273,8 +331,10 @@ class Sampler:
             if (calls >= min_calls and elapsed >= min_ms) or calls >= 10_000:
                 break
         self.host_ms = self.measure_host()
+        self.draw_ms = self.measure_draw() if self.draw is not None else 0.0
         if not self._pad_fixed:
             self.pad_ms = pad_for(self.host_ms)
+            self.cover_ms = cover_for(self.draw_ms)
         return elapsed / calls
 
     def measure_host(self, repeats: int = 5) -> float:
@@ -295,44 +355,81 @@ class Sampler:
         host = statistics.median(times)
         return 0.0 if host >= 0.8 * busy_ms else host
 
-    # ---- a round --------------------------------------------------------------------------------------
-    def prepare(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None) -> float:
-        """Everything a round needs before its first call (argument lists, copies to fresh memory, CUDA
-        events), done now so that the parent can keep it outside the clock it times the round with: set-up
-        the parent's clock charged as if it were per-call cost made an honest candidate look 10-20 us per
-        call slower than itself on an H200. Returns the set-up's ms."""
+    def measure_draw(self, repeats: int = 7) -> float:
+        """Median host time of one draw (fresh seeds) while the GPU is busy: what the cover must hide. All
+        repeats run under one long spin (their kernels queue behind it), so measuring costs one spin; a
+        draw that waits for the GPU inside cannot be hidden: it reports 0 and gets no cover."""
+        assert self.draw is not None
         torch = self.torch
-        setup_began = time.perf_counter()
-        if fresh is not None:
-            calls = [list(a) for a in fresh]
-            order = list(range(len(calls)))
-            samples = len(calls)
-        else:
-            order = [random.randrange(len(self.arg_sets)) for _ in range(samples)]
-            previous = self._round_copies  # alive while new copies are made: the addresses must differ
-            self._round_copies = {k: _fresh(self.arg_sets[k]) for k in sorted(set(order))}
-            del previous
-            calls = [self._round_copies[k] for k in order]
-        self.kept = []
-        keep = samples - 1 if keep is None else keep
-        n_cal = -(-samples // CALIBRATE_EVERY) + 1  # one before every CALIBRATE_EVERY calls, one at the end
-        ev = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(samples + n_cal)]
+        busy_ms = 2 * COVER_MAX_MS
         torch.cuda.synchronize()
-        setup_ms = (time.perf_counter() - setup_began) * 1000
-        self._prepared = (calls, order, keep, ev, fresh is not None, setup_ms)
+        self._launch_cover(busy_ms)
+        launched = time.perf_counter()
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            self.draw(secrets.randbits(62))
+            done = time.perf_counter()
+            times.append((done - began) * 1000)
+            if (done - launched) * 1000 > 0.5 * busy_ms:  # the spin may end before the next one
+                break
+        torch.cuda.synchronize()
+        host = statistics.median(times)
+        return 0.0 if host >= 0.4 * busy_ms else host
+
+    # ---- a round --------------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Drop the last round's kept inputs and outputs (and rotation copies)."""
+        self.kept, self._round_copies = [], {}
+
+    def prepare(self, samples: int) -> float:
+        """What a round needs before its first call and that no input decides (the last round's kept
+        calls released, CUDA events), done now so that the parent can keep it outside the clock it times the
+        round with: set-up charged as per-call cost made an honest candidate look 10-20 us per call slower
+        than itself on an H200. Returns the set-up's ms."""
+        torch = self.torch
+        began = time.perf_counter()
+        self.release()
+        n_cal = -(-samples // CALIBRATE_EVERY) + 1  # one before every CALIBRATE_EVERY calls, one at the end
+        events = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(samples + n_cal)]
+        torch.cuda.synchronize()
+        setup_ms = (time.perf_counter() - began) * 1000
+        self._prepared = _Round(samples, events, setup_ms)
         return setup_ms
 
-    def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None) -> RoundResult:
-        """Time `samples` calls. With `fresh` (one input set per call, drawn for this round) call i gets
-        `fresh[i]` and every call's inputs and output are kept (`kept`) for checks chosen afterwards.
-        Without, each round draws its input sets in a random order and copies them to fresh memory first
-        (outside the timed loop), so an output cache keyed on addresses or call order misses; `keep` names
-        the call whose output is kept (`last`). A round `prepare`d beforehand runs as prepared (its
-        arguments here are then ignored)."""
-        if self._prepared is None:
-            self.prepare(samples, keep, fresh)
-        calls, order, keep, ev, is_fresh, setup_ms = self._prepared
-        self._prepared = None
+    def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None,
+              seeds: Sequence[int] | None = None) -> RoundResult:  # fmt: skip
+        """Time `samples` calls, on one of three kinds of input:
+        - `seeds` (one per call, needs `draw`): each call's inputs are drawn inside the round, under the
+          cover, right before its pad; every call's inputs and output are kept (`kept`) for checks chosen
+          afterwards. Nothing of the round's content exists before the round.
+        - `fresh` (one input set per call, drawn before the round): call i gets `fresh[i]`, all kept.
+        - neither: the sampler's own sets in a random order, copied to fresh memory first (outside the timed
+          loop), so an output cache keyed on addresses or call order misses; `keep` names the call whose
+          output is kept (`last`).
+        A round `prepare`d beforehand uses those events (its set-up then outside this call)."""
+        calls = len(seeds) if seeds is not None else len(fresh) if fresh is not None else samples
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared.samples == calls:
+            prepared.setup_ms = 0.0  # made before this call: outside whatever clock brackets it
+        else:
+            self.prepare(calls)
+            prepared, self._prepared = self._prepared, None
+        assert prepared is not None
+        began = time.perf_counter()
+        if seeds is not None:
+            if self.draw is None:
+                raise RuntimeError("a round on seeds needs the sampler's draw")
+            prepared.seeds, prepared.calls, prepared.keep_all = list(seeds), [None] * len(seeds), True
+        elif fresh is not None:
+            prepared.calls, prepared.keep_all = [list(a) for a in fresh], True
+        else:
+            prepared.order = [random.randrange(len(self.arg_sets)) for _ in range(samples)]
+            self._round_copies = {k: _fresh(self.arg_sets[k]) for k in sorted(set(prepared.order))}
+            prepared.calls = [self._round_copies[k] for k in prepared.order]
+            prepared.keep = samples - 1 if keep is None else keep
+            self.torch.cuda.synchronize()
+        prepared.setup_ms += (time.perf_counter() - began) * 1000
         timed: list[int] = []
         calibration: list[int] = []
         # No collection inside the loop (as timeit does): a generation-2 pass over torch's objects costs
@@ -341,29 +438,34 @@ class Sampler:
         gc.disable()
         host_start = time.perf_counter()
         try:
-            self._timed_loop(calls, order, keep, ev, is_fresh, timed, calibration)
+            self._timed_loop(prepared, timed, calibration)
         finally:
             if collecting:
                 gc.enable()
         wall_ms = (time.perf_counter() - host_start) * 1000
+        ev = prepared.events
         roundtrip = statistics.median(ev[s][1].elapsed_time(ev[s][2]) for s in calibration)
         events = [ev[s][0].elapsed_time(ev[s][1]) for s in timed]
         escaped = [max(0.0, ev[s][1].elapsed_time(ev[s][2]) - roundtrip - TAIL_RESOLUTION_MS) for s in timed]
         charged = [e + x for e, x in zip(events, escaped, strict=True)]
-        return RoundResult(charged, wall_ms, events, escaped, roundtrip, setup_ms, self.pad_ms)
+        cover = self.cover_ms if prepared.seeds is not None else 0.0
+        return RoundResult(charged, wall_ms, events, escaped, roundtrip, prepared.setup_ms, self.pad_ms, cover)
 
-    def _timed_loop(self, calls: list[Any], order: list[int], keep: int, ev: list[list[Any]], is_fresh: bool,
-                    timed: list[int], calibration: list[int]) -> None:  # fmt: skip
+    def _timed_loop(self, plan: _Round, timed: list[int], calibration: list[int]) -> None:
         """The calls of a round between their pads and events (`round`), filling `timed` and `calibration`
-        with the event slots of timed and calibration samples."""
-        torch, stream = self.torch, self.stream
+        with the event slots of timed and calibration samples. A round on seeds draws each call's inputs
+        first, under the cover spin."""
+        torch, stream, ev = self.torch, self.stream, plan.events
         slot = 0
         with torch.no_grad():
-            for i, args in enumerate(calls):
+            for i, args in enumerate(plan.calls):
                 if i % CALIBRATE_EVERY == 0:
                     calibration.append(slot)
                     self._calibration_sample(ev[slot])
                     slot += 1
+                if plan.seeds is not None:
+                    self._launch_cover(self.cover_ms)
+                    args = self.draw(plan.seeds[i])  # type: ignore[misc]
                 start, end, after = ev[slot]
                 self._launch_pad(self.pad_ms)
                 start.record(stream)
@@ -373,10 +475,10 @@ class Sampler:
                 after.record(stream)
                 timed.append(slot)
                 slot += 1
-                if is_fresh:
+                if plan.keep_all:
                     self.kept.append((args, result))
-                elif i == keep:
-                    self.last = (order[i], result)
+                elif i == plan.keep:
+                    self.last = (plan.order[i], result)
                 del result
             calibration.append(slot)
             self._calibration_sample(ev[slot])

@@ -2,13 +2,15 @@
 
 It draws its inputs from the seeds the judge gives it, with the task's own `get_inputs()` (inputs.py),
 and never holds the reference outputs, the tolerances or the verdict: outputs go back as tensor files
-for the reference worker to compare. One process per candidate, killed afterwards, so a CUDA context a
+for the reference worker to compare. A timed round's seeds come with the command that times it
+(`time_round`), and its sampler draws each call's inputs inside the round: the set-up before it
+(`prepare_round`) has no input to work on. One process per candidate, killed afterwards, so a CUDA context a
 candidate broke is never reused.
 Started as `python -I -m cuda_agent.judge.candidate.worker FD` with the candidate folder as cwd.
 
 Everything in this process is the candidate's to read and change (docs/design/trust_boundary.md): no
 fact of the reward is decided here. What it holds is chosen so that reading it gains nothing: one
-seed per input set, given only when that set is due (a timed round's seeds with that round), and no
+seed per input set, given only when that set is due (a timed round's seeds inside its clock), and no
 knowledge of which timed calls will be checked: every call of a round keeps its inputs and output
 (`Sampler.kept`) until the parent, after the round, asks for the ones it chose (`dump_call`). The
 facts it reports (aliasing of outputs, `aliasing.aliases`) are decided in the reference worker.
@@ -219,44 +221,48 @@ class CandidateWorker:
             sets = [self._inputs(None, warmup_path)]
         else:
             sets = [self._inputs(seed, None) for seed in warmup_seeds or []]
-        self.sampler = Sampler(self.model, sets)
-        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms, "flush_ms": self.sampler.flush_ms}
+        self.sampler = Sampler(self.model, sets, draw=lambda seed: self._inputs(seed, None))
+        return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms, "flush_ms": self.sampler.flush_ms,
+                "draw_ms": self.sampler.draw_ms}  # fmt: skip
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None) -> dict[str, Any]:
-        """The pad length and flush allowance the parent chose for every contender (candidate/sampler.py)."""
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+        """The pad length, flush allowance and draw cover the parent chose for every contender
+        (candidate/sampler.py)."""
         assert self.sampler is not None, "time_setup first"
-        self.sampler.set_pad(pad_ms, flush_ms)
+        self.sampler.set_pad(pad_ms, flush_ms, cover_ms)
         return {}
 
-    def draw_round(self, seeds: list[int] | None = None, inputs_path: str | None = None) -> dict[str, Any]:
-        """The next round's inputs, one set per timed call, drawn now (outside the parent's clock around
-        `time_round`): from seeds the parent made for this round alone, or a file the reference wrote."""
+    def prepare_round(self, samples: int, inputs_path: str | None = None) -> dict[str, Any]:
+        """The next round's set-up, outside the parent's clock around `time_round` (charged as per-call
+        cost it made honest candidates 10-20 us per call slower): the last round's calls released, CUDA
+        events. No input of the round exists yet, except in input-file mode (a task whose inputs a seed
+        does not reproduce), where they are read here from the file the reference wrote."""
         assert self.sampler is not None, "time_setup first"
-        self.sampler.kept, self.sampler._round_copies, self.round_inputs = [], {}, []  # free the last round
-        if inputs_path is not None:
-            self.round_inputs = list(_load(inputs_path))
-        else:
-            self.round_inputs = [self._inputs(seed, None) for seed in seeds or []]
-        torch.cuda.synchronize()
-        return {"calls": len(self.round_inputs)}
-
-    def prepare_round(self, samples: int, keep: int | None = None) -> dict[str, Any]:
-        """The drawn round's set-up (argument lists, CUDA events), outside the parent's clock around
-        `time_round`: charged as per-call cost it made honest candidates 10-20 us per call slower."""
-        assert self.sampler is not None, "time_setup first"
-        self.sampler.prepare(samples, keep, fresh=self.round_inputs or None)
-        self.round_inputs = []
+        self.sampler.prepare(samples)
+        self.round_inputs = list(_load(inputs_path)) if inputs_path is not None else []
         return {}
 
-    def time_round(self, samples: int, keep: int | None = None, trace: bool = False) -> dict[str, Any]:
-        """A timed round on the inputs of the last `draw_round`; with `trace`, the kernels it ran too (the
-        coverage gate's evidence: which rounds are traced the parent decides after the draw)."""
+    def time_round(self, samples: int, keep: int | None = None, trace: bool = False,
+                   seeds: list[int] | None = None) -> dict[str, Any]:  # fmt: skip
+        """A timed round: each call's inputs drawn inside it from `seeds` (or those of input-file mode).
+        With `trace`, the kernels it ran too (the coverage gate's evidence; the parent decides which
+        rounds, with the seeds): then the inputs are drawn first, so that the trace holds the round's
+        calls and not the draw's kernels (a traced round's samples are not used)."""
         assert self.sampler is not None, "time_setup first"
-        if trace:
-            reply, kernels = kernel_trace.traced(lambda: self.time_round(samples, keep))
-            return {**reply, "kernels": kernels}
         fresh, self.round_inputs = self.round_inputs, []
-        result = self.sampler.round(samples, keep, fresh=fresh or None)
+        if trace:
+            if not fresh:
+                fresh = [self._inputs(seed, None) for seed in seeds or []]
+            reply, kernels = kernel_trace.traced(lambda: self._time_round(samples, keep, fresh, None))
+            return {**reply, "kernels": kernels}
+        return self._time_round(samples, keep, fresh, seeds)
+
+    def _time_round(self, samples: int, keep: int | None, fresh: list[Any], seeds: list[int] | None) -> dict[str, Any]:
+        assert self.sampler is not None
+        if fresh:
+            result = self.sampler.round(samples, keep, fresh=fresh)
+        else:
+            result = self.sampler.round(samples, keep, seeds=seeds or None)
         self.check_settings("a timed forward")
         return result.reply()
 
@@ -273,7 +279,6 @@ def main() -> None:
             "run": worker.run,
             "profile": worker.profile,
             "dump_call": worker.dump_call,
-            "draw_round": worker.draw_round,
             "share_probe": worker.share_probe,
             "time_setup": worker.time_setup,
             "prepare_round": worker.prepare_round,

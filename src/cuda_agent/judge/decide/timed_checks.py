@@ -1,7 +1,8 @@
 """Timed calls on fresh content, and the checked ones chosen after the round, in secret.
 
 Runs in the parent. Facts it establishes: every timed call gets inputs of its own (one `secrets` seed per
-call, made here for one round and sent with that round only), and the outputs of the calls chosen after
+call, made here for one round and sent with the command that times it, so the inputs are drawn inside the
+round's clock), and the outputs of the calls chosen after
 the round match the reference's (compared by the reference worker on inputs it draws again from the
 seed). The candidate cannot forge them: while a round runs no call can know whether the round or which
 call will be asked for (the choice is made here, with `secrets`, after the reply), and every call keeps
@@ -20,19 +21,19 @@ from cuda_agent.judge.decide.verdict import Status
 class TimedChecks:
     """Fresh timed inputs and secret spot checks (mixed into `Judgment`)."""
 
-    def draw_round(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
-        """Give the candidate the next round's inputs, one set per call, from seeds made now for this
-        round alone (or a file of sets the reference drew, in input-file mode). Outside the host clock
-        that brackets `time_round`."""
+    def new_round(self, ref: WorkerHandle) -> dict[str, Any]:
+        """Seeds for the next round, one per call, made now for this round alone (`round_seeds`). Returns
+        the arguments that carry its inputs: the seeds, for the command that times the round (its inputs
+        are drawn inside it), or, in input-file mode (a task whose inputs a seed does not reproduce), a
+        file of the sets the reference drew from them, for the round's set-up: read before the clock
+        starts, the one mode where a round's content exists before its clock (trust_boundary.md)."""
         samples = self.config.timing.samples_per_round
         self.round_seeds = [secrets.randbits(62) for _ in range(samples)]
         if self.input_files:
             made = self._reference_call(ref, "draw_round", self.config.prepare_timeout_s,
                                         seeds=self.round_seeds, workdir=str(self.io_dir))  # fmt: skip
-            args: dict[str, Any] = {"inputs_path": made["path"]}
-        else:
-            args = {"seeds": self.round_seeds}
-        self._candidate_call(cand, "draw_round", self.config.forward_timeout_s, "drawing timed inputs", **args)
+            return {"inputs_path": made["path"]}
+        return {"seeds": self.round_seeds}
 
     def check_round(self, ref: WorkerHandle, cand: WorkerHandle, share: float = 1.0) -> bool:
         """After a round: with probability `share` (decided now, by this process), compare the outputs

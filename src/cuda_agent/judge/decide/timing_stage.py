@@ -3,7 +3,8 @@
 Runs in the parent. Facts it establishes: the candidate's time per call (its samples are claims, bounded
 by the host clock around each round -- from the parent's writing the command to the kernel's stamp on the
 reply, common/channel.py -- `round_time` and `HostClock`, with GPU work it left
-running after a round charged to it), the eager and torch.compile baselines (timed by the reference
+running after a round charged to it; the round's inputs are drawn inside that clock, from seeds sent with
+the command, so no work on them can happen before it starts), the eager and torch.compile baselines (timed by the reference
 worker, with the candidate's whole process tree frozen and the GPU verified idle, `baselines_window`),
 cached baselines only under an HMAC whose key the candidate never sees (trusted/authkey.py), and the
 speedups with their lower confidence bounds. A speedup too good to believe is re-timed strictly.
@@ -18,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for
+from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_for
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.stats import (
@@ -73,20 +74,23 @@ class TimingStage:
             builds_ms = [float(x) for x in made["compile_builds_ms"]]
             pad = pad_for(max(hosts.values()))
             flush = _flush_allowance(made)
-            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush)
+            draws, cover = _cover(made, setup)
+            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         else:
             builds_ms = list(cached.compile_builds_ms)
             pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
             # Eager rounds for the host clock only (see `_clock_round`); the pad as the candidate's.
             made = self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
             flush = _flush_allowance(made)
+            draws, cover = _cover(made, setup)
+            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         # The reference's flush allowance for every contender's pad (candidate/sampler.py): each process's
         # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
-        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush)
+        # One cover for every contender's draws too: the reference's draw time, or the candidate's claim
+        # where that is longer (a longer cover only lengthens every contender's walls alike).
+        self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush,
+                             cover_ms=cover)  # fmt: skip
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
-        self.setup_walls_ms: list[float] = []  # each candidate round's draw + prepare, by the host clock
-        timed_setups_ms: list[float] = []  # those of the timed rounds, in their order
-        self.reference_draws_ms: list[float] = []  # the reference drawing a round's inputs (`_draw_probe`)
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
@@ -100,7 +104,7 @@ class TimingStage:
             share = 1.0 if owed_trace else trace_p
             round_began = time.monotonic()
             reply, samples, wall_ms, traced = self._candidate_round(cand, ref, "timing", trace_share=share)
-            part = "traced_rounds" if traced else "timed_rounds"  # draw + set-up + round, for finding slow spots
+            part = "traced_rounds" if traced else "timed_rounds"  # set-up + round, for finding slow spots
             self.stages[part] = self.stages.get(part, 0.0) + time.monotonic() - round_began
             if traced:
                 # Coverage evidence, not a measurement (tracing costs time): its samples are not used, its
@@ -127,7 +131,6 @@ class TimingStage:
                 samples = [s + busy_ms / len(samples) for s in samples]
                 rounds["candidate"].append(samples)
                 walls["candidate"].append(wall_ms + busy_ms)
-                timed_setups_ms.append(self.setup_walls_ms[-1])
                 for who in ([] if cached else ["eager", "compile"]):
                     reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
                                                  samples=tc.samples_per_round)  # fmt: skip
@@ -139,8 +142,6 @@ class TimingStage:
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
-                if n < tc.clock_rounds_first or n % tc.clock_round_every == 0:  # a frozen window, both modes
-                    self._draw_probe(ref)  # with the candidate stopped: it cannot slow the comparator down
             trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
             # The first round is always checked, later ones at random (the candidate cannot tell which),
             # and the last one before timing ends.
@@ -178,9 +179,7 @@ class TimingStage:
             fresh = HostClock.from_reference(reference_rounds)
             self.host_clock = HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
             paired, source = False, "cached"
-        setup_charges = self._setup_charges(timed_setups_ms)
-        charged = [round_time(r, w + extra, self.host_clock)
-                   for r, w, extra in zip(rounds["candidate"], walls["candidate"], setup_charges, strict=True)]  # fmt: skip
+        charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
         cand_rounds = [t for t, _ in charged]
         cand_samples = [s for r in rounds["candidate"] for s in r]
         own = _own_overheads(rounds["candidate"], walls["candidate"])
@@ -200,10 +199,6 @@ class TimingStage:
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
             **_excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
-        }
-        self.checks["round_setup"] = {
-            **_setup_summary(self.setup_walls_ms, walls["candidate"], self.reference_draws_ms),
-            "charged": tc.charge_setup, "charged_ms": round(sum(setup_charges), 4),
         }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
@@ -226,6 +221,9 @@ class TimingStage:
         policy = {
             "measures": "device time per call, host launch overhead hidden up to the pad, every stream",
             "pad_ms": round(pad, 4), "flush_allowance_ms": None if flush is None else round(flush, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
+            "inputs": ("drawn by the reference before each round, read in its set-up (a task whose inputs a seed "
+                       "does not reproduce)") if self.input_files else "drawn inside each timed round, from seeds sent with it",
+            "draw_cover_ms": round(cover, 4), "draw_host_ms": {k: round(v, 4) for k, v in draws.items()},
             "compile_builds_ms": [round(b, 5) for b in builds_ms],
             "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
         }  # fmt: skip
@@ -249,32 +247,6 @@ class TimingStage:
         wall_ms = self._round_wall(ref)
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
 
-    def _setup_charges(self, setups_ms: list[float]) -> list[float]:
-        """Per timed round, the set-up time to add to its host-clock wall (`TimingConfig.charge_setup`;
-        zeros when it is off or no draw probe succeeded): how far the median set-up of the timed rounds
-        went beyond the trusted reference's median draw of as many inputs x (1 + share) + ms, the same for
-        every round. Judged on medians, not round by round: outputs computed ahead in most rounds (what
-        moving the median of round times takes) raise the median set-up, while one slow honest set-up
-        (single rounds reached 16.7-22.6 ms against medians of 4.3-8.5 on the H200) charges nothing."""
-        tc = self.config.timing
-        if not tc.charge_setup or not self.reference_draws_ms or not setups_ms:
-            return [0.0] * len(setups_ms)
-        allowance = statistics.median(self.reference_draws_ms) * (1 + tc.setup_allowance_share) + tc.setup_allowance_ms
-        return [max(0.0, statistics.median(setups_ms) - allowance)] * len(setups_ms)
-
-    def _draw_probe(self, ref: WorkerHandle) -> None:
-        """The trusted reference draws a round's worth of inputs from fresh seeds: the honest cost of the
-        draw in a candidate's set-up, by the same host clock (`checks.round_setup`). A measurement, not a
-        check: a probe that fails in the worker is recorded and the judgment goes on (the worker dying
-        still ends it, as any reference failure does)."""
-        seeds = [secrets.randbits(62) for _ in range(self.config.timing.samples_per_round)]
-        reply = self._reference_call(ref, "draw_probe", self.config.prepare_timeout_s, refuse_errors=False, seeds=seeds)
-        if reply.get("ok"):
-            self.reference_draws_ms.append(ref.last_round_trip_ms)
-        else:
-            errors = self.checks.setdefault("round_setup_probe_errors", [])
-            errors.append(f"{reply.get('error')}: {str(reply.get('message', ''))[:200]}")
-
     def _round_wall(self, worker: WorkerHandle) -> float:
         """The host clock of the round just answered: from the parent's command to the kernel's stamp on
         the reply (common/channel.py), counted in `checks.host_clock.rounds_stamped` ([stamped, all])."""
@@ -297,25 +269,27 @@ class TimingStage:
     def _candidate_round(
         self, cand: WorkerHandle, ref: WorkerHandle, purpose: str, trace_share: float = 0.0
     ) -> tuple[dict[str, Any], list[float], float, bool]:
-        """One timed round of the candidate on fresh content (drawn outside the host clock): its reply,
-        its checked samples, the parent's wall time of the round in ms, and whether it was traced.
+        """One timed round of the candidate on fresh content: its reply, its checked samples, the parent's
+        wall time of the round in ms, and whether it was traced.
 
-        Whether the round is traced for the coverage gate (with probability `trace_share`) is decided here,
-        by `secrets`, after the round's inputs were drawn and handed over, so nothing the candidate holds
-        before the round (its inputs, their seeds, the round's place in the order) tells. The round is
-        asked for with the same command and arguments as every other (`trace` only differs in value)."""
+        The round's seeds travel with the command that times it: its inputs are drawn inside the round,
+        inside this process's clock, so the set-up before it (`prepare_round`, outside the clock) has
+        nothing to compute on (input-file mode excepted, see `new_round`). Whether the round is traced for
+        the coverage gate (with probability `trace_share`) is decided here, by `secrets`, and sent with the
+        same command, so nothing the candidate holds before the round (the round's place in the order, the
+        commands so far) tells. Every round is asked for with the same command and argument names (`trace`
+        only differs in value)."""
         tc = self.config.timing
-        self.draw_round(ref, cand)
-        drew_ms = cand.last_round_trip_ms  # its call is draw_round's last
+        content = self.new_round(ref)
         keep = secrets.randbelow(tc.samples_per_round)
-        # The round's set-up outside the clock: this process cannot check what the candidate says it cost.
-        self._candidate_call(cand, "prepare_round", 60, purpose, samples=tc.samples_per_round, keep=keep)
-        # Work done in the set-up (the round's inputs are there: outputs computed ahead, say) is outside the
-        # clock too; its walls are recorded (`checks.round_setup`) to set the bound that will charge it.
-        self.setup_walls_ms.append(drew_ms + cand.last_round_trip_ms)
+        # The round's set-up outside the clock: this process cannot check what the candidate says it cost,
+        # and it holds no input of the round (they are drawn inside `time_round`).
+        self._candidate_call(cand, "prepare_round", 60, purpose, samples=tc.samples_per_round,
+                             inputs_path=content.get("inputs_path"))  # fmt: skip
         traced = trace_share >= 1.0 or (trace_share > 0 and secrets.randbelow(1 << 20) < trace_share * (1 << 20))
         reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
-                                     samples=tc.samples_per_round, keep=keep, trace=traced)  # fmt: skip
+                                     samples=tc.samples_per_round, keep=keep, trace=traced,
+                                     seeds=content.get("seeds"))  # fmt: skip
         wall_ms = self._round_wall(cand)
         return reply, self._samples("candidate", reply, wall_ms), wall_ms, traced
 
@@ -424,15 +398,9 @@ def _excess_by_round(own_ms: list[float], after_frozen: list[int], overhead_ms: 
             "excess_median_ms": {"timed": median(excess), "after_frozen": median(after), "other_timed": median(rest)}}  # fmt: skip
 
 
-def _setup_summary(setup_walls_ms: list[float], round_walls_ms: list[float],
-                   reference_draws_ms: list[float]) -> dict[str, float | None]:  # fmt: skip
-    """The candidate's round set-up (draw_round + prepare_round, outside the clock) beside its rounds and
-    the reference's draw of as many input sets: median and largest set-up wall, the median round wall and
-    the reference's median draw, in ms."""
-    def median(values: list[float]) -> float | None:
-        return round(statistics.median(values), 4) if values else None
-
-    return {"setup_median_ms": median(setup_walls_ms),
-            "setup_max_ms": round(max(setup_walls_ms), 4) if setup_walls_ms else None,
-            "round_median_ms": median(round_walls_ms), "reference_draw_median_ms": median(reference_draws_ms),
-            "reference_draws": len(reference_draws_ms)}  # fmt: skip
+def _cover(reference: dict, candidate: dict) -> tuple[dict[str, float], float]:
+    """The draws' host times the workers reported (the reference's measured in a process no candidate
+    reached; the candidate's a claim) and the one cover for every contender's draws: for the longer, so
+    a candidate can only lengthen it, never shorten the reference's (candidate/sampler.py: `cover_for`)."""
+    draws = {"reference": _finite(reference.get("draw_ms")), "candidate": _finite(candidate.get("draw_ms"))}
+    return draws, cover_for(max(draws.values()))

@@ -17,9 +17,12 @@ Facts of the reward established here, outside the candidate's reach (docs/design
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import secrets
 import statistics
 import sys
+import time
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -44,9 +47,8 @@ from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenera
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
-# Timed calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
-# over; each round also copies them to fresh memory). Both workers draw them on the GPU from seeds, so
-# they cost GPU memory in each, not transfer time.
+# Warm-up calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
+# over); timed rounds draw every call's inputs inside the round, as the candidate's do.
 TIMING_SET_BYTES = 512 << 20
 MAX_TIMING_SETS = 8
 # A candidate's shared output buffer may be this much larger than the expected outputs need (headers,
@@ -131,8 +133,8 @@ class ReferenceWorker:
             degenerate.append(
                 sorted({d for t in outputs for d in degenerate_baselines(t, tol, inputs, low_order=low_order)})
             )
-        # Baselines only (eager, torch.compile): these sets never reach the candidate, whose timed calls
-        # each get inputs of their own (draw_round / compare_timing).
+        # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
+        # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = draw_inputs(self.module, timing_seed)
         self.shared_limit = 2 * tensor_bytes(self.outputs[0]) + SHARED_SLACK_BYTES
         input_bytes = tensor_bytes(first)
@@ -159,13 +161,10 @@ class ReferenceWorker:
         tensorfile.save([self.round_sets[seed] for seed in seeds], path)
         return {"path": str(path)}
 
-    def draw_probe(self, seeds: list[int]) -> dict[str, Any]:
-        """Draw one input set per seed and drop them, as a candidate worker's `draw_round` does: timed by
-        the parent's host clock, the honest cost of a round's draw beside the candidate's set-up walls."""
-        drawn = [draw_inputs(self.module, seed) for seed in seeds]
-        torch.cuda.synchronize()
-        del drawn
-        return {}
+    def _draw(self, seed: int) -> list[Any]:
+        """A timed call's inputs, drawn inside its round from a seed of this worker's (the samplers' `draw`):
+        the same steps as the candidate worker's, so both contenders' walls hold the same draw."""
+        return draw_inputs(self.module, seed)
 
     def save_inputs(self, workdir: str) -> dict[str, Any]:
         """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
@@ -292,14 +291,16 @@ class ReferenceWorker:
             if mode == "compile":
                 sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples)
             else:
-                sampler = Sampler(self.model, self.timing_sets)
+                sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
             warm[mode] = sampler.warmup()
             host[mode] = sampler.host_ms
             self.samplers[mode] = sampler
-        # The flush allowance every contender's pad gets (the eager sampler's: the host clock's
-        # calibration runs on eager rounds); measured here, in a process no candidate code reached.
-        flush = self.samplers["eager"].flush_ms if "eager" in self.samplers else None
-        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "flush_ms": flush}
+        # The flush allowance every contender's pad gets and the draw's host time the cover must hide (the
+        # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
+        # no candidate code reached.
+        eager = self.samplers.get("eager")
+        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms,
+                "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
 
     def _best_compile_build(self, builds: int, windows: int, samples: int) -> tuple[Sampler, list[float]]:
         fresh_compiles()
@@ -310,10 +311,10 @@ class ReferenceWorker:
             with torch.no_grad():
                 for _ in range(COMPILE_WARMUP_CALLS):
                     fn(*self.timing_sets[0])
-            sampler = Sampler(fn, self.timing_sets)
+            sampler = Sampler(fn, self.timing_sets, draw=self._draw)
             sampler.warmup()
             median = statistics.median(
-                statistics.median(sampler.round(samples).samples_ms) for _ in range(max(1, windows))
+                statistics.median(self._round(sampler, samples).samples_ms) for _ in range(max(1, windows))
             )
             medians.append(median)
             if best is None or median < best[0]:
@@ -323,25 +324,37 @@ class ReferenceWorker:
 
     def clock_setup(self, pad_ms: float) -> dict[str, Any]:
         """An eager sampler with the judgment's pad, for the host clock's calibration rounds when the
-        baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with)."""
+        baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with).
+        Its draw's host time is measured again: this judgment's cover follows this host now."""
         kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
         if "eager" not in self.samplers:
-            sampler = Sampler(self.model, self.timing_sets)
+            sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
             sampler.warmup()
             self.samplers["eager"] = sampler
         eager = self.samplers["eager"]
+        eager.draw_ms = eager.measure_draw()
         eager.set_pad(pad_ms, eager.flush_ms)
-        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms}
+        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms}
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None) -> dict[str, Any]:
-        """One pad length and flush allowance for every contender (the parent's choice, see
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+        """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
         candidate/sampler.py)."""
         for sampler in self.samplers.values():
-            sampler.set_pad(pad_ms, flush_ms)
+            sampler.set_pad(pad_ms, flush_ms, cover_ms)
         return {}
 
     def time_round(self, mode: str, samples: int) -> dict[str, Any]:
-        return self.samplers[mode].round(samples).reply()
+        """One round of a baseline, its inputs drawn inside it (from seeds made here) as a candidate
+        round's are, every call kept as the candidate's are: the host clock compares the two walls."""
+        return self._round(self.samplers[mode], samples).reply()
+
+    def _round(self, sampler: Sampler, samples: int) -> Any:
+        began = time.perf_counter()
+        for other in self.samplers.values():  # one round's calls kept at a time, as in the candidate's worker
+            other.release()
+        released_ms = (time.perf_counter() - began) * 1000
+        result = sampler.round(samples, seeds=[secrets.randbits(62) for _ in range(samples)])
+        return dataclasses.replace(result, setup_ms=result.setup_ms + released_ms)
 
     def environment(self) -> dict[str, Any]:
         props = torch.cuda.get_device_properties(0)
@@ -463,7 +476,6 @@ def main() -> None:
             "end_judgment": worker.end_judgment,
             "compare_timing": worker.compare_timing,
             "draw_round": worker.draw_round,
-            "draw_probe": worker.draw_probe,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,
             "time_round": worker.time_round,
