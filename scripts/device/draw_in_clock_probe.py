@@ -126,9 +126,7 @@ def probe(example: str, rounds: int) -> dict:
         over = [o for o, _ in got[m]]
         row[m] = {"overhead_ms": statistics.median(over), "margin_ms": robust_margin(over),
                   "sample_ms": statistics.median(s for _, s in got[m])}
-    del sampler, sets, model
-    torch.cuda.empty_cache()
-    return row
+    return row  # this example's sampler, model and sets go with the frame
 
 
 def main() -> int:

@@ -232,7 +232,7 @@ def test_work_done_at_the_draw_is_inside_the_host_clock() -> None:
 
     from cuda_agent.judge.decide.stats import HostClock, per_call_overhead, round_time
 
-    n = 16 << 20  # 64 MB: the gelu is ~0.05 ms, well past launch overhead
+    n = 64 << 20  # 256 MB: the gelu is ~0.15 ms, well past launch overhead and the clock's margin
 
     def draw(seed: int) -> list:
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -246,7 +246,8 @@ def test_work_done_at_the_draw_is_inside_the_host_clock() -> None:
         return inputs
 
     def hand_back(x: torch.Tensor) -> torch.Tensor:
-        return made.pop(id(x))
+        ready = made.pop(id(x), None)  # warm-up sets were not drawn by the patched draw
+        return ready if ready is not None else torch.nn.functional.gelu(x)
 
     honest, cheat = _seeded_samplers(torch.nn.functional.gelu, hand_back, draw, draw_and_precompute)
     assert honest.draw_ms > 0 and honest.cover_ms > honest.draw_ms
@@ -265,7 +266,8 @@ def test_work_done_at_the_draw_is_inside_the_host_clock() -> None:
         claimed.append(statistics.median(result.samples_ms))
         cheat.release()
     assert statistics.median(claimed) < 0.3 * true_ms, (claimed, true_ms)  # the samples alone are fooled
-    assert statistics.median(charged) >= 0.8 * true_ms, (charged, true_ms, clock)
+    # charged back to within the clock's margin (its bound is wall / calls - overhead - margin)
+    assert statistics.median(charged) >= 0.9 * true_ms - clock.margin_ms, (charged, true_ms, clock)
     # Drawn before the round instead (the old protocol), the precomputation is outside the clock.
     free = []
     for _ in range(4):

@@ -107,3 +107,21 @@ def test_a_draw_unlike_the_references_switches_to_input_files(tmp_path: Path, ot
     assert len(seeded) == other_draw_at + 1 and len(from_files) == 6 - other_draw_at
     assert from_files[0]["inputs_path"].endswith(f"inputs_{other_draw_at}.tensors")
     assert sorted(ref.received) == sorted(ref.sent) and len(ref.sent) == 6
+
+
+def test_a_draw_unlike_the_references_is_refused_where_a_seed_reproduces_the_inputs(tmp_path: Path) -> None:
+    """The reference drew the task's first input set twice from one seed and got the same inputs: then a
+    candidate worker reporting other inputs changed its own draw. Switching to input files would hand it
+    every timed round's inputs in the round's set-up, before the host clock starts (the gap the in-round
+    draw closed), so the judgment is refused instead, and no file is written."""
+    made = judgment(tmp_path)
+    made.inputs_reproducible = True
+    ref = ScriptedReference([True] * 6)
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    with pytest.raises(Stop) as stopped:
+        made.verify(ref, ScriptedCandidate(other_draw_at=2))  # type: ignore[arg-type]
+    assert stopped.value.verdict.status.value == "rejected" and stopped.value.verdict.reward == -1
+    assert "input draw in the candidate's process was changed" in stopped.value.verdict.reason
+    assert "save_inputs" not in ref.calls and not made.input_files
+    assert sorted(ref.received) == sorted(ref.sent), "the comparison in flight was settled first"

@@ -75,6 +75,9 @@ class ReferenceStage:
             f"{reply.get('precision', 'off')}, k = {self.config.precision_k:g}"
             if self.config.precision_audit else "off (tolerance only)"
         )  # fmt: skip
+        # Whether a seed reproduces the task's inputs, by the reference's own second draw (trusted): then a
+        # candidate worker reporting other inputs for a seed is refused, not switched to input files.
+        self.inputs_reproducible = bool(reply.get("reproducible"))
         self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
         self.checks["inputs"] = "drawn from secret seeds in each worker"
 
@@ -93,9 +96,18 @@ class ReferenceStage:
         return self.config.precision_k if self.config.precision_audit else None
 
     def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
-        """The candidate worker drew other inputs than the reference (a task whose get_inputs() a seed does
-        not reproduce, or a candidate meddling with its own draw): the rest of this judgment uses input
-        files the reference writes, and the caller runs its call again."""
+        """The candidate worker drew other inputs than the reference, for a task whose get_inputs() a seed
+        does not reproduce (the reference's own second draw of a set differed): the rest of this judgment
+        uses input files the reference writes, and the caller runs its call again. Where a seed does
+        reproduce the task's inputs, the candidate's worker changed its own draw: refused, since input files
+        reach a timed round's set-up before the host clock starts (docs/design/trust_boundary.md)."""
+        if getattr(self, "inputs_reproducible", False):
+            raise self.fail(
+                Status.REJECTED,
+                f"the candidate worker reported other {what} than the task's get_inputs() draws from the seed it "
+                "was given (the reference draws the same ones from it every time): the judge's input draw in "
+                "the candidate's process was changed",
+            )
         self._reference_call(ref, "save_inputs", self.config.prepare_timeout_s, workdir=str(self.io_dir))
         self.input_files = True
         self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"

@@ -133,6 +133,11 @@ class ReferenceWorker:
             degenerate.append(
                 sorted({d for t in outputs for d in degenerate_baselines(t, tol, inputs, low_order=low_order)})
             )
+        # Does a seed reproduce this task's inputs? The first set drawn again, here, where nothing can meddle:
+        # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
+        # difference would otherwise send the judgment to input files, which reach a candidate's round set-up
+        # before the clock: the one mode where a round's content exists before its clock).
+        reproducible = fingerprint(draw_inputs(self.module, input_seeds[0])) == self.input_prints[0] if input_seeds else False
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = draw_inputs(self.module, timing_seed)
@@ -149,7 +154,8 @@ class ReferenceWorker:
         )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
-            "ops": sorted(recorder.seen), "input_prints": self.input_prints, "parameter_audit": audit,
+            "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
+            "parameter_audit": audit,
             "precision": precision_state,
         }  # fmt: skip
 
