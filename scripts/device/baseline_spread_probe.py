@@ -1,0 +1,107 @@
+"""Why did the baselines' round-to-round spread grow with the in-round draw? (H200 diagnosis, protocol v4.)
+
+The reward's thresholds are 1.05 x (1 + spread), the spread being the IQR of a baseline's per-round medians
+over their median. On the H200 (2026-12-02) the compile baselines of layernorm, row_softmax and the
+elementwise chain had spreads of 0.19 / 0.59 / 0.43 % at protocol v3 and 2.0-3.3 / 1.1-2.2 / 0.9-2.0 % at v4,
+where every timed round draws each call's inputs inside the round (candidate/sampler.py). This probe times
+the same eager and torch.compile callables of one task in one process, rounds of each kind interleaved, so
+only the way inputs reach the call differs:
+
+- `rotation`: the v3 baselines: a few fixed sets, copied to fresh memory before each round, one output kept;
+- `fresh`: sets drawn from fresh seeds before the round (outside the timed loop), every call kept;
+- `in-round`: v4: each call's inputs drawn inside the loop under the cover spin, every call kept;
+- `in-round, no cover`: as v4 with the cover set to 0.
+
+Each row: the median sample and the spread (IQR of round medians / median, %) of each kind. If the spread
+of `in-round` alone is high, the draw in the loop is the cause; if `fresh` is high too, keeping every call
+(or fresh values) is; if all are high, it is this host or GPU now, not the protocol.
+
+    PYTHONPATH=src python3 scripts/device/baseline_spread_probe.py [--examples layernorm ...] [--rounds 40]
+        [--profiled] [--json F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+from pathlib import Path
+
+EXAMPLES = ["layernorm", "row_softmax", "elementwise_chain"]
+KINDS = ["rotation", "fresh", "in-round", "in-round, no cover"]
+
+
+def spread(medians: list[float]) -> float:
+    q = statistics.quantiles(sorted(medians), n=4, method="inclusive")
+    return (q[2] - q[0]) / statistics.median(medians)
+
+
+def probe(example: str, rounds: int, samples: int) -> list[dict]:
+
+    from cuda_agent.judge.candidate.inputs import draw_inputs
+    from cuda_agent.judge.candidate.sampler import Sampler, cover_for, pad_for
+    from cuda_agent.judge.trusted.reference_worker import compile_build, fresh_compiles
+    from cuda_agent.task import build_model, import_task_module, load_task
+
+    task = load_task(Path("examples") / example / "model.py")
+    module = import_task_module(task, f"spread_{example}")
+    model, _ = build_model(module, task.name)
+    model = model.cuda().eval()
+    fresh_compiles()
+    compiled = compile_build(model, 0)
+
+    def draw(seed: int) -> list:
+        return draw_inputs(module, seed)
+
+    sets = [draw(secrets.randbits(62)) for _ in range(4)]
+    rows = []
+    for name, fn in (("eager", model), ("compile", compiled)):
+        sampler = Sampler(fn, sets, draw=draw)
+        sampler.warmup()
+        pad, cover = pad_for(sampler.host_ms), cover_for(sampler.draw_ms)
+        medians: dict[str, list[float]] = {k: [] for k in KINDS}
+        for _ in range(rounds):
+            for kind in KINDS:
+                sampler.set_pad(pad, sampler.flush_ms, 0.0 if kind.endswith("no cover") else cover)
+                if kind == "rotation":
+                    result = sampler.round(samples)
+                elif kind == "fresh":
+                    result = sampler.round(samples, fresh=[draw(secrets.randbits(62)) for _ in range(samples)])
+                else:
+                    result = sampler.round(samples, seeds=[secrets.randbits(62) for _ in range(samples)])
+                medians[kind].append(statistics.median(result.samples_ms))
+                sampler.release()
+        row = {"example": example, "baseline": name, "pad_ms": pad, "cover_ms": cover, "draw_ms": sampler.draw_ms}
+        for kind in KINDS:
+            row[kind] = {"median_ms": statistics.median(medians[kind]), "spread_pct": 100 * spread(medians[kind])}
+        rows.append(row)
+        del sampler
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", nargs="+", default=EXAMPLES)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--profiled", action="store_true",
+                        help="one profiler session first, as the reference worker now has (kernel_trace.warm_profiler)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.profiled:
+        from cuda_agent.judge.candidate import kernel_trace
+
+        kernel_trace.warm_profiler()
+    rows = [row for example in args.examples for row in probe(example, args.rounds, args.samples)]
+    print(f"{'example':<18}{'baseline':<9}" + "".join(f"{k + ' ms / spread %':>32}" for k in KINDS))
+    for r in rows:
+        cells = "".join(f"{r[k]['median_ms']:>22.4f} / {r[k]['spread_pct']:>6.2f}" for k in KINDS)
+        print(f"{r['example']:<18}{r['baseline']:<9}{cells}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
