@@ -436,7 +436,19 @@ def run_facts(records: dict[int, dict], judged: list[Base]) -> dict[str, Any]:
         "judge_binding_builds": judge_binding,
         "mean_stage_seconds": {k: round(statistics.mean(v), 3) for k, v in sorted(stages.items())},
         "host_clock": host_clock_facts(records),
+        "disagrees_with_itself": self_disagreements(records, judged),
     }  # fmt: skip
+
+
+def self_disagreements(records: dict[int, dict], judged: list[Base]) -> dict[str, list[str]]:
+    """Submissions this run judged several times whose repeats did not all get one status and reward,
+    with the rewards in order: the judge's own noise at a reward threshold, the floor under which a
+    mismatch between the two runs says nothing about the service."""
+    seen: dict[str, list[tuple[str, int]]] = {}
+    for index, record in sorted(records.items()):
+        seen.setdefault(judged[index].name, []).append((record["status"], int(record["reward"])))
+    return {name: [f"{status} {reward:+d}" for status, reward in got]
+            for name, got in seen.items() if len(set(got)) > 1}  # fmt: skip
 
 
 def host_clock_facts(records: dict[int, dict]) -> dict[str, Any]:
@@ -468,9 +480,11 @@ def done_when(judged: list[Base], local: dict[int, dict] | None, http: dict[int,
     out = {"judgments": item(f">= {MIN_JUDGMENTS} judgments through `cuda-agent serve`, each with a verdict",
                              {"planned": n, "with_verdict": len(got)}, n >= MIN_JUDGMENTS and len(got) == n)}  # fmt: skip
     out["clients"] = item(f">= {MIN_CLIENTS} concurrent HTTP clients", clients, clients >= MIN_CLIENTS)
+    noisy = set(self_disagreements(local, judged)) | set(self_disagreements(http, judged))
     mismatches = [f"{judged[i].name}: http {http[i]['status']} {http[i]['reward']}{_margins(http[i])}, local "
-                  f"{local[i]['status']} {local[i]['reward']}{_margins(local[i])}" for i in range(n)
-                  if i in http and i in local
+                  f"{local[i]['status']} {local[i]['reward']}{_margins(local[i])}"
+                  + ("; its repeats within one run disagree too" if judged[i].name in noisy else "")
+                  for i in range(n) if i in http and i in local
                   and (http[i]["status"], http[i]["reward"]) != (local[i]["status"], local[i]["reward"])]  # fmt: skip
     compared = sum(1 for i in range(n) if i in http and i in local)
     out["identical"] = item("status and reward identical to the local judge_many's on the same submissions",
@@ -570,6 +584,10 @@ def report(result: dict[str, Any]) -> None:
         mark = "n/a " if check["met"] is None else "PASS" if check["met"] else "FAIL"
         value = json.dumps(check["value"])
         print(f"{mark}  {name:<12}{check['target']}: {value if len(value) < 300 else value[:300] + '...'}")
+    for where, facts in result["runs"].items():
+        if facts.get("disagrees_with_itself"):
+            print(f"note  {where} run: repeats of one submission disagreed within the run (the judge's noise at a "
+                  f"reward threshold): {json.dumps(facts['disagrees_with_itself'])}")
     for what in result["not_reached"]:
         print(f"NOT REACHED  {what}")
     print(f"\n{'PASSED' if result['passed'] else 'NOT PASSED'} ({result['elapsed_s']} s)")

@@ -89,6 +89,25 @@ def test_each_shortfall_fails_its_own_item() -> None:
     assert "metrics" in unmet(check(metrics={"cuda_agent_judge_lanes": 1.0}))
 
 
+def test_a_submission_whose_repeats_disagree_within_one_run_is_named() -> None:
+    """A reward that flips between the two runs only counts against the service beyond the judge's own
+    noise: each run names the submissions whose repeats within it did not agree (H200 2026-12-02: row_softmax
+    3, 2, 2, 2 over HTTP, its lower bound 1.0712 against a 1.0709 threshold), and the mismatch says so. The
+    item itself stays strict."""
+    judged = bench.plan(BASES, 60)
+    rows = [i for i, b in enumerate(judged) if b.name == "row_softmax"]
+    assert len(rows) >= 2
+    http = run_of(judged)
+    http[rows[0]]["reward"] = 2  # recorded with reward 3: one repeat of four flips, over HTTP only
+    result = check(http=http, metrics=metrics_of(http))
+    assert unmet(result) == {"identical"}
+    [mismatch] = result["identical"]["value"]["mismatches"]
+    assert mismatch.endswith("its repeats within one run disagree too")
+    assert bench.self_disagreements(http, judged) == {"row_softmax": ["ok +2"] + ["ok +3"] * (len(rows) - 1)}
+    assert bench.self_disagreements(run_of(judged), judged) == {}
+    assert bench.run_facts(http, judged)["disagrees_with_itself"] == {"row_softmax": ["ok +2"] + ["ok +3"] * (len(rows) - 1)}
+
+
 def test_a_cold_or_unprimed_run_is_no_fair_comparison() -> None:
     judged = bench.plan(BASES, 60)
     http = run_of(judged)
