@@ -10,7 +10,10 @@ only the way inputs reach the call differs:
 - `rotation`: the v3 baselines: a few fixed sets, copied to fresh memory before each round, one output kept;
 - `fresh`: sets drawn from fresh seeds before the round (outside the timed loop), every call kept;
 - `in-round`: v4: each call's inputs drawn inside the loop under the cover spin, every call kept;
-- `in-round, no cover`: as v4 with the cover set to 0.
+- `in-round, no cover`: as v4 with the cover set to 0;
+- `in-round, drawn first`: the round's ten draws first, under one cover, then the calls as in `fresh`
+  (the inputs still exist only inside the round: a candidate for the protocol if the per-call draw is the
+  cause).
 
 Each row: the median sample and the spread (IQR of round medians / median, %) of each kind. If the spread
 of `in-round` alone is high, the draw in the loop is the cause; if `fresh` is high too, keeping every call
@@ -29,7 +32,7 @@ import statistics
 from pathlib import Path
 
 EXAMPLES = ["layernorm", "row_softmax", "elementwise_chain"]
-KINDS = ["rotation", "fresh", "in-round", "in-round, no cover"]
+KINDS = ["rotation", "fresh", "in-round", "in-round, no cover", "in-round, drawn first"]
 
 
 def spread(medians: list[float]) -> float:
@@ -64,6 +67,7 @@ def probe(example: str, rounds: int, samples: int) -> list[dict]:
         for _ in range(rounds):
             for kind in KINDS:
                 sampler.set_pad(pad, sampler.flush_ms, 0.0 if kind.endswith("no cover") else cover)
+                sampler.draw_first = kind.endswith("drawn first")
                 if kind == "rotation":
                     result = sampler.round(samples)
                 elif kind == "fresh":

@@ -60,7 +60,7 @@ def _sampler(recorder: _Recorder, drawn: list[int]) -> Sampler:
     made._cudart = None
     made.stream = SimpleNamespace(cuda_stream=7)
     made.flush_allowance_ms = 0.08
-    made.pad_ms, made.cover_ms = 0.1, 0.6
+    made.pad_ms, made.cover_ms, made.draw_first = 0.1, 0.6, False
     made.kept, made._round_copies, made._prepared = [], {}, None
     made.arg_sets = [["warm-up set"]]
 
@@ -175,3 +175,19 @@ def test_a_traced_round_draws_before_its_trace(monkeypatch) -> None:
     reply = made.time_round(2, trace=True, seeds=[8, 9])
     assert log == [("prepare", 2), ("draw", 8), ("draw", 9), ("trace begins",), ("round", 2, 2, None)]
     assert reply["kernels"] == {"k": 1.0}
+
+
+def test_a_round_drawn_first_draws_every_call_inside_the_loop_before_the_first_call() -> None:
+    """The variant the spread probe compares (Sampler.draw_first): the round's draws under one cover at the
+    start of the timed loop, then the calls; still nothing of the round before the loop."""
+    recorder, drawn = _Recorder(), []
+    made = _sampler(recorder, drawn)
+    made.draw_first = True
+    made.prepare(3)
+    assert drawn == []
+    recorder.log.clear()
+    made.round(3, seeds=[21, 22, 23])
+    steps = [e for e in recorder.log if e[0] in ("cover", "draw", "pad", "call")]
+    assert steps[:4] == [("cover", 1.8), ("draw", 21, False), ("draw", 22, False), ("draw", 23, False)]
+    assert [e for e in steps[4:] if e[0] in ("cover", "draw")] == []
+    assert [e[1] for e in steps if e[0] == "call"] == ["inputs of 21", "inputs of 22", "inputs of 23"]

@@ -255,6 +255,9 @@ class Sampler:
         self.draw_ms = 0.0  # host time of one draw with the GPU busy (`measure_draw`)
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
         self.cover_ms = 0.0
+        # Rounds on seeds: each call's draw right before its pad (the protocol), or, to compare on a GPU, the
+        # whole round's draws first under one cover (scripts/device/baseline_spread_probe.py).
+        self.draw_first = False
         self._pad_fixed = pad_ms is not None
 
     # ---- the pad ------------------------------------------------------------------------------------
@@ -457,15 +460,19 @@ class Sampler:
         first, under the cover spin."""
         torch, stream, ev = self.torch, self.stream, plan.events
         slot = 0
+        seeds = plan.seeds
+        if seeds is not None and self.draw_first:
+            self._launch_cover(min(COVER_MAX_MS, self.cover_ms * len(seeds)))
+            plan.calls, seeds = [self.draw(seed) for seed in seeds], None  # type: ignore[misc]
         with torch.no_grad():
             for i, args in enumerate(plan.calls):
                 if i % CALIBRATE_EVERY == 0:
                     calibration.append(slot)
                     self._calibration_sample(ev[slot])
                     slot += 1
-                if plan.seeds is not None:
+                if seeds is not None:
                     self._launch_cover(self.cover_ms)
-                    args = self.draw(plan.seeds[i])  # type: ignore[misc]
+                    args = self.draw(seeds[i])  # type: ignore[misc]
                 start, end, after = ev[slot]
                 self._launch_pad(self.pad_ms)
                 start.record(stream)
