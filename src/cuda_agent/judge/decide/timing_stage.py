@@ -73,21 +73,18 @@ class TimingStage:
             hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
             builds_ms = [float(x) for x in made["compile_builds_ms"]]
             pad = pad_for(max(hosts.values()))
-            flush = _flush_allowance(made)
-            draws, cover = _cover(made, setup)
-            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         else:
             builds_ms = list(cached.compile_builds_ms)
             pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
             # Eager rounds for the host clock only (see `_clock_round`); the pad as the candidate's.
             made = self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
-            flush = _flush_allowance(made)
-            draws, cover = _cover(made, setup)
-            self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         # The reference's flush allowance for every contender's pad (candidate/sampler.py): each process's
         # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
         # One cover for every contender's draws too: the reference's draw time, or the candidate's claim
         # where that is longer (a longer cover only lengthens every contender's walls alike).
+        flush = _flush_allowance(made)
+        draws, cover = _cover(made, setup)
+        self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush,
                              cover_ms=cover)  # fmt: skip
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}

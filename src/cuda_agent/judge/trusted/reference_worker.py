@@ -333,12 +333,12 @@ class ReferenceWorker:
         baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with).
         Its draw's host time is measured again: this judgment's cover follows this host now."""
         kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
-        if "eager" not in self.samplers:
-            sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
-            sampler.warmup()
-            self.samplers["eager"] = sampler
-        eager = self.samplers["eager"]
-        eager.draw_ms = eager.measure_draw()
+        eager = self.samplers.get("eager")
+        if eager is None:  # its warm-up measures the draw
+            eager = self.samplers["eager"] = Sampler(self.model, self.timing_sets, draw=self._draw)
+            eager.warmup()
+        else:
+            eager.draw_ms = eager.measure_draw()
         eager.set_pad(pad_ms, eager.flush_ms)
         return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms}
 
