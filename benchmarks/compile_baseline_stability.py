@@ -55,6 +55,7 @@ def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path |
                             speedup_vs_eager_low=t.speedup_vs_eager_low,
                             compile_threshold=t.compile_threshold, eager_threshold=t.eager_threshold,
                             compile_iqr=t.compile.relative_iqr, policy=t.policy,
+                            host_clock=_clock_facts(verdict.checks.get("host_clock") or {}),
                         )  # fmt: skip
                     results[example.name].append(row)
                     print(_line(example.name, row), flush=True)
@@ -64,14 +65,26 @@ def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path |
     return results
 
 
+def _clock_facts(clock: dict) -> dict:
+    """What the host clock did to the candidate's rounds: a reward that moves between cold runs of one
+    honest kernel is most often rounds charged for host time, not a baseline that moved."""
+    excess = clock.get("excess_median_ms") or {}
+    return {"charged": clock.get("candidate_rounds_charged_by_host_clock"),
+            "rounds": len(clock.get("round_excess_ms") or []), "overhead_ms": clock.get("overhead_ms"),
+            "margin_ms": clock.get("margin_ms"), "excess_median_ms": excess.get("timed"),
+            "round_excess_ms": clock.get("round_excess_ms"), "split_ms": clock.get("split_ms")}  # fmt: skip
+
+
 def _line(name: str, row: dict) -> str:
     if "compile_ms" not in row:
         return f"{name:20s} run {row['run']}  {row['status']:13s} reward {row['reward']:+d}  {row['reason']}"
     builds = ", ".join(f"{b:.4f}" for b in row["policy"].get("compile_builds_ms", []))
+    clock = row.get("host_clock") or {}
     return (f"{name:20s} run {row['run']}  cand {row['candidate_ms']:.4f}  eager {row['eager_ms']:.4f}  "
             f"compile {row['compile_ms']:.4f} (IQR {100 * row['compile_iqr']:.1f}%, builds {builds})  "
             f"low x{row['speedup_vs_compile_low']:.3f} > {row['compile_threshold']:.3f}?  "
-            f"reward {row['reward']:+d}")  # fmt: skip
+            f"reward {row['reward']:+d}  charged {clock.get('charged')}/{clock.get('rounds')} "
+            f"(excess {clock.get('excess_median_ms')} ms, margin {clock.get('margin_ms')})")  # fmt: skip
 
 
 def summarise(results: dict[str, list[dict]]) -> tuple[list[str], bool]:

@@ -13,7 +13,15 @@ only the way inputs reach the call differs:
 - `in-round, no cover`: as v4 with the cover set to 0;
 - `in-round, drawn first`: the round's ten draws first, under one cover, then the calls as in `fresh`
   (the inputs still exist only inside the round: a candidate for the protocol if the per-call draw is the
-  cause).
+  cause);
+- `covered, no draw`: the cover spin before every call, but the "draw" hands out sets drawn before the
+  round (is it the spin, e.g. power, or the draw's host work?);
+- `in-round, pad x2`: v4 with twice the pad (does the call's host enqueue, slower right after a draw's
+  Python work, outrun the pad measured without one?).
+
+Each row also gives the call's host enqueue time measured as in warm-up (`host_ms`) and right after a
+draw (`host_after_draw_ms`), and each kind's spread of the event times alone (`event_spread_pct`, without
+the device-wide tail's charge).
 
 Each row: the median sample and the spread (IQR of round medians / median, %) of each kind. If the spread
 of `in-round` alone is high, the draw in the loop is the cause; if `fresh` is high too, keeping every call
@@ -29,15 +37,35 @@ import argparse
 import json
 import secrets
 import statistics
+import sys
+import time
 from pathlib import Path
 
 EXAMPLES = ["layernorm", "row_softmax", "elementwise_chain"]
-KINDS = ["rotation", "fresh", "in-round", "in-round, no cover", "in-round, drawn first"]
+KINDS = ["rotation", "fresh", "in-round", "in-round, no cover", "in-round, drawn first", "covered, no draw",
+         "in-round, pad x2"]
 
 
 def spread(medians: list[float]) -> float:
     q = statistics.quantiles(sorted(medians), n=4, method="inclusive")
     return (q[2] - q[0]) / statistics.median(medians)
+
+
+def host_after_draw(sampler, fn, draw, cover: float, repeats: int = 9) -> float:
+    """Median host enqueue time of one call right after a draw, both under a long spin (as in a round)."""
+    import torch
+
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        sampler._launch_cover(4.0 + cover)
+        args = draw(secrets.randbits(62))
+        began = time.perf_counter()
+        with torch.no_grad():
+            fn(*args)
+        times.append((time.perf_counter() - began) * 1000)
+    torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def probe(example: str, rounds: int, samples: int) -> list[dict]:
@@ -49,6 +77,7 @@ def probe(example: str, rounds: int, samples: int) -> list[dict]:
 
     task = load_task(Path("examples") / example / "model.py")
     module = import_task_module(task, f"spread_{example}")
+    sys.modules[module.__name__] = module  # dynamo imports the module of what it traces by name
     model, _ = build_model(module, task.name)
     model = model.cuda().eval()
     fresh_compiles()
@@ -64,21 +93,32 @@ def probe(example: str, rounds: int, samples: int) -> list[dict]:
         sampler.warmup()
         pad, cover = pad_for(sampler.host_ms), cover_for(sampler.draw_ms)
         medians: dict[str, list[float]] = {k: [] for k in KINDS}
+        event_medians: dict[str, list[float]] = {k: [] for k in KINDS}
         for _ in range(rounds):
             for kind in KINDS:
-                sampler.set_pad(pad, sampler.flush_ms, 0.0 if kind.endswith("no cover") else cover)
+                sampler.set_pad(2 * pad if kind.endswith("pad x2") else pad, sampler.flush_ms,
+                                0.0 if kind.endswith("no cover") else cover)
                 sampler.draw_first = kind.endswith("drawn first")
+                sampler.draw = draw
                 if kind == "rotation":
                     result = sampler.round(samples)
                 elif kind == "fresh":
                     result = sampler.round(samples, fresh=[draw(secrets.randbits(62)) for _ in range(samples)])
+                elif kind == "covered, no draw":
+                    ready = {s: draw(s) for s in (secrets.randbits(62) for _ in range(samples))}
+                    sampler.draw = ready.__getitem__
+                    result = sampler.round(samples, seeds=list(ready))
                 else:
                     result = sampler.round(samples, seeds=[secrets.randbits(62) for _ in range(samples)])
                 medians[kind].append(statistics.median(result.samples_ms))
+                event_medians[kind].append(statistics.median(result.events_ms))
                 sampler.release()
-        row = {"example": example, "baseline": name, "pad_ms": pad, "cover_ms": cover, "draw_ms": sampler.draw_ms}
+        sampler.draw = draw
+        row = {"example": example, "baseline": name, "pad_ms": pad, "cover_ms": cover, "draw_ms": sampler.draw_ms,
+               "host_ms": sampler.host_ms, "host_after_draw_ms": host_after_draw(sampler, fn, draw, cover)}
         for kind in KINDS:
-            row[kind] = {"median_ms": statistics.median(medians[kind]), "spread_pct": 100 * spread(medians[kind])}
+            row[kind] = {"median_ms": statistics.median(medians[kind]), "spread_pct": 100 * spread(medians[kind]),
+                         "event_spread_pct": 100 * spread(event_medians[kind])}
         rows.append(row)
         del sampler
     return rows
@@ -98,10 +138,13 @@ def main() -> int:
 
         kernel_trace.warm_profiler()
     rows = [row for example in args.examples for row in probe(example, args.rounds, args.samples)]
-    print(f"{'example':<18}{'baseline':<9}" + "".join(f"{k + ' ms / spread %':>32}" for k in KINDS))
+    print("spread % of round medians (IQR / median), charged samples [event times alone]")
+    print(f"{'example':<18}{'baseline':<9}{'median ms':>10}{'pad':>7}{'host':>7}{'h+draw':>7}"
+          + "".join(f"{k:>24}" for k in KINDS))
     for r in rows:
-        cells = "".join(f"{r[k]['median_ms']:>22.4f} / {r[k]['spread_pct']:>6.2f}" for k in KINDS)
-        print(f"{r['example']:<18}{r['baseline']:<9}{cells}")
+        cells = "".join(f"{r[k]['spread_pct']:>15.2f} [{r[k]['event_spread_pct']:>5.2f}]" for k in KINDS)
+        print(f"{r['example']:<18}{r['baseline']:<9}{r['rotation']['median_ms']:>10.4f}{r['pad_ms']:>7.3f}"
+              f"{r['host_ms']:>7.3f}{r['host_after_draw_ms']:>7.3f}{cells}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

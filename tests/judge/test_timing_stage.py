@@ -83,12 +83,16 @@ class Candidate(RoundTrips):
         self.flush: float | None = None
         self.cover: float | None = None
         self.log: list[tuple[str, dict[str, Any]]] = []  # (command, payload) of every round command
+        self.every_command: list[str] = []
 
     def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         if command == "time_setup":
             return {"ok": True, "warmup_ms": 0.3, "host_ms": 0.02, "draw_ms": self.draw_ms}
         if command == "time_pad":
             self.pad, self.flush, self.cover = kw["pad_ms"], kw.get("flush_ms"), kw.get("cover_ms")
+            return {"ok": True}
+        self.every_command.append(command)
+        if command == "check_after_timing":  # the last round's settings check, outside the clock
             return {"ok": True}
         if command == "prepare_round":  # the round's set-up, outside the parent's clock
             self.log.append((command, kw))
@@ -277,3 +281,15 @@ def test_cached_baselines_calibrate_the_host_clock_in_this_judgment(tmp_path, mo
     assert clock["candidate_overhead_ms"] >= 0.25, clock  # the candidate's own, reported beside it
     assert 1.4 < timing.speedup_vs_compile < 2.8, timing
 
+
+
+def test_the_last_timed_round_is_followed_by_the_settings_check(tmp_path, monkeypatch, candidate_process) -> None:
+    """The worker checks PyTorch's settings and classes in the next round's set-up (off the clock); the
+    last round has none after it, so the parent asks for the check once timing is done."""
+    ref = Reference(candidate_process.pid)
+    cand = Candidate(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    made.check_round = lambda *args, **kw: True  # type: ignore[method-assign]
+    made.time(ref, cand)  # type: ignore[arg-type]
+    last_round = max(i for i, c in enumerate(cand.every_command) if c == "time_round")
+    assert "check_after_timing" in cand.every_command[last_round:], cand.every_command[-4:]

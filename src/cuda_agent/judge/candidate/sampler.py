@@ -3,10 +3,14 @@
 `Sampler` runs inside a worker process. What one sample is, for every contender alike (candidate, eager,
 torch.compile):
 
-0. **the draw** (rounds given seeds): a spin of the same judge kernel with no flush (`cover_ms`, one
-   length for every contender), then the call's inputs drawn from its seed with the task's own
-   `get_inputs()`: their host time passes while the GPU spins, their kernels run after it. The inputs of
-   a timed call so come into existence inside the parent's clock around the round, never before it.
+0. **the draw** (rounds given seeds), once per round at the start of its timed loop: a spin of the same
+   judge kernel with no flush (`cover_ms` per call, one length for every contender), then every call's
+   inputs drawn from its seed with the task's own `get_inputs()`: their host time passes while the GPU
+   spins, their kernels run after it. The inputs of a timed round so come into existence inside the
+   parent's clock around the round, never before it. (Protocol v4 drew each call's inputs right before
+   its pad; on the H200 that put host work between one call's device-wide synchronisation and the next
+   pad, and the baselines' round-to-round spread, all of it in the charged tail and none in the events,
+   rose from 0.5-0.9% to 1.0-4.5%: `scripts/device/baseline_spread_probe.py`, docs/design/timing.md.)
 1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, writes
    256 MB (evicting L2) and then spins to a common deadline. The host enqueues the call while the GPU is
    busy with it, so the call's host launch overhead, up to the pad's length, is hidden -- the reward
@@ -58,7 +62,7 @@ from typing import Any
 
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-PROTOCOL_VERSION = "fatpad-devwide-v4"  # v3: no collection in a timed loop; v4: inputs drawn inside the round
+PROTOCOL_VERSION = "fatpad-devwide-v5"  # v3: no GC in a timed loop; v4: inputs drawn in the round; v5: first
 L2_FLUSH_BYTES = 256 << 20
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
@@ -255,9 +259,9 @@ class Sampler:
         self.draw_ms = 0.0  # host time of one draw with the GPU busy (`measure_draw`)
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
         self.cover_ms = 0.0
-        # Rounds on seeds: each call's draw right before its pad (the protocol), or, to compare on a GPU, the
-        # whole round's draws first under one cover (scripts/device/baseline_spread_probe.py).
-        self.draw_first = False
+        # Rounds on seeds: the whole round's draws first, under one cover (the protocol), or, to compare on a
+        # GPU, each call's draw right before its pad (v4; scripts/device/baseline_spread_probe.py).
+        self.draw_first = True
         self._pad_fixed = pad_ms is not None
 
     # ---- the pad ------------------------------------------------------------------------------------
@@ -403,9 +407,10 @@ class Sampler:
     def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None,
               seeds: Sequence[int] | None = None) -> RoundResult:  # fmt: skip
         """Time `samples` calls, on one of three kinds of input:
-        - `seeds` (one per call, needs `draw`): each call's inputs are drawn inside the round, under the
-          cover, right before its pad; every call's inputs and output are kept (`kept`) for checks chosen
-          afterwards. Nothing of the round's content exists before the round.
+        - `seeds` (one per call, needs `draw`): the calls' inputs are drawn inside the round, under the
+          cover, all first (`draw_first`, the protocol) or each right before its pad; every call's inputs
+          and output are kept (`kept`) for checks chosen afterwards. Nothing of the round's content exists
+          before the round.
         - `fresh` (one input set per call, drawn before the round): call i gets `fresh[i]`, all kept.
         - neither: the sampler's own sets in a random order, copied to fresh memory first (outside the timed
           loop), so an output cache keyed on addresses or call order misses; `keep` names the call whose
@@ -456,13 +461,13 @@ class Sampler:
 
     def _timed_loop(self, plan: _Round, timed: list[int], calibration: list[int]) -> None:
         """The calls of a round between their pads and events (`round`), filling `timed` and `calibration`
-        with the event slots of timed and calibration samples. A round on seeds draws each call's inputs
-        first, under the cover spin."""
+        with the event slots of timed and calibration samples. A round on seeds draws its calls' inputs
+        under the cover spin: all of them before the first call (`draw_first`), or each before its pad."""
         torch, stream, ev = self.torch, self.stream, plan.events
         slot = 0
         seeds = plan.seeds
         if seeds is not None and self.draw_first:
-            self._launch_cover(min(COVER_MAX_MS, self.cover_ms * len(seeds)))
+            self._launch_cover(self.cover_ms * len(seeds))  # each call's share bounded by COVER_MAX_MS
             plan.calls, seeds = [self.draw(seed) for seed in seeds], None  # type: ignore[misc]
         with torch.no_grad():
             for i, args in enumerate(plan.calls):

@@ -238,6 +238,10 @@ class CandidateWorker:
         events. No input of the round exists yet, except in input-file mode (a task whose inputs a seed
         does not reproduce), where they are read here from the file the reference wrote."""
         assert self.sampler is not None, "time_setup first"
+        # The last timed round's check, here outside the parent's clock: in `time_round` it lay between the
+        # loop and the reply, inside the clock (~0.05-0.07 ms a round, a per-call host overhead the
+        # reference's rounds do not have). Every timed round is followed by this or by `dump_call`'s.
+        self.check_settings("a timed forward")
         self.sampler.prepare(samples)
         self.round_inputs = list(_load(inputs_path)) if inputs_path is not None else []
         return {}
@@ -263,8 +267,12 @@ class CandidateWorker:
             result = self.sampler.round(samples, keep, fresh=fresh)
         else:
             result = self.sampler.round(samples, keep, seeds=seeds or None)
-        self.check_settings("a timed forward")
         return result.reply()
+
+    def check_after_timing(self) -> dict[str, Any]:
+        """The settings check after the last timed round (see `prepare_round`), outside the clock."""
+        self.check_settings("a timed forward")
+        return {}
 
     def exit(self) -> dict[str, Any]:
         return {}
@@ -284,6 +292,7 @@ def main() -> None:
             "prepare_round": worker.prepare_round,
             "time_round": worker.time_round,
             "time_pad": worker.time_pad,
+            "check_after_timing": worker.check_after_timing,
             "exit": worker.exit,
         }
     )

@@ -96,6 +96,7 @@ class TimingStage:
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
         after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
+        split: dict[str, list[tuple[float, float]]] = {"candidate": [], "reference": []}  # diagnostics
         froze_last = False
         while True:
             share = 1.0 if owed_trace else trace_p
@@ -117,6 +118,7 @@ class TimingStage:
                 froze_last = False
                 continue
             escaped_ms += _finite(reply.get("escaped_ms"))
+            split["candidate"].append(_split(reply, wall_ms, samples))
             n = len(rounds["candidate"])  # timed rounds before this one
             clock_round = cached is not None and (n < tc.clock_rounds_first or n % tc.clock_round_every == 0)
             if froze_last:
@@ -137,6 +139,7 @@ class TimingStage:
                     walls[who].append(wall_ms)
                     if who == "eager":
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
+                        split["reference"].append(_split(reply, wall_ms, got))
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
             trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
@@ -151,6 +154,8 @@ class TimingStage:
                     break
                 owed_trace = True
         self.checks["traced_timed_rounds"] = traced_rounds
+        # The last round's settings check (the others ran in the next round's set-up, off the clock).
+        self._candidate_call(cand, "check_after_timing", 60, "the check after timing")
         self.check_leftovers(cand, "timing")
         if cached is None:
             self.host_clock = HostClock.from_reference(reference_rounds)
@@ -196,6 +201,7 @@ class TimingStage:
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
             **_excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
+            "split_ms": _split_medians(split),
         }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
@@ -376,6 +382,28 @@ def _flush_allowance(reply: dict) -> float | None:
 def _own_overheads(rounds: list[list[float]], walls: list[float]) -> list[float]:
     """Per-call host overhead of each of a contender's rounds (set-up is outside their walls)."""
     return [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
+
+
+def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, float]:
+    """Where a round's per-call host overhead went, by the worker's own account (a claim: diagnostics
+    only): inside its timed loop (the loop's wall per call beyond the median sample) and outside it (the
+    parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per call."""
+    n = max(1, len(samples))
+    loop_ms = _finite(reply.get("wall_ms"))
+    inside = loop_ms / n - statistics.median(samples) if samples else 0.0
+    outside = (wall_ms - _finite(reply.get("setup_ms")) - loop_ms) / n
+    return inside, outside
+
+
+def _split_medians(split: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, float | None]]:
+    """Medians of `_split` per worker: if the candidate's per-call overhead sits above the reference's,
+    is it in the timed loop (the protocol) or around it (the worker's command path)?"""
+
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 5) if values else None
+
+    return {who: {"in_loop": median([a for a, _ in rows]), "outside_loop": median([b for _, b in rows])}
+            for who, rows in split.items()}  # fmt: skip
 
 
 def _excess_by_round(own_ms: list[float], after_frozen: list[int], overhead_ms: float) -> dict[str, Any]:
