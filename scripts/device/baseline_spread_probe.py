@@ -23,6 +23,10 @@ Each row also gives the call's host enqueue time measured as in warm-up (`host_m
 draw (`host_after_draw_ms`), and each kind's spread of the event times alone (`event_spread_pct`, without
 the device-wide tail's charge).
 
+Outcome (H200, 2026-12-02): the event times' spread stayed 0.2-0.9% in every variant; the per-call draw,
+and even the cover spin alone, widened the charged tail's; `drawn first` kept v3's spread, and became
+protocol v5 (`Sampler.draw_first`). Table in docs/design/timing.md ("Why the draws come first").
+
 Each row: the median sample and the spread (IQR of round medians / median, %) of each kind. If the spread
 of `in-round` alone is high, the draw in the loop is the cause; if `fresh` is high too, keeping every call
 (or fresh values) is; if all are high, it is this host or GPU now, not the protocol.
