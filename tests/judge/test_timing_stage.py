@@ -293,3 +293,15 @@ def test_the_last_timed_round_is_followed_by_the_settings_check(tmp_path, monkey
     made.time(ref, cand)  # type: ignore[arg-type]
     last_round = max(i for i, c in enumerate(cand.every_command) if c == "time_round")
     assert "check_after_timing" in cand.every_command[last_round:], cand.every_command[-4:]
+
+
+def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
+    """`checks.host_clock.split_ms`: a worker's loop wall per call beyond its median sample, and the
+    parent's wall beyond set-up and loop (delivery, dispatch, reply), per call."""
+    from cuda_agent.judge.decide.timing_stage import _split, _split_medians
+
+    inside, outside = _split({"wall_ms": 12.0, "setup_ms": 1.0}, 15.0, [1.0] * 10)
+    assert inside == pytest.approx(0.2) and outside == pytest.approx(0.2)
+    medians = _split_medians({"candidate": [(0.2, 0.3), (0.4, 0.1), (0.3, 0.2)], "reference": []})
+    assert medians == {"candidate": {"in_loop": 0.3, "outside_loop": 0.2},
+                       "reference": {"in_loop": None, "outside_loop": None}}

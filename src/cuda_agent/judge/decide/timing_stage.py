@@ -96,7 +96,10 @@ class TimingStage:
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
         after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
-        split: dict[str, list[tuple[float, float]]] = {"candidate": [], "reference": []}  # diagnostics
+        # Diagnostics: where each contender's per-call host overhead goes (`_split`). The compiled baseline
+        # runs in the reference's process: an offset between its rounds and eager's is the callable's, not
+        # the process's.
+        split: dict[str, list[tuple[float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
         froze_last = False
         while True:
             share = 1.0 if owed_trace else trace_p
@@ -137,9 +140,9 @@ class TimingStage:
                     got = self._samples(who, reply, wall_ms)
                     rounds[who].append(got)
                     walls[who].append(wall_ms)
+                    split["reference" if who == "eager" else "reference_compile"].append(_split(reply, wall_ms, got))
                     if who == "eager":
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
-                        split["reference"].append(_split(reply, wall_ms, got))
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
             trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
