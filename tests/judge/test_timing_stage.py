@@ -300,8 +300,8 @@ def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
     parent's wall beyond set-up and loop (delivery, dispatch, reply), per call."""
     from cuda_agent.judge.decide.timing_stage import _split, _split_medians
 
-    inside, outside = _split({"wall_ms": 12.0, "setup_ms": 1.0}, 15.0, [1.0] * 10)
-    assert inside == pytest.approx(0.2) and outside == pytest.approx(0.2)
-    medians = _split_medians({"candidate": [(0.2, 0.3), (0.4, 0.1), (0.3, 0.2)], "reference": []})
-    assert medians == {"candidate": {"in_loop": 0.3, "outside_loop": 0.2},
-                       "reference": {"in_loop": None, "outside_loop": None}}
+    inside, outside, skew = _split({"wall_ms": 12.0, "setup_ms": 1.0}, 15.0, [1.0] * 9 + [2.0])
+    assert inside == pytest.approx(0.2) and outside == pytest.approx(0.2) and skew == pytest.approx(0.1)
+    medians = _split_medians({"candidate": [(0.2, 0.3, 0.0), (0.4, 0.1, 0.02), (0.3, 0.2, 0.01)], "reference": []})
+    assert medians == {"candidate": {"in_loop": 0.3, "outside_loop": 0.2, "sample_skew": 0.01},
+                       "reference": {"in_loop": None, "outside_loop": None, "sample_skew": None}}

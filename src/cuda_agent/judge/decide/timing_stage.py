@@ -99,7 +99,7 @@ class TimingStage:
         # Diagnostics: where each contender's per-call host overhead goes (`_split`). The compiled baseline
         # runs in the reference's process: an offset between its rounds and eager's is the callable's, not
         # the process's.
-        split: dict[str, list[tuple[float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
+        split: dict[str, list[tuple[float, float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
         froze_last = False
         while True:
             share = 1.0 if owed_trace else trace_p
@@ -387,25 +387,29 @@ def _own_overheads(rounds: list[list[float]], walls: list[float]) -> list[float]
     return [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
 
 
-def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, float]:
+def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, float, float]:
     """Where a round's per-call host overhead went, by the worker's own account (a claim: diagnostics
-    only): inside its timed loop (the loop's wall per call beyond the median sample) and outside it (the
-    parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per call."""
+    only): inside its timed loop (the loop's wall per call beyond the median sample), outside it (the
+    parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per call,
+    and the part of the first that is only the samples' skew (mean - median: the wall holds every sample,
+    the overhead subtracts the median, so a contender with a longer tail of slow calls looks slower)."""
     n = max(1, len(samples))
     loop_ms = _finite(reply.get("wall_ms"))
     inside = loop_ms / n - statistics.median(samples) if samples else 0.0
     outside = (wall_ms - _finite(reply.get("setup_ms")) - loop_ms) / n
-    return inside, outside
+    skew = statistics.fmean(samples) - statistics.median(samples) if samples else 0.0
+    return inside, outside, skew
 
 
-def _split_medians(split: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, float | None]]:
+def _split_medians(split: dict[str, list[tuple[float, float, float]]]) -> dict[str, dict[str, float | None]]:
     """Medians of `_split` per worker: if the candidate's per-call overhead sits above the reference's,
-    is it in the timed loop (the protocol) or around it (the worker's command path)?"""
+    is it in the timed loop (the protocol), its samples' skew, or around the loop (the command path)?"""
 
     def median(values: list[float]) -> float | None:
         return round(statistics.median(values), 5) if values else None
 
-    return {who: {"in_loop": median([a for a, _ in rows]), "outside_loop": median([b for _, b in rows])}
+    return {who: {"in_loop": median([r[0] for r in rows]), "outside_loop": median([r[1] for r in rows]),
+                  "sample_skew": median([r[2] for r in rows])}
             for who, rows in split.items()}  # fmt: skip
 
 
