@@ -1,0 +1,53 @@
+"""benchmarks/compile_baseline_stability.py: issue 12's reproducibility targets, decided on rows recorded
+on the H200 (tests/judge/data/h200_stability_v5.json: 3 examples x 5 cold judgments, protocol v5)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "compile_baseline_stability.py"
+RECORDED = json.loads((Path(__file__).parent / "data" / "h200_stability_v5.json").read_text())["results"]
+
+spec = importlib.util.spec_from_file_location("compile_baseline_stability_bench", SCRIPT)
+bench = importlib.util.module_from_spec(spec)
+sys.modules["compile_baseline_stability_bench"] = bench
+spec.loader.exec_module(bench)  # type: ignore[union-attr]
+
+
+def _verdict(lines: list[str], name: str) -> str:
+    return next(line for line in lines if line.startswith(name)).split()[-1]
+
+
+def test_one_reward_that_differs_fails_its_example_and_the_run() -> None:
+    lines, ok = bench.summarise(RECORDED)
+    assert not ok
+    assert _verdict(lines, "row_softmax") == "FAIL"  # rewards 3,2,3,3,3
+    assert _verdict(lines, "layernorm") == "PASS" and _verdict(lines, "elementwise_chain") == "PASS"
+
+
+def test_the_same_reward_everywhere_passes_and_a_moved_baseline_fails() -> None:
+    results = copy.deepcopy(RECORDED)
+    for row in results["row_softmax"]:
+        row["reward"] = 3
+    assert bench.summarise(results)[1]
+    results["layernorm"][2]["compile_ms"] *= 1.04  # one cold run's baseline 4% off: beyond the 3% target
+    lines, ok = bench.summarise(results)
+    assert not ok and _verdict(lines, "layernorm") == "FAIL"
+
+
+def test_a_run_that_was_not_timed_fails_with_its_status() -> None:
+    results = copy.deepcopy(RECORDED)
+    results["elementwise_chain"][0] = {"run": 1, "reward": -1, "status": "timeout", "reason": "the GPU hung"}
+    lines, ok = bench.summarise(results)
+    assert not ok and any("not every run was timed" in line and "timeout" in line for line in lines)
+
+
+def test_each_line_names_the_host_clocks_charges() -> None:
+    row = RECORDED["row_softmax"][1]
+    line = bench._line("row_softmax", row)
+    assert "reward +2" in line and "charged 49/60" in line and "margin 0.00795" in line, line
