@@ -106,7 +106,7 @@ def test_inputs_drawn_before_the_round_run_without_a_cover() -> None:
     recorder, drawn = _Recorder(), []
     made = _sampler(recorder, drawn)
     result = made.round(2, fresh=[["a"], ["b"]])
-    assert drawn == [] and not any(e[0] == "cover" for e in recorder.log)
+    assert drawn == [] and not any(e[0] == "cover" and e[1] > 0 for e in recorder.log)  # 0: the set-up's claim
     assert [k for k, _ in made.kept] == [["a"], ["b"]] and result.cover_ms == 0.0
 
 
@@ -205,3 +205,16 @@ def test_the_settings_check_runs_in_the_set_up_and_after_timing_never_inside_the
     made.check_after_timing()
     assert log == [("check", "a timed forward"), ("prepare", 3), ("round", 3, None, [1, 2, 3]),
                    ("check", "a timed forward")]
+
+
+def test_the_set_up_claims_the_gpu_for_this_process_before_the_clock() -> None:
+    """The set-up (outside the parent's clock) launches one empty judge kernel and waits for it, so the
+    GPU's switch from the other worker's context is paid there and not by the round's first kernel."""
+    recorder, drawn = _Recorder(), []
+    made = _sampler(recorder, drawn)
+    made.prepare(3)
+    steps = [e for e in recorder.log if e[0] != "event"]
+    assert steps == [("cover", 0.0), ("sync",)], steps
+    recorder.log.clear()
+    made.round(3, seeds=[1, 2, 3])
+    assert ("cover", 0.0) not in recorder.log, "the round itself must not pay for the claim"

@@ -384,6 +384,19 @@ class Sampler:
         host = statistics.median(times)
         return 0.0 if host >= 0.4 * busy_ms else host
 
+    def _claim_gpu(self) -> None:
+        """One empty launch of the judge kernel (waited for by the caller): the GPU switches to this
+        process's context now, in the set-up, and not at the round's first kernel. Candidate and reference
+        take turns on the GPU, and the first kernel after the other context's work waits for the switch
+        (H200: a probe's 0.10-0.13 ms became 0.29-0.56 ms, trusted/drain.py); every candidate round began
+        right after the reference's probes, while the reference's calibration rounds never followed the
+        candidate's work, so the switch was in the candidate's clocked wall alone."""
+        if self.kernel is not None:
+            self.kernel.launch(self.stream.cuda_stream, 0.0, flush=False)
+            return
+        with self.torch.cuda.stream(self.stream):
+            self.torch.cuda._sleep(1)
+
     # ---- a round --------------------------------------------------------------------------------------
     def release(self) -> None:
         """Drop the last round's kept inputs and outputs (and rotation copies)."""
@@ -399,6 +412,7 @@ class Sampler:
         self.release()
         n_cal = -(-samples // CALIBRATE_EVERY) + 1  # one before every CALIBRATE_EVERY calls, one at the end
         events = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(samples + n_cal)]
+        self._claim_gpu()
         torch.cuda.synchronize()
         setup_ms = (time.perf_counter() - began) * 1000
         self._prepared = _Round(samples, events, setup_ms)
