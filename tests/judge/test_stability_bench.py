@@ -4,19 +4,13 @@ on the H200 (tests/judge/data/h200_stability_v5.json: 3 examples x 5 cold judgme
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "compile_baseline_stability.py"
-RECORDED = json.loads((Path(__file__).parent / "data" / "h200_stability_v5.json").read_text())["results"]
+from tests.benchmark_module import load_benchmark
 
-spec = importlib.util.spec_from_file_location("compile_baseline_stability_bench", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-sys.modules["compile_baseline_stability_bench"] = bench
-spec.loader.exec_module(bench)  # type: ignore[union-attr]
+RECORDED = json.loads((Path(__file__).parent / "data" / "h200_stability_v5.json").read_text())["results"]
+bench = load_benchmark("compile_baseline_stability")
 
 
 def _verdict(lines: list[str], name: str) -> str:

@@ -4,7 +4,6 @@ handling, and a build-only run over real sockets split in two phases as the devi
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.benchmark_module import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "judge_service.py"
 RECORDED = json.loads((Path(__file__).parent / "data" / "h200_verdicts.json").read_text())["verdicts"]
 
-spec = importlib.util.spec_from_file_location("judge_service_bench", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-sys.modules["judge_service_bench"] = bench
-spec.loader.exec_module(bench)  # type: ignore[union-attr]
+bench = load_benchmark("judge_service")
 
 
 def base(name: str) -> bench.Base:
