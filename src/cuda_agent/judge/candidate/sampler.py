@@ -281,13 +281,16 @@ class Sampler:
     def _launch_cover(self, cover_ms: float) -> None:
         """Keep the whole GPU busy for `cover_ms` without flushing, on the timing stream: a draw's host
         time passes under it, and its kernels run after it."""
-        if cover_ms <= 0:
-            return
+        if cover_ms > 0:
+            self._spin(cover_ms)
+
+    def _spin(self, total_ms: float) -> None:
+        """The judge kernel with no flush, spinning `total_ms` after its start, on the timing stream."""
         if self.kernel is not None:
-            self.kernel.launch(self.stream.cuda_stream, cover_ms, flush=False)
+            self.kernel.launch(self.stream.cuda_stream, total_ms, flush=False)
             return
         with self.torch.cuda.stream(self.stream):
-            self.torch.cuda._sleep(int(cover_ms * _sleep_cycles_per_ms()))
+            self.torch.cuda._sleep(int(total_ms * _sleep_cycles_per_ms()))
 
     def _measure_flush(self) -> float:
         torch = self.torch
@@ -391,11 +394,7 @@ class Sampler:
         (H200: a probe's 0.10-0.13 ms became 0.29-0.56 ms, trusted/drain.py); every candidate round began
         right after the reference's probes, while the reference's calibration rounds never followed the
         candidate's work, so the switch was in the candidate's clocked wall alone."""
-        if self.kernel is not None:
-            self.kernel.launch(self.stream.cuda_stream, 0.0, flush=False)
-            return
-        with self.torch.cuda.stream(self.stream):
-            self.torch.cuda._sleep(1)
+        self._spin(0.0)
 
     # ---- a round --------------------------------------------------------------------------------------
     def release(self) -> None:

@@ -393,12 +393,12 @@ def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, fl
     parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per call,
     and the part of the first that is only the samples' skew (mean - median: the wall holds every sample,
     the overhead subtracts the median, so a contender with a longer tail of slow calls looks slower)."""
-    n = max(1, len(samples))
+    if not samples:
+        return 0.0, 0.0, 0.0
     loop_ms = _finite(reply.get("wall_ms"))
-    inside = loop_ms / n - statistics.median(samples) if samples else 0.0
-    outside = (wall_ms - _finite(reply.get("setup_ms")) - loop_ms) / n
-    skew = statistics.fmean(samples) - statistics.median(samples) if samples else 0.0
-    return inside, outside, skew
+    outside = (wall_ms - _finite(reply.get("setup_ms")) - loop_ms) / len(samples)
+    skew = statistics.fmean(samples) - statistics.median(samples)
+    return per_call_overhead(loop_ms, 0.0, samples), outside, skew
 
 
 def _split_medians(split: dict[str, list[tuple[float, float, float]]]) -> dict[str, dict[str, float | None]]:

@@ -442,24 +442,21 @@ def fresh_compiles() -> None:
         functorch_config.enable_autograd_cache = False
 
 
-def private_kernels() -> bool:
+def private_kernels() -> None:
     """Make the next torch.compile build load its generated kernels as new modules (see `compile_build`;
     the build compiles at its first call, which must come before another build's). Builds made before
-    keep theirs (their compiled graphs hold them). False where this torch has no such cache to empty."""
+    keep theirs (their compiled graphs hold them). A torch without these caches has nothing to empty."""
     try:  # every in-memory cache of generated code inductor keeps (Python wrappers, Triton and C++ kernels)
         from torch._inductor.utils import clear_inductor_caches
 
         clear_inductor_caches()
-        return True
+        return
     except (ImportError, AttributeError, TypeError):
         pass
-    try:
+    with contextlib.suppress(ImportError, AttributeError, TypeError):
         from torch._inductor.codecache import PyCodeCache
 
         PyCodeCache.cache_clear()
-    except (ImportError, AttributeError, TypeError):
-        return False
-    return True
 
 
 def _entry(*args: Any) -> Any:
