@@ -3,8 +3,7 @@ the kernels that run (the assumption binary attribution rests on), and copies ar
 
 from __future__ import annotations
 
-import importlib
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,17 @@ pytestmark = pytest.mark.gpu
 
 
 def _load(case: str, tmp_path: Path):
+    """Build a case's extension and import it under a name of this test's own: a second plain
+    `import cuda_extension` in one process hands back the first module (CPython keeps single-phase
+    extension modules by name), so a later test would silently call an earlier case's kernels."""
     result = build_extension(ROOT / case / "kernels", tmp_path / "build", BuildConfig(arch="9.0"))
     assert result.ok, result.log
-    sys.modules.pop("cuda_extension", None)
-    sys.path.insert(0, str(result.module_path.parent))
-    try:
-        return importlib.import_module("cuda_extension"), result.module_path
-    finally:
-        sys.path.pop(0)
+    spec = importlib.util.spec_from_file_location(f"{tmp_path.name}.cuda_extension", result.module_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert Path(module.__file__) == result.module_path
+    return module, result.module_path
 
 
 def test_profiled_kernel_names_match_the_binary(tmp_path: Path) -> None:

@@ -164,10 +164,21 @@ def test_a_context_switch_is_not_charged_but_another_contexts_work_is() -> None:
     assert drain.switch_ms > 0, drain.calibration
     other = _SecondContext(torch.cuda.current_device())
     try:
+        # The first switches after a context is made are slower (H200: a calibration's first sample 0.37 ms
+        # against 0.23 for the rest; one such drain was charged 0.30 ms here): a judgment's drains meet
+        # contexts that ran for seconds, so the new context is switched to and from a few times first.
+        for _ in range(3):
+            other.run_kernel()
+            drain(timeout_s=2.0)
+        charged = []
         for _ in range(5):
             other.run_kernel()  # finished: nothing left behind
             got = drain(timeout_s=2.0)
-            assert got["drained"] and got["busy_ms"] == 0.0, (got, drain.calibration)
+            assert got["drained"], (got, drain.calibration)
+            charged.append(got["busy_ms"])
+        # The switch's tail beyond a 12-sample calibration: <= 1% of drains on the H200, <= 0.1 ms each
+        # (scripts/device/switch_tail_probe.py, 1200 switches). One such drain in five is allowed, no more.
+        assert sum(b > 0 for b in charged) <= 1 and max(charged) < 0.2, (charged, drain.calibration)
         # 3 ms of work left running in the other context when the drain starts: charged (most of it).
         lib = other.lib
         assert lib.cuCtxPushCurrent_v2(other.ctx) == 0
