@@ -45,3 +45,13 @@ def test_each_line_names_the_host_clocks_charges() -> None:
     row = RECORDED["row_softmax"][1]
     line = bench._line("row_softmax", row)
     assert "reward +2" in line and "charged 49/60" in line and "margin 0.00795" in line, line
+
+
+def test_the_final_v5_run_meets_every_target() -> None:
+    """The run recorded with the builds' private kernels, the margin's floor and the GPU claim (H200,
+    tests/judge/data/h200_stability_v5_claim.json) passes as recorded; one reward changed fails it."""
+    final = json.loads((Path(__file__).parent / "data" / "h200_stability_v5_claim.json").read_text())["results"]
+    lines, ok = bench.summarise(final)
+    assert ok and all(_verdict(lines, name) == "PASS" for name in final), lines
+    final["layernorm"][3]["reward"] = 3
+    assert not bench.summarise(final)[1]

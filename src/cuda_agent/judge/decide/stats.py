@@ -27,12 +27,14 @@ if TYPE_CHECKING:
 
 BASE_THRESHOLD = 1.05
 # The host clock charges a round only beyond this many ms per call, however steady the reference's own
-# rounds were: the margin from the reference's spread alone measures one process's jitter, not the offset
-# between two processes running the same loop. On the H200 (protocol v5, 2026-12-02, 15 cold judgments of
-# three honest kernels) the candidate's per-call overhead sat -0.04 to +0.03 ms (median +0.015) from the
-# reference's, in its timed loop; a margin of 0.008 ms from a very steady reference charged an honest row
-# softmax 49 of its 60 rounds and its reward fell from 3 to 2. A forged or escaped share below this goes
-# uncharged by the clock (the sampler's device-wide tail still charges escaped work, docs/design/timing.md).
+# rounds were: the margin from the reference's spread alone measures one process's jitter, not the jitter
+# between two processes running the same loop. On the H200 (protocol v5, 2026-12-02) a margin of 0.008 ms
+# from a very steady reference charged an honest row softmax 49 of its 60 rounds (reward 3 -> 2). With the
+# set-up's GPU claim the candidate's mean in-loop offset from the reference is gone (median -0.005 ms per
+# call over 15 cold judgments), but single honest rounds still differ by about +/-0.03 ms; at this floor
+# row softmax kept its reward in all five cold runs (6 and 11 of 60 rounds charged at worst). A forged or
+# escaped share below this goes uncharged by the clock (the sampler's device-wide tail still charges
+# escaped work, docs/design/timing.md).
 HOST_MARGIN_FLOOR_MS = 0.03
 MAX_SPREAD_MARGIN = 0.10
 
