@@ -9,7 +9,13 @@ from pathlib import Path
 
 from tests.benchmark_module import load_benchmark
 
-RECORDED = json.loads((Path(__file__).parent / "data" / "h200_stability_v5.json").read_text())["results"]
+
+def _recorded(name: str) -> dict[str, list[dict]]:
+    """A stability run recorded on the H200 (tests/judge/data/<name>), its rows by example."""
+    return json.loads((Path(__file__).parent / "data" / name).read_text())["results"]
+
+
+RECORDED = _recorded("h200_stability_v5.json")
 bench = load_benchmark("compile_baseline_stability")
 
 
@@ -50,7 +56,7 @@ def test_each_line_names_the_host_clocks_charges() -> None:
 def test_the_final_v5_run_meets_every_target() -> None:
     """The run recorded with the builds' private kernels, the margin's floor and the GPU claim (H200,
     tests/judge/data/h200_stability_v5_claim.json) passes as recorded; one reward changed fails it."""
-    final = json.loads((Path(__file__).parent / "data" / "h200_stability_v5_claim.json").read_text())["results"]
+    final = _recorded("h200_stability_v5_claim.json")
     lines, ok = bench.summarise(final)
     assert ok and all(_verdict(lines, name) == "PASS" for name in final), lines
     final["layernorm"][3]["reward"] = 3
