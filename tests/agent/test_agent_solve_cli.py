@@ -10,8 +10,8 @@ from scripted_llm import RELU_TASK as TASK
 from scripted_llm import Reply, ScriptedLLM, call
 
 from cuda_agent.cli import main
-from cuda_agent.commands.solve import collect_tasks
 from cuda_agent.task import TaskError
+from cuda_agent.tasks import collect_tasks
 
 SCRIPT = [
     lambda r: Reply(tool_calls=[call("Read", None, file_path="model.py"), call("Bash", None, command="ls kernels")]),

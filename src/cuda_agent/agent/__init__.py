@@ -7,6 +7,7 @@ Modules, one job each:
                  Grep, NotebookEdit), the workspace boundary and the Bash sandbox
   loop.py        the loop: run -> step -> query -> execute, exits as exceptions
   progress.py    what the agent's own compile/verify/profile runs said
+  printer.py     the loop's events as progress lines (what `solve` and `eval --verbose` print)
   prompts.py     system prompt (SKILL.md + environment) and task prompt
   trajectory.py  the one-line JSON episode record, rewritten as the episode goes
   judging.py     Judge protocol and the local judge: the episode's reward

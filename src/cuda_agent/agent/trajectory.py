@@ -57,6 +57,14 @@ def load_trajectory(path: Path | str) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
+def rewrite_record(path: Path, record: dict[str, Any]) -> None:
+    """Replace a finished trajectory file's record atomically (as `TrajectoryWriter` does): what a resumed
+    run does when it judges an episode that finished without a verdict."""
+    tmp = path.with_name(f".{path.name}.resume")
+    tmp.write_text(dumps(record) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 class TrajectoryWriter:
     """Holds the record of one episode and keeps its file (if any) up to date.
 

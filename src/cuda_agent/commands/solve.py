@@ -79,6 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from cuda_agent.agent.config import ConfigError, load_config
     from cuda_agent.task import TaskError
+    from cuda_agent.tasks import collect_tasks
 
     problems: list[tuple[str, str]] = []
     try:
@@ -124,97 +125,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         },
         "sandbox": {"isolation": args.isolation, "allow_network": args.allow_network},
     }
-
-
-# -- tasks ------------------------------------------------------------------------------------------
-
-
-def collect_tasks(specs: list[str], problems: list[tuple[str, str]] | None = None) -> list[Any]:
-    """Tasks from files, folders and parquet files, with unique names (a repeated name gets -2, -3...).
-
-    With `problems` given, a task that cannot be loaded is appended there as (where, why) and skipped, so
-    one broken file does not cost a whole batch; without it the first one raises `TaskError`.
-    """
-    from cuda_agent.task import TaskError, load_task
-
-    tasks: list[Any] = []
-
-    def load(where: str, source: Any, **kw: Any) -> None:
-        try:
-            tasks.append(load_task(source, **kw))
-        except TaskError as e:
-            if problems is None:
-                raise
-            problems.append((where, str(e)))
-
-    for spec in specs:
-        path = Path(spec)
-        try:
-            if path.suffix == ".parquet":
-                for where, source, name in read_parquet_rows(path):
-                    load(where, source, name=name)
-            elif path.is_dir() and not (path / "model.py").is_file():
-                found = [c for c in sorted(path.iterdir()) if (c.suffix == ".py" and c.is_file())
-                         or (c.is_dir() and (c / "model.py").is_file())]  # fmt: skip
-                if not found:
-                    raise TaskError(f"{path} holds no tasks (.py files or folders with model.py)")
-                for c in found:
-                    load(str(c), c)
-            else:
-                load(str(path), path)
-        except (TaskError, OSError) as e:
-            if problems is None:
-                raise
-            problems.append((str(path), str(e)))
-    return _unique_names(tasks)
-
-
-_NAME_COLUMNS = ("name", "task_name", "task_id", "op_name", "id")
-_SOURCE_COLUMNS = ("source", "model_py", "code", "pytorch_code", "model_code", "reference")
-
-
-def read_parquet_tasks(path: Path) -> list[Any]:
-    from cuda_agent.task import load_task
-
-    return [load_task(source, name=name) for _, source, name in read_parquet_rows(path)]
-
-
-def read_parquet_rows(path: Path) -> list[tuple[str, str, str]]:
-    """(where, source, name) for each row of a parquet file of tasks."""
-    from cuda_agent.task import TaskError
-
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise TaskError(f"reading {path} needs pyarrow: pip install 'cuda-agent[synth]'") from e
-    table = pq.read_table(path)
-    columns = table.column_names
-    source_col = next((c for c in _SOURCE_COLUMNS if c in columns), None)
-    if source_col is None:
-        raise TaskError(f"{path}: no task source column (one of {', '.join(_SOURCE_COLUMNS)}); found {columns}")
-    name_col = next((c for c in _NAME_COLUMNS if c in columns), None)
-    rows = table.to_pylist()
-    out = []
-    for index, row in enumerate(rows):
-        name = str(row[name_col]) if name_col and row.get(name_col) is not None else f"{path.stem}_{index}"
-        out.append((f"{path} row {index}", str(row[source_col]), _safe_name(name)))
-    return out
-
-
-def _safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "task"
-
-
-def _unique_names(tasks: list[Any]) -> list[Any]:
-    import dataclasses
-
-    seen: dict[str, int] = {}
-    out = []
-    for task in tasks:
-        count = seen.get(task.name, 0) + 1
-        seen[task.name] = count
-        out.append(task if count == 1 else dataclasses.replace(task, name=f"{task.name}-{count}"))
-    return out
 
 
 # -- running ----------------------------------------------------------------------------------------
@@ -318,6 +228,7 @@ class Runner:
     def episode(self, task: Any) -> None:
         from cuda_agent.agent.episode import run_episode
         from cuda_agent.agent.llm import OpenAIClient
+        from cuda_agent.agent.printer import ProgressPrinter
         from cuda_agent.agent.trajectory import load_trajectory
 
         folder = self.args.runs_dir / task.name
@@ -353,7 +264,7 @@ class Runner:
 
     def resumed(self, task: Any, folder: Path, trajectory: Path) -> bool:
         """--resume: True when the saved episode stands (judged now if it never was); False to run it again."""
-        from cuda_agent.agent.trajectory import load_trajectory
+        from cuda_agent.agent.trajectory import load_trajectory, rewrite_record
 
         record = load_trajectory(trajectory)
         exit_status = (record.get("exit") or {}).get("status")
@@ -366,7 +277,7 @@ class Runner:
             self.say(f"[{task.name}] finished but never judged ({judged}); judging its workspace (--resume)")
             outcome = self.judge(workspace, task)
             record.update(judge=outcome.to_dict(), reward=outcome.reward)
-            _rewrite_record(trajectory, record)
+            rewrite_record(trajectory, record)
             reward = "-" if outcome.reward is None else f"{outcome.reward:+d}"
             self.say(f"[{task.name}] verdict: {outcome.status}, reward {reward}: {outcome.reason}")
         else:
@@ -413,15 +324,6 @@ class Runner:
             print(line, file=sys.stderr, flush=True)
 
 
-def _rewrite_record(path: Path, record: dict[str, Any]) -> None:
-    """Replace a trajectory file's record atomically (as the episode's writer does)."""
-    from cuda_agent.agent.trajectory import dumps
-
-    tmp = path.with_name(f".{path.name}.resume")
-    tmp.write_text(dumps(record) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def summary_from_record(name: str, record: dict[str, Any], folder: Path) -> dict[str, Any]:
     judge = record.get("judge") or {}
     return {
@@ -437,39 +339,6 @@ def summary_from_record(name: str, record: dict[str, Any], folder: Path) -> dict
         "trajectory": str(folder / "trajectory.jsonl"),
         "wall_s": (record.get("timings") or {}).get("wall_s"),
     }
-
-
-class ProgressPrinter:
-    """Turns loop events into stderr lines: one per turn, one per tool call, the exit and the verdict."""
-
-    def __init__(
-        self, task: str, say: Callable[[str], None], show_sandbox: Callable[[dict], None], judging: bool = True
-    ) -> None:
-        self.task = task
-        self.say = say
-        self.show_sandbox = show_sandbox
-        self.judging = judging  # False under --no-judge: nothing to announce about a judgment
-
-    def __call__(self, event: str, **data: Any) -> None:
-        tag = f"[{self.task}]"
-        if event == "sandbox":
-            self.show_sandbox(data["protections"])
-        elif event == "turn":
-            self.say(f"{tag} turn {data['turn']}/{data['max_turns']}  context {data['context_tokens'] / 1000:.1f}k "
-                     f"tokens  best so far: {data['best']}")  # fmt: skip
-        elif event == "tool_start":
-            summary = f" {data['summary']}" if data.get("summary") else ""
-            self.say(f"{tag}   -> {data['name']}{summary}")
-        elif event == "tool_end" and data["status"] != "ok":
-            self.say(f"{tag}      {data['name']} {data['status']}")
-        elif event == "exit":
-            self.say(f"{tag} stopped after {data['turns']} turn(s): {data['status']} ({data['message']})")
-        elif event == "judge_start" and self.judging:
-            self.say(f"{tag} judging the final workspace ...")
-        elif event == "judged" and self.judging:
-            outcome = data["outcome"]
-            reward = "-" if outcome.reward is None else f"{outcome.reward:+d}"
-            self.say(f"{tag} verdict: {outcome.status}, reward {reward}: {outcome.reason}")
 
 
 def print_table(rows: list[dict[str, Any]], stream: TextIO) -> None:

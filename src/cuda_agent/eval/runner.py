@@ -272,17 +272,17 @@ class AgentRunner:
         if judged.get("status") in UNJUDGED and workspace.is_dir():
             self.say(f"{unit.key}: finished but never judged ({judged.get('status')}); judging its workspace")
             outcome = self.backend.judge(workspace, unit.task.task, unit.judgment_key(self.run_id))
-            from cuda_agent.commands.solve import _rewrite_record
+            from cuda_agent.agent.trajectory import rewrite_record
 
             record.update(judge=outcome, reward=outcome.get("reward"))
-            _rewrite_record(trajectory, record)
+            rewrite_record(trajectory, record)
             return outcome
         return None  # not judged for a reason of its own (the model failed at once): run it again
 
     def _episode(self, unit: Unit, workspace: Path, trajectory: Path) -> dict[str, Any] | None:
         from cuda_agent.agent.episode import run_episode
         from cuda_agent.agent.llm import OpenAIClient
-        from cuda_agent.commands.solve import ProgressPrinter
+        from cuda_agent.agent.printer import ProgressPrinter
 
         if self.cancel.is_set():
             self.unfinished[unit.key] = self.server_gone or "the run was stopped"

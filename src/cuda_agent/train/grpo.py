@@ -79,7 +79,7 @@ class GRPOSettings:
 
 def load_tasks(specs: tuple[str, ...] | list[str]) -> tuple[list[Task], list[tuple[str, str]]]:
     """Tasks through `solve`'s loader (files, folders, parquet of Ops-6K or synth output); (where, why) skipped."""
-    from cuda_agent.commands.solve import collect_tasks
+    from cuda_agent.tasks import collect_tasks
 
     problems: list[tuple[str, str]] = []
     tasks = collect_tasks(list(specs), problems)

@@ -67,7 +67,7 @@ def task_from_extra_info(extra_info: Any) -> Task:
 
 def load_tasks(specs: Iterable[str | Path], problems: list[tuple[str, str]]) -> list[tuple[Task, str]]:
     """(task, origin) for every task under `specs`; tasks that fail to load go to `problems` instead."""
-    from cuda_agent.commands.solve import collect_tasks
+    from cuda_agent.tasks import collect_tasks
 
     out: list[tuple[Task, str]] = []
     for spec in specs:
@@ -95,7 +95,7 @@ def _parquet_tasks(path: Path, problems: list[tuple[str, str]]) -> list[tuple[Ta
 
     columns = pq.read_schema(path).names
     if "code" not in columns:  # not Ops-6K-shaped: the generic reader solve uses (source/name columns)
-        from cuda_agent.commands.solve import collect_tasks
+        from cuda_agent.tasks import collect_tasks
 
         return [(t, "tasks") for t in collect_tasks([str(path)], problems)]
     from cuda_agent.synth.dataset import load_ops6k
