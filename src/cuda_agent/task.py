@@ -49,12 +49,26 @@ def load_task(path_or_source: str | Path, *, name: str | None = None) -> Task:
         if not path.is_file():
             raise TaskError(f"task file not found: {path}")
         source = path.read_text(encoding="utf-8")
-        name = name or (path.parent.name if path.name == "model.py" else path.stem)
+        name = name or name_from_path(path)
     else:
         source = str(path_or_source)
         name = name or "task_" + hashlib.sha256(source.encode()).hexdigest()[:12]
     validate_source(source, origin=str(path) if path else name)
     return Task(name=name, source=source, path=path)
+
+
+def name_from_path(path: Path) -> str:
+    """A task's name from its file: the folder's name for a `model.py` (`softmax/model.py` is `softmax`),
+    else the file's stem (`relu.py` is `relu`).
+
+    The folder is the resolved one, so `model.py` given bare, `./model.py` or `../x/model.py` names the
+    folder it really is in, never "" or "..", which as an episode's folder name would be the runs folder
+    itself or its parent. When even that says nothing (a model.py at /), the stem names it."""
+    if path.name == "model.py":
+        folder = Path(path).resolve().parent.name
+        if folder:
+            return folder
+    return path.stem
 
 
 def _looks_like_path(text: str) -> bool:

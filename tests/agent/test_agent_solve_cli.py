@@ -10,7 +10,7 @@ from scripted_llm import RELU_TASK as TASK
 from scripted_llm import Reply, ScriptedLLM, call
 
 from cuda_agent.cli import main
-from cuda_agent.task import TaskError
+from cuda_agent.task import TaskError, load_task, name_from_path
 from cuda_agent.tasks import collect_tasks
 
 SCRIPT = [
@@ -38,6 +38,36 @@ def test_collect_tasks_from_files_folders_and_duplicates(task_dir: Path, tmp_pat
     (tmp_path / "empty").mkdir()
     with pytest.raises(TaskError, match="holds no tasks"):
         collect_tasks([str(tmp_path / "empty")])
+
+
+def test_a_bare_model_py_is_named_after_its_folder(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`cuda-agent solve model.py` inside a task folder: the task is that folder's name, not "" (whose
+    episode folder was the runs folder itself, so two such tasks collided with FileExistsError)."""
+    for name in ("softmax", "relu"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.py").write_text(TASK)
+    monkeypatch.chdir(tmp_path / "softmax")
+    assert load_task("model.py").name == "softmax"
+    assert load_task(Path("./model.py")).name == "softmax"
+    assert load_task("../relu/model.py").name == "relu"
+    assert name_from_path(Path("/model.py")) == "model"  # no folder name to take: the file's
+    assert [t.name for t in collect_tasks(["model.py", "./model.py", "."])] == ["softmax", "softmax-2", "softmax-3"]
+    runs = tmp_path / "runs"
+    with ScriptedLLM(SCRIPT + SCRIPT) as server:
+        base = ["--model", "m", "--base-url", server.url, "--runs-dir", str(runs), "--no-judge", "--isolation",
+                "none", "--quiet"]  # fmt: skip
+        assert main(["solve", "model.py", *base]) == 0
+        monkeypatch.chdir(tmp_path / "relu")
+        assert main(["solve", "model.py", *base]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in runs.iterdir()) == ["relu", "softmax"]
+    assert (runs / "relu" / "workspace" / "model.py").is_file() and (runs / "softmax" / "trajectory.jsonl").is_file()
+
+
+def test_unique_names_never_reuse_a_name_a_task_already_has(tmp_path: Path) -> None:
+    for name in ("x", "x-2"):
+        (tmp_path / f"{name}.py").write_text(TASK)
+    tasks = collect_tasks([str(tmp_path / "x.py"), str(tmp_path / "x.py"), str(tmp_path / "x-2.py")])
+    assert [t.name for t in tasks] == ["x", "x-3", "x-2"]
 
 
 def test_solve_runs_episodes_concurrently_with_progress_summary_and_jsonl(task_dir: Path, tmp_path: Path,
