@@ -163,7 +163,8 @@ def test_cli_static_only(catalog, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(pipeline_mod, "load_catalog", lambda *a, **k: catalog)
     out = tmp_path / "run"
     rc = main(
-        ["synth", "--out", str(out), "--static-only", "--tasks", "12", "--quiet", "--mix", "1:0.5,2:0.5"]
+        ["synth", "--out", str(out), "--static-only", "--tasks", "12", "--quiet", "--mix", "1:0.5,2:0.5",
+         "--no-decontam"]
     )
     assert rc == 0
     assert "accepted 12 tasks" in capsys.readouterr().out

@@ -70,6 +70,25 @@ def test_a_missing_or_empty_benchmark_is_an_error(monkeypatch, tmp_path: Path, c
         BenchmarkIndex.from_dir(tmp_path / "empty")
 
 
+def test_decontamination_is_chosen_never_skipped_silently(monkeypatch, catalog, tmp_path: Path, capsys) -> None:
+    """Without --benchmark, synth refuses (one line saying what to pass) instead of a run that removes
+    nothing; --no-decontam runs and says, at the start and in the summary, that nothing was removed."""
+    args = ["synth", "--out", str(tmp_path / "out"), "--static-only", "--tasks", "2", "--quiet"]
+    monkeypatch.setattr(pipeline_mod, "load_catalog", crawl_forbidden)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--benchmark KernelBench/KernelBench" in err and "--no-decontam" in err
+    assert not (tmp_path / "out").exists()
+    assert main([*args, "--no-decontam", "--benchmark", str(tmp_path)]) == 2
+    assert "contradict" in capsys.readouterr().err
+    monkeypatch.setattr(pipeline_mod, "load_catalog", lambda *a, **k: catalog)
+    assert main([*args, "--no-decontam"]) == 0
+    captured = capsys.readouterr()
+    assert "decontamination: OFF (--no-decontam)" in captured.err
+    assert "NOT decontaminated (no benchmark given)" in captured.out
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["benchmark"] is None
+
+
 def test_summary_records_the_benchmark_used(no_crawl, tmp_path: Path, capsys) -> None:
     bench = tmp_path / "bench"
     (bench / "level1").mkdir(parents=True)
@@ -89,13 +108,13 @@ def test_an_unwritable_out_is_refused_before_the_crawl(monkeypatch, tmp_path: Pa
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
     start = time.monotonic()
-    assert main(["synth", "--out", str(blocker / "out"), "--static-only", "--tasks", "2"]) == 2
+    assert main(["synth", "--out", str(blocker / "out"), "--static-only", "--tasks", "2", "--no-decontam"]) == 2
     err = capsys.readouterr().err
     assert "cannot write to --out" in err and "Traceback" not in err and time.monotonic() - start < 5
     if os.geteuid() != 0:  # root writes through permission bits
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
-        assert main(["synth", "--out", str(locked), "--static-only", "--tasks", "2"]) == 2
+        assert main(["synth", "--out", str(locked), "--static-only", "--tasks", "2", "--no-decontam"]) == 2
         assert "cannot write to --out" in capsys.readouterr().err
 
 
@@ -143,7 +162,7 @@ def test_ctrl_c_saves_and_stops_without_worker_tracebacks(catalog, tmp_path: Pat
     (tmp_path / "driver.py").write_text(DRIVER)
     out = tmp_path / "out"
     command = [sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "catalog.json"), "synth", "--out",
-               str(out), "--cpu-only", "--no-compile", "--workers", "2", "--tasks", "200", "--mix", "1:1.0"]  # fmt: skip
+               str(out), "--cpu-only", "--no-compile", "--workers", "2", "--tasks", "200", "--mix", "1:1.0", "--no-decontam"]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip  (its own group, as a terminal's job is)
     try:
@@ -229,5 +248,5 @@ def test_quiet_leaves_no_global_state_behind(no_crawl, tmp_path: Path) -> None:
     import warnings
 
     before = (dict(os.environ), logging.root.manager.disable, list(warnings.filters))
-    assert main(["synth", "--out", str(tmp_path / "o"), "--static-only", "--tasks", "2", "--quiet"]) == 0
+    assert main(["synth", "--out", str(tmp_path / "o"), "--static-only", "--tasks", "2", "--quiet", "--no-decontam"]) == 0
     assert (dict(os.environ), logging.root.manager.disable, list(warnings.filters)) == before

@@ -4,8 +4,13 @@ Runs the synthesis pipeline into DIR (journal.jsonl, tasks.parquet, summary.json
 same DIR resumes. `--cpu-only` runs every stage but GPU timing on the CPU; `--static-only` stops after the
 static stages; `--export` only rewrites the parquet from the journal. Exit code 0 when the run ended
 normally (whatever was accepted), 2 for bad arguments (checked before the slow crawl: an --out folder
-that cannot be written, a --benchmark that is missing or empty), 130 after Ctrl-C (what was accepted is
-saved; the same command resumes). `--quiet` drops the progress bar and library warnings, in the workers
+that cannot be written, a --benchmark that is missing or empty, neither --benchmark nor --no-decontam),
+130 after Ctrl-C (what was accepted is saved; the same command resumes).
+
+Decontamination is never skipped silently: nothing of KernelBench ships with the package (the 7 tasks of
+examples/kernelbench_mini are a demo, not the benchmark), so a run names the benchmark it is cleaned
+against (`--benchmark`) or says that it is not (`--no-decontam`), and both the progress and the summary
+repeat which. `--quiet` drops the progress bar and library warnings, in the workers
 too.
 """
 
@@ -61,7 +66,12 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--minutes", type=float, help="stop composing after this many minutes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--benchmark", type=Path, help="benchmark folder to decontaminate against (KernelBench layout)"
+        "--benchmark", type=Path, help="benchmark folder to decontaminate against (KernelBench layout); "
+        "this or --no-decontam is required"
+    )
+    parser.add_argument(
+        "--no-decontam", action="store_true",
+        help="do not decontaminate: the dataset may then hold benchmark tasks (say so where you use it)",
     )
     parser.add_argument(
         "--ops-threshold", type=float, default=0.8, help="decontamination: op-sequence similarity"
@@ -122,6 +132,24 @@ def build_config(args: argparse.Namespace) -> object:
     )
 
 
+NO_BENCHMARK = (
+    "synth decontaminates against a benchmark and none is bundled: pass --benchmark KernelBench/KernelBench "
+    "(git clone https://github.com/ScalingIntelligence/KernelBench), or --no-decontam to skip it knowingly"
+)
+
+
+def decontamination_choice(args: argparse.Namespace) -> str:
+    """The line that says what this run is decontaminated against; ValueError when the user said neither
+    (or both)."""
+    if args.benchmark is not None and args.no_decontam:
+        raise ValueError("--benchmark and --no-decontam contradict each other; give one")
+    if args.benchmark is not None:
+        return f"decontamination: against {args.benchmark}"
+    if args.no_decontam:
+        return "decontamination: OFF (--no-decontam): the dataset may hold benchmark tasks"
+    raise ValueError(NO_BENCHMARK)
+
+
 def check_writable(out: Path) -> None:
     """Fail in a second, not after the crawl: create `out` and write a probe file in it."""
     try:
@@ -167,11 +195,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    decontamination = ""
     try:
         if args.tasks < 1:
             raise ValueError("--tasks must be at least 1")
         config = build_config(args)
         if not args.export:
+            decontamination = decontamination_choice(args)
             check_writable(args.out)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -194,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
             return 2
     from cuda_agent.synth.decontam import BenchmarkError
 
+    print(decontamination, file=sys.stderr, flush=True)
     try:
         pipeline = Pipeline(config)  # type: ignore[arg-type]
     except BenchmarkError as exc:

@@ -169,6 +169,8 @@ class Summary:
         if self.benchmark:
             b = self.benchmark
             lines.append(f"decontaminated against {b['path']} ({b['tasks']} tasks, digest {b['digest'][:12]})")
+        else:
+            lines.append("NOT decontaminated (no benchmark given): the tasks may include benchmark problems")
         for b, why in self.exhausted.items():
             lines.append(f"bucket {b} exhausted: {why}")
         if self.decontaminated:
