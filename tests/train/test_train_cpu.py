@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -93,6 +94,30 @@ def test_sft_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
     model = AutoModelForCausalLM.from_pretrained(out)
     assert AutoTokenizer.from_pretrained(out).chat_template is not None
     assert model.config.model_type == "qwen2"
+
+
+def test_a_max_length_that_leaves_nothing_to_train_on_is_one_line(data, tiny_model, tmp_path, capsys) -> None:
+    """--max-length below the first assistant token: one line naming the length that would do, not the
+    sampler's "num_samples=0" from inside the trainer (sft) or a critic trained on no target (value)."""
+    from transformers import AutoTokenizer
+
+    from cuda_agent.train.masks import first_assistant_token
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    earliest = min(first_assistant_token(tokenizer, r["messages"], r["tools"]) for r in read_rows(data))
+    assert earliest > 20
+    for stage in ("sft", "value"):
+        code = main(["train", stage, "--data", str(data), "--model", str(tiny_model), "--out", str(tmp_path / stage),
+                     "--max-length", "20", "--max-steps", "1", "--no-bf16"])  # fmt: skip
+        err = capsys.readouterr().err
+        line = r"error: --max-length 20 cuts all [24] conversation\(s\) before their first assistant token \(the earliest "
+        assert code == 2 and re.search(line, err) and f"pass --max-length above {earliest}" in err, (stage, err[-2000:])
+        # (value splits off held-out episodes: it checks the 2 it trains on)
+        assert len([ln for ln in err.splitlines() if "error" in ln.lower()]) == 1
+        assert "Traceback" not in err and "num_samples" not in err
+    assert main(["train", "sft", "--data", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "n"),
+                 "--max-length", "0"]) == 2  # fmt: skip
+    assert "--max-length must be at least 1" in capsys.readouterr().err
 
 
 def test_value_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:

@@ -208,6 +208,8 @@ def run_judge_runs(args: argparse.Namespace) -> int:
 
 
 def _check_data(args: argparse.Namespace) -> str | None:
+    if args.max_length < 1:
+        return f"--max-length must be at least 1 token (got {args.max_length})"
     if not args.data.is_file():
         return f"no such data file: {args.data} (write it with `cuda-agent train rft-data ... --out {args.data}`)"
     return None

@@ -27,3 +27,18 @@ def render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, max_lengt
     if max_length is not None:
         ids, mask = ids[:max_length], mask[:max_length]
     return {"input_ids": ids, "assistant_masks": mask}
+
+
+def first_assistant_token(tokenizer: Any, messages: list[dict[str, Any]], tools: Any) -> int:
+    """Where the first token the loss trains on sits: the length of the prompt before the assistant's
+    first reply. A `max_length` at or below it leaves the conversation nothing to learn from."""
+    mask = render(tokenizer, messages, tools)["assistant_masks"]
+    return mask.index(1)
+
+
+def max_length_too_short(max_length: int, starts: list[int]) -> str:
+    """The one-line message for a `--max-length` that cuts every conversation before its first assistant
+    token (`starts`: each conversation's `first_assistant_token`)."""
+    earliest = min(starts)
+    return (f"--max-length {max_length} cuts all {len(starts)} conversation(s) before their first assistant token "
+            f"(the earliest starts at token {earliest}): nothing to train on; pass --max-length above {earliest}")

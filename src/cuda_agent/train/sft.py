@@ -11,6 +11,7 @@ distributed setup from the environment the launcher prepares.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
+from cuda_agent.train.masks import first_assistant_token, max_length_too_short
 from cuda_agent.train.rft_data import read_rows
 
 
@@ -51,6 +53,20 @@ def conversations(path: Path) -> Any:
     return Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
 
 
+def check_kept(trainer: Any, dataset: Any, tokenizer: Any, max_length: int | None) -> None:
+    """TRL drops a conversation that `max_length` cuts before its first assistant token (nothing left to
+    train on). All dropped: a ValueError naming the length that would do, not the sampler's "num_samples=0"
+    from deep inside the trainer. Some dropped: say how many."""
+    kept = len(trainer.train_dataset)
+    if kept == len(dataset) or max_length is None:
+        return
+    if kept == 0:
+        starts = [first_assistant_token(tokenizer, row["messages"], row["tools"]) for row in dataset]
+        raise ValueError(max_length_too_short(max_length, starts))
+    print(f"[sft] {len(dataset) - kept} of {len(dataset)} conversation(s) end before their first assistant token "
+          f"at --max-length {max_length}: trained on the other {kept}", file=sys.stderr, flush=True)  # fmt: skip
+
+
 def run_sft(settings: SFTSettings) -> dict[str, Any]:
     """Train, save the model and tokenizer under `out`, write `sft_summary.json` and `sft_loss.png` there."""
     from transformers import AutoTokenizer
@@ -70,6 +86,7 @@ def run_sft(settings: SFTSettings) -> dict[str, Any]:
         model_init_kwargs={"dtype": settings.dtype},
     )
     trainer = SFTTrainer(model=settings.model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    check_kept(trainer, dataset, tokenizer, settings.max_length)
     stderr_logging(trainer, "sft")
     result = trainer.train()
     trainer.save_model(str(out))

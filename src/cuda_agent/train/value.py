@@ -40,7 +40,7 @@ from typing import Any
 
 from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
-from cuda_agent.train.masks import render
+from cuda_agent.train.masks import first_assistant_token, max_length_too_short, render
 from cuda_agent.train.rft_data import read_rows
 
 
@@ -262,6 +262,9 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     train_rows, eval_rows = split_episodes(rows, settings.eval_fraction, settings.seed)
     train = [value_example(tokenizer, r, settings.max_length) for r in train_rows]
     held = [value_example(tokenizer, r, settings.max_length) for r in eval_rows]
+    if settings.max_length is not None and not any(any(e["value_mask"]) for e in train):
+        starts = [first_assistant_token(tokenizer, r["messages"], r["tools"]) for r in train_rows]
+        raise ValueError(max_length_too_short(settings.max_length, starts))
     model = AutoModelForTokenClassification.from_pretrained(settings.model, num_labels=1)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.config.pad_token_id = pad_id
