@@ -65,3 +65,34 @@ def test_a_missing_nvcc_in_the_workspace_compile_is_one_line(monkeypatch, tmp_pa
         toolchain.discover.cache_clear()
     err = capsys.readouterr().err
     assert code == 3 and "cannot build here: nvcc not found" in err and "Traceback" not in err
+
+
+def test_workspace_commands_outside_the_environment_are_one_line(tmp_path: Path) -> None:
+    """`bash utils/compile.sh` and `python3 -m utils.verification` / `utils.profiling` run by a Python that
+    cannot import cuda_agent (the system's python3, a venv not activated): one line saying where to run
+    them, exit 3 (this machine lacks something), no ModuleNotFoundError traceback."""
+    import subprocess
+    import sys
+
+    from cuda_agent.task import load_task
+    from cuda_agent.workspace import materialize
+
+    ws = materialize(load_task(ROOT / "examples" / "elementwise_chain" / "model.py"), tmp_path / "ws")
+    # This interpreter without its site-packages (where the project is installed): a Python without cuda_agent.
+    bare = tmp_path / "python3"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    runs = {
+        "compile.sh": ["bash", "utils/compile.sh"],
+        "verification": [str(bare), "-m", "utils.verification"],
+        "profiling": [str(bare), "-m", "utils.profiling"],
+    }
+    for what, command in runs.items():
+        done = subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 3, (what, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, (what, done.stderr)
+        assert "cannot import cuda_agent" in done.stderr and "source .venv/bin/activate" in done.stderr, done.stderr
+    done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env={**env, "PYTHON": str(tmp_path / "nothing")},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 3 and "nothing cannot import cuda_agent" in done.stderr

@@ -3,7 +3,12 @@
 Run from the workspace root: python3 -m utils.profiling
 """
 
-from cuda_agent.workspace.commands import profiling_main
+from utils import outside_environment
+
+try:
+    from cuda_agent.workspace.commands import profiling_main
+except ModuleNotFoundError as error:
+    raise outside_environment("profiling", error) from None
 
 if __name__ == "__main__":
     raise SystemExit(profiling_main())

@@ -3,7 +3,12 @@
 Run from the workspace root: python3 -m utils.verification
 """
 
-from cuda_agent.workspace.commands import verification_main
+from utils import outside_environment
+
+try:
+    from cuda_agent.workspace.commands import verification_main
+except ModuleNotFoundError as error:
+    raise outside_environment("verification", error) from None
 
 if __name__ == "__main__":
     raise SystemExit(verification_main())
