@@ -58,6 +58,8 @@ def test_killed_run_resumes_with_one_record_and_one_judgment_per_episode(tmp_pat
         second = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
     assert second.returncode == 0, second.stderr[-4000:]
     assert f"{len(before)} already recorded" in second.stderr
+    # a step it skips says why (the judge server judges; the episodes' first compiles make their own PCH)
+    assert "shared build cache: not prepared (--judge-url given; episodes build their own" in second.stderr
 
     after = read_records(records)
     keys = [f"{r.task_id}#{r.episode}" for r in after]

@@ -31,6 +31,36 @@ def geo(*xs: float) -> float:
     return math.prod(xs) ** (1 / len(xs))
 
 
+def test_build_only_results_are_not_applicable_not_zero(tmp_path, capsys):
+    """`built` (judged --build-only: nothing verified or timed) is neither correct nor failed: every column
+    of a row holding one is n/a, in the metrics, the terminal tables and the report, never "0% pass"."""
+    from cuda_agent.cli import main
+
+    records = [rec("level1/a", "built", 0), rec("level1/b", "built", 0), rec("level2/c", "compile_error")]
+    metrics = compute_metrics(records, bootstrap=20)
+    for key in (1, "overall"):
+        for selection in ("pass@1", "best_of_k"):
+            cells = metrics.row(key, selection).metrics
+            assert all(cells[c].value is None and cells[c].unmeasured for c in COLUMNS), (key, selection)
+    assert value(metrics, "pass_rate", 2) == 0.0 and not metrics.row(2).metrics["pass_rate"].unmeasured
+    assert RunMetrics.from_dict(json.loads(json.dumps(metrics.to_dict()))) == metrics
+    # A task with a measured episode beside a build-only one: pass@1 is unknown, its best episode is not.
+    mixed = compute_metrics([rec("level1/a", "ok", 2, 1.5, 0.9), rec("level1/a", "built", 0, episode=1)], bootstrap=0)
+    assert value(mixed, "pass_rate") is None and value(mixed, "pass_rate", selection="best_of_k") == 1.0
+
+    run = tmp_path / "run"
+    write_records(run / "records.jsonl", records)
+    assert main(["eval", "--report", str(run), "--bootstrap", "10"]) == 0
+    captured = capsys.readouterr()
+    table, report = captured.out, captured.err
+    assert "level 1: 2 task(s), 2 record(s), first episode passed n/a (2 unmeasured), mean reward n/a" in table
+    assert "level 2: 1 task(s), 1 record(s), first episode passed 0/1, mean reward -1.00" in table
+    assert "n/a: 2 episode(s) judged build-only: the CPU checks passed, nothing was verified or timed" in table
+    rows = {line.split()[0]: line.split()[2:] for line in report.splitlines() if line.startswith(("1 ", "2 ", "overall"))}
+    assert rows["1"] == ["n/a"] * 7 and rows["overall"] == ["n/a"] * 7 and rows["2"][0] == "0%"
+    assert "| Level 1 | 2 | 2 | n/a |" in (run / "report.md").read_text()
+
+
 def test_one_level_every_column_with_ties_at_both_thresholds():
     assert SPEEDUP_THRESHOLD == 1.05  # the hand answers below assume the reward's 5% threshold
     records = [

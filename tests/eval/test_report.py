@@ -115,8 +115,8 @@ def test_report_of_an_all_failed_run_still_has_every_plot(tmp_path):
     written = write_report(tmp_path, records, compute_metrics(records, bootstrap=10))
     assert all(written[f"plots/{n}.png"].stat().st_size > 0 for n in ("speedups", "scatter", "rates", "rewards"))
     md = (tmp_path / "report.md").read_text()
-    assert "| Level 2 | 2 | 2 | 0.0% (0.0, 0.0) |" in md
-    assert "1 episode(s) were judged build-only" in md
+    assert "| Level 2 | 2 | 2 | n/a | n/a |" in md  # one task never measured: the pass rate is unknown, not 0%
+    assert "1 episode(s) were judged build-only" in md and "| level2/2_B | 2 | n/a (1 unmeasured) | built |" in md
 
 
 def test_without_matplotlib_the_report_says_so_instead_of_failing(tmp_path, monkeypatch):

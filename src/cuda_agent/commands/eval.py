@@ -177,7 +177,10 @@ def _agent(args: argparse.Namespace) -> int:
         say(f"error: {exc}")
         return EXIT_UNUSABLE
     backend = _backend(args, settings)
-    if not (args.judge_url or args.build_only or args.no_cache_warm or config.cache_seed_dir):
+    skipped = _why_no_cache_warm(args, config)
+    if skipped:
+        say(f"shared build cache: not prepared ({skipped})")
+    else:
         _warm_cache()
     try:
         runner = AgentRunner(args.out, meta["run_id"], units, backend, config, concurrency=args.concurrency,
@@ -310,6 +313,17 @@ def _planned(units: list[Any]) -> list[tuple[str, int]]:
 
 def _unavailable(backend: Any) -> str | None:
     return getattr(backend, "_unavailable", None)
+
+
+def _why_no_cache_warm(args: argparse.Namespace, config: Any) -> str | None:
+    """Why this run does not prepare the shared build cache before its episodes, or None when it does."""
+    later = "episodes build their own precompiled header at their first compile; `cuda-agent cache warm` prepares it"
+    if config.cache_seed_dir:
+        return f"--cache-seed: the episodes read {config.cache_seed_dir} instead"
+    for flag in ("no_cache_warm", "build_only", "judge_url"):
+        if getattr(args, flag):
+            return f"--{flag.replace('_', '-')} given; {later}"
+    return None
 
 
 def _warm_cache() -> None:

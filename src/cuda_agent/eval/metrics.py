@@ -42,6 +42,12 @@ Columns (all rates have every task in the denominator: a failed or missing task 
 A correct record without timings (a `--no-timing` run) is correct but never faster, and is left out of
 the geomeans (so their `n` is smaller than the task count).
 
+Unmeasured. A record whose status is in `UNMEASURED` (`built`: judged `--build-only`, the CPU checks
+passed and nothing was verified or timed) is neither correct nor failed: nobody knows. Every column of a
+row whose selection holds such a record is n/a (value None, `unmeasured` True), never "0% pass": with
+one unknown task the share is unknown. In `best_of_k` a task whose best episode is known (an `ok` one)
+counts as usual.
+
 Intervals. 95% percentile bootstrap, resampling tasks with replacement within each level (the level sizes
 and weights stay fixed), `bootstrap` replicates from numpy's default_rng(seed); the same resampled task
 sets serve every column, so a run is reproducible bit for bit. A replicate in which a column is undefined
@@ -63,6 +69,11 @@ import numpy as np
 
 from cuda_agent.eval.records import EvalRecord, RecordError
 from cuda_agent.judge import SPEEDUP_THRESHOLD
+
+# Statuses that say nothing about correctness or speed, with why; their rows show n/a.
+UNMEASURED: dict[str, str] = {
+    "built": "judged build-only: the CPU checks passed, nothing was verified or timed (judge it on a GPU)",
+}
 
 CONFIDENCE = 0.95
 SELECTIONS = ("pass@1", "best_of_k")
@@ -104,6 +115,7 @@ class Metric:
     low: float | None = None
     high: float | None = None
     n: int = 0
+    unmeasured: bool = False  # None because some record behind it was never measured (UNMEASURED): n/a
 
 
 @dataclass(frozen=True)
@@ -185,6 +197,8 @@ def _compile_credited(record: EvalRecord) -> bool:
 def _episode_values(record: EvalRecord | None, task: _Task) -> dict[str, tuple[float, float]]:
     """(numerator, denominator) of each column for one episode (None: a missing task's one failure)."""
     nan = (0.0, 0.0)  # contributes nothing to either sum: left out
+    if record is not None and record.status in UNMEASURED:  # unknown: makes every sum it enters unknown
+        return dict.fromkeys(COLUMNS, (math.nan, 1.0))
     ok = record is not None and record.passed
     se = record.speedup_vs_eager if ok else None
     sc = record.speedup_vs_compile if ok else None
@@ -214,6 +228,15 @@ def _episode_values(record: EvalRecord | None, task: _Task) -> dict[str, tuple[f
 
 def _log(value: float) -> float:
     return math.log(value)  # records hold speedups > 0 (EvalRecord checks)
+
+
+def passed_count(records: list[EvalRecord]) -> str:
+    """How many of `records` passed, as "2/3"; "n/a (1 unmeasured)" when any of them was never measured
+    (UNMEASURED), since the count is then unknown."""
+    unmeasured = sum(r.status in UNMEASURED for r in records)
+    if unmeasured:
+        return f"n/a ({unmeasured} unmeasured)"
+    return f"{sum(r.passed for r in records)}/{len(records)}"
 
 
 def best_record(records: list[EvalRecord]) -> EvalRecord:
@@ -378,6 +401,8 @@ def _estimate(column: str, levels: list[int], arrays: dict, sizes: dict[int, int
             bn, bd = w * nums[idx].sum(axis=1), w * dens[idx].sum(axis=1)
             boot_num = bn if boot_num is None else boot_num + bn
             boot_den = bd if boot_den is None else boot_den + bd
+    if math.isnan(num):
+        return Metric(None, n=n, unmeasured=True)
     geo = column.startswith("geomean")
     value = _finish(num, den, geo)
     if value is None or boot_num is None:

@@ -21,7 +21,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cuda_agent.eval import paper, plots
-from cuda_agent.eval.metrics import DEFINITIONS, Metric, RunMetrics, best_record, compute_metrics
+from cuda_agent.eval.metrics import (
+    DEFINITIONS,
+    UNMEASURED,
+    Metric,
+    RunMetrics,
+    best_record,
+    compute_metrics,
+    passed_count,
+)
 from cuda_agent.eval.records import EvalRecord, read_records
 
 REASON_CHARS = 200  # a failure reason is cut to this in the task table (the verdict keeps it whole)
@@ -138,7 +146,7 @@ def _write(path: Path, text: str) -> Path:
 def fmt(metric: Metric, column: str) -> str:
     """A metric with its 95% interval: 97.5% (93.0, 100.0) for rates, 2.11x (1.90, 2.35) for geomeans."""
     if metric.value is None:
-        return "-"
+        return "n/a" if metric.unmeasured else "-"
     if column.startswith("geomean"):
         text, ci = f"{metric.value:.2f}x", "({:.2f}, {:.2f})"
     elif column == "mean_reward":
@@ -188,13 +196,21 @@ def _summary(records: Sequence[EvalRecord], metrics: RunMetrics) -> list[str]:
         f"{metrics.bootstrap} replicates, seed {metrics.seed}. The reward's threshold: {metrics.threshold}.",
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
     ]
-    built = sum(r.status == "built" for r in records)
-    if built:
-        lines.append(f"{built} episode(s) were judged build-only (status built: CPU checks passed, nothing verified "
-                     "or timed); they count as not correct.")
+    lines += unmeasured_lines(records)
     empty = [lv for lv in metrics.levels if lv not in metrics.overall_levels]
     if empty:
         lines.append(f"No tasks in {', '.join(f'Level {lv}' for lv in empty)}: its row is empty and overall leaves it out.")
+    return lines
+
+
+def unmeasured_lines(records: Sequence[EvalRecord]) -> list[str]:
+    """Why some cells read n/a: how many episodes had each unmeasured status (metrics.UNMEASURED)."""
+    lines = []
+    for status, why in UNMEASURED.items():
+        count = sum(r.status == status for r in records)
+        if count:
+            lines.append(f"{count} episode(s) were {why}: status {status}, neither correct nor failed, so the "
+                         "rates, geomeans and mean reward of their rows are n/a.")
     return lines
 
 
@@ -225,13 +241,12 @@ def _task_rows(records: Sequence[EvalRecord]) -> list[list[str]]:
     for task_id in sorted(by_task, key=lambda t: (by_task[t][0].level, by_task[t][0].problem, t)):
         eps = by_task[task_id]
         best = best_record(eps)
-        passed = sum(r.passed for r in eps)
 
         def num(value: float | None, unit: str = "", digits: int = 3) -> str:
             return "-" if value is None else f"{value:.{digits}g}{unit}"
 
         reason = best.reason if len(best.reason) <= REASON_CHARS else best.reason[:REASON_CHARS] + "..."
-        rows.append([task_id, str(best.level), f"{passed}/{len(eps)}", best.status, f"{best.reward:+d}",
+        rows.append([task_id, str(best.level), passed_count(eps), best.status, f"{best.reward:+d}",
                      num(best.speedup_vs_eager, "x"), num(best.speedup_vs_compile, "x"), num(best.candidate_ms),
                      num(best.eager_ms), num(best.compile_ms), "" if best.passed else reason])
     return rows

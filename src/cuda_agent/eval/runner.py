@@ -320,7 +320,9 @@ class AgentRunner:
 
 def results_table(records: list[EvalRecord], planned: list[tuple[str, int]] | None = None) -> str:
     """Per task: episodes recorded, how many passed, the best reward and speedups (best of K), and the
-    first episode's status (what pass@1 counts); then one line per level."""
+    first episode's status (what pass@1 counts); then one line per level, and why any cell reads n/a."""
+    from cuda_agent.eval.metrics import UNMEASURED, passed_count
+
     by_task: dict[str, list[EvalRecord]] = {}
     for record in sorted(records, key=lambda r: (r.level, r.problem, r.task_id, r.episode)):
         by_task.setdefault(record.task_id, []).append(record)
@@ -329,7 +331,7 @@ def results_table(records: list[EvalRecord], planned: list[tuple[str, int]] | No
     for task_id, rs in by_task.items():
         ok = [r for r in rs if r.passed]
         best = max(rs, key=lambda r: (r.reward, r.speedup_vs_compile or 0.0))
-        rows.append((task_id, str(len(rs)), f"{len(ok)}/{len(rs)}", rs[0].status, f"{best.reward:+d}",
+        rows.append((task_id, str(len(rs)), passed_count(rs), rs[0].status, f"{best.reward:+d}",
                      _x(max((r.speedup_vs_eager for r in ok if r.speedup_vs_eager), default=None)),
                      _x(max((r.speedup_vs_compile for r in ok if r.speedup_vs_compile), default=None))))  # fmt: skip
     for task_id, count in planned or []:
@@ -341,10 +343,20 @@ def results_table(records: list[EvalRecord], planned: list[tuple[str, int]] | No
     for level in sorted({r.level for r in records}):
         rs = [r for r in records if r.level == level]
         first = [r for r in rs if r.episode == 0]
+        known = not any(r.status in UNMEASURED for r in rs)
+        mean = f"{sum(r.reward for r in rs) / len(rs):+.2f}" if known else "n/a"
         lines.append(f"level {level}: {len({r.task_id for r in rs})} task(s), {len(rs)} record(s), "
-                     f"first episode passed {sum(r.passed for r in first)}/{len(first)}, "
-                     f"mean reward {sum(r.reward for r in rs) / len(rs):+.2f}")  # fmt: skip
+                     f"first episode passed {passed_count(first)}, mean reward {mean}")  # fmt: skip
+    lines += [f"n/a: {n} episode(s) {why}" for why, n in _unmeasured(records)]
     return "\n".join(lines)
+
+
+def _unmeasured(records: list[EvalRecord]) -> list[tuple[str, int]]:
+    """(why, how many) for each unmeasured status among `records` (metrics.UNMEASURED)."""
+    from cuda_agent.eval.metrics import UNMEASURED
+
+    counts = [(why, sum(r.status == status for r in records)) for status, why in UNMEASURED.items()]
+    return [(why, n) for why, n in counts if n]
 
 
 def _x(value: float | None) -> str:
@@ -389,7 +401,7 @@ def metrics_table(metrics: Any, selection: str = "pass@1") -> str:
         for _, column in METRIC_COLUMNS:
             m = row.metrics.get(column)
             if m is None or m.value is None:
-                cells.append("-")
+                cells.append("n/a" if m is not None and m.unmeasured else "-")
             elif column.startswith("geomean"):
                 cells.append(f"{m.value:.2f}x")
             elif column == "mean_reward":
