@@ -27,7 +27,9 @@ COMMANDS: dict[str, str] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from cuda_agent.commands.helptext import Parser
+
+    parser = Parser(
         prog="cuda-agent",
         description="Build, judge and train agents that write CUDA kernels faster than torch.compile.",
     )

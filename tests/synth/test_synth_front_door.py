@@ -89,6 +89,18 @@ def test_decontamination_is_chosen_never_skipped_silently(monkeypatch, catalog, 
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["benchmark"] is None
 
 
+def test_the_catalog_cache_sits_under_the_judges_cache_root(monkeypatch, tmp_path: Path) -> None:
+    """One cache folder name for the whole project (~/.cache/cuda-agent), not a second cuda_agent/ beside it."""
+    from cuda_agent.judge import cache_root
+    from cuda_agent.synth.catalog import default_cache_dir
+
+    monkeypatch.delenv("CUDA_AGENT_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_cache_dir() == cache_root() / "synth" == tmp_path / ".cache" / "cuda-agent" / "synth"
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "elsewhere"))
+    assert default_cache_dir() == cache_root() / "synth" == tmp_path / "elsewhere" / "synth"
+
+
 def test_summary_records_the_benchmark_used(no_crawl, tmp_path: Path, capsys) -> None:
     bench = tmp_path / "bench"
     (bench / "level1").mkdir(parents=True)

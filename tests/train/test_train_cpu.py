@@ -120,6 +120,17 @@ def test_a_max_length_that_leaves_nothing_to_train_on_is_one_line(data, tiny_mod
     assert "--max-length must be at least 1" in capsys.readouterr().err
 
 
+def test_the_readme_states_the_default_tiny_models_size(tmp_path) -> None:
+    from pathlib import Path
+
+    from cuda_agent.train.tiny import build_tiny_model
+
+    info = build_tiny_model(tmp_path / "tiny")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    stated = re.search(r"random-init Qwen2 weights \(([\d.]+)M parameters by default", readme)
+    assert stated and float(stated.group(1)) == round(info["parameters"] / 1e6, 1), info
+
+
 def test_value_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
     from transformers import AutoModelForTokenClassification
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.commands.solve import add_model_arguments
+from cuda_agent.commands.solve import add_budget_arguments, add_model_arguments
 
 EXIT_UNUSABLE = 3
 
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     what.add_argument("--limit", type=int, help="at most N tasks in all")
     what.add_argument("--tasks-per-level", type=int, help="the first N problems of each level")
     what.add_argument("--episodes-per-task", "-k", type=int, default=1, help="episodes per task (pass@1 and "
-                      "best-of-K; default 1)")  # fmt: skip
+                      "best-of-K)")  # fmt: skip
     what.add_argument("--submissions", type=Path, metavar="DIR", help="judge the submission folders under DIR "
                       "instead of running the agent")  # fmt: skip
     what.add_argument("--recheck", type=Path, metavar="RUN", help="judge RUN's final submissions again and "
@@ -53,27 +53,25 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     what.add_argument("--out", type=Path, metavar="RUN", help="the run folder (created, or resumed)")
     model = parser.add_argument_group("model (agent runs; also from CUDA_AGENT_* variables or --config)")
     add_model_arguments(model)
-    model.add_argument("--max-turns", type=int)
-    model.add_argument("--context-tokens", type=int)
-    model.add_argument("--max-total-tokens", type=int)
-    model.add_argument("--time-limit", type=float, dest="time_limit_s", help="seconds per episode")
-    model.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once (default 1)")
-    model.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
+    add_budget_arguments(model)
+    model.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once")
+    model.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"],
+                       help="Bash sandbox mechanism (default auto)")  # fmt: skip
     model.add_argument("--cache-seed", dest="cache_seed_dir", help="judge cache folder episodes read (read-only)")
     model.add_argument("--no-cache-warm", action="store_true", help="do not prepare the shared build cache first")
     judge = parser.add_argument_group("judge")
     judge.add_argument("--judge-url", help="a `cuda-agent serve` server (token in $CUDA_AGENT_JUDGE_TOKEN)")
     judge.add_argument("--build-only", action="store_true", help="CPU checks only (task, static checks, build)")
-    judge.add_argument("--workers", type=int, default=2, help="concurrent CPU checks / remote judgments (2)")
-    judge.add_argument("--gpus", type=int, default=1, help="local GPUs to judge on (default 1)")
+    judge.add_argument("--workers", type=int, default=2, help="concurrent CPU checks / remote judgments")
+    judge.add_argument("--gpus", type=int, default=1, help="local GPUs to judge on")
     judge.add_argument("--atol", type=float, default=1e-2)
     judge.add_argument("--rtol", type=float, default=1e-2)
     judge.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
     judge.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     out = parser.add_argument_group("report")
     out.add_argument("--compare", type=Path, metavar="OTHER_RUN", help="put another run beside this one")
-    out.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (1000)")
-    out.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    out.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
+    out.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     out.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     out.add_argument("--verbose", "-v", action="store_true", help="one line per agent turn and tool call")
     parser.set_defaults(handler=run)

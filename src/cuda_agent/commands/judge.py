@@ -37,17 +37,17 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("submissions", nargs="+", type=Path, metavar="DIR", help="submission folder(s)")
     parser.add_argument("--task", type=Path, help="reference model.py (default: DIR/model.py)")
     parser.add_argument("--json", action="store_true", help="print one JSON verdict per line on stdout")
-    parser.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
-    parser.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
+    parser.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance")
+    parser.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance")
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
     parser.add_argument("--tolerance-only", action="store_true",
                         help="the paper's rule: atol/rtol alone, without the precision audit against float64")  # fmt: skip
     parser.add_argument("--build-only", action="store_true",
                         help="CPU checks only: task, static checks, build (no GPU needed); exit 1 if any fail")
-    parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call (60)")
-    parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file (180)")
+    parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
+    parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs to judge on in parallel (default 1)")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs to judge on in parallel")
     parser.add_argument("--build-workers", type=int, help="concurrent builds (default: the free CPU cores)")
     parser.add_argument("--out", type=Path, help="also write the verdicts as JSON lines to this file")
     parser.set_defaults(handler=run)

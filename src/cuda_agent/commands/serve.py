@@ -23,18 +23,18 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         description="An HTTP judge server in front of JudgeService. Tokens: --token-file or "
         "$CUDA_AGENT_SERVE_TOKENS (at least 16 characters each).",
     )  # fmt: skip
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
     parser.add_argument("--port-file", type=Path, help="write the bound port here once listening")
     parser.add_argument("--token-file", type=Path, help="accepted bearer tokens, one per line")
     parser.add_argument("--data-dir", type=Path, default=Path("judge-service"),
                         help="where judgments are kept (default ./judge-service)")  # fmt: skip
-    parser.add_argument("--max-pending", type=int, default=64, help="unfinished judgments before 429 (64)")
-    parser.add_argument("--max-attempts", type=int, default=3, help="dispatches of one judgment at most (3)")
+    parser.add_argument("--max-pending", type=int, default=64, help="unfinished judgments before 429")
+    parser.add_argument("--max-attempts", type=int, default=3, help="dispatches of one judgment at most")
     parser.add_argument("--max-request-mb", type=float, default=8.0, help="largest request body (8 MiB)")
     parser.add_argument("--build-only", action="store_true", help="CPU checks only (no GPU needed)")
-    parser.add_argument("--workers", type=int, default=1, help="concurrent CPU checks with --build-only (1)")
-    parser.add_argument("--gpus", type=int, default=1, help="local GPUs to judge on (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="concurrent CPU checks with --build-only")
+    parser.add_argument("--gpus", type=int, default=1, help="local GPUs to judge on")
     parser.add_argument("--build-workers", type=int, help="concurrent builds (default: the free CPU cores)")
     parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                         help="judge on a Ray cluster (ADDRESS, default: auto; 'local' starts one here)")  # fmt: skip

@@ -33,13 +33,29 @@ UNJUDGED = ("unavailable", "judge_error")
 
 
 def add_model_arguments(model: argparse._ArgumentGroup) -> None:
-    """The model server's options, shared by every command that drives the agent (solve, eval)."""
+    """The model server's options, shared by every command that drives the agent (solve, eval). Their
+    argparse defaults are None so that --config and CUDA_AGENT_* can set them; the help states what applies
+    when none of them does (agent/config.py's defaults)."""
+    from cuda_agent.agent.config import ModelConfig
+
     model.add_argument("--model", help="model name as the server knows it")
     model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     model.add_argument("--api-key", help="API key (prefer CUDA_AGENT_API_KEY or OPENAI_API_KEY)")
-    model.add_argument("--temperature", type=float)
-    model.add_argument("--max-tokens", type=int, help="tokens per response")
+    model.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+    model.add_argument("--max-tokens", type=int, help=f"tokens per response (default {ModelConfig.max_tokens})")
     model.add_argument("--config", type=Path, help="TOML or JSON file with [model], [agent], [sandbox] sections")
+
+
+def add_budget_arguments(group: argparse._ArgumentGroup) -> None:
+    """An episode's budgets, shared by solve and eval (defaults as for `add_model_arguments`)."""
+    from cuda_agent.agent.config import AgentConfig
+
+    group.add_argument("--max-turns", type=int, help=f"model turns per episode (default {AgentConfig.max_turns})")
+    group.add_argument("--context-tokens", type=int, help=f"context budget (default {AgentConfig.context_tokens})")
+    group.add_argument("--max-total-tokens", type=int,
+                       help="prompt+completion tokens over the episode (default: no limit)")  # fmt: skip
+    group.add_argument("--time-limit", type=float, dest="time_limit_s",
+                       help=f"seconds per episode (default {AgentConfig.time_limit_s:g})")  # fmt: skip
 
 
 def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
@@ -52,13 +68,10 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     model = parser.add_argument_group("model (also from CUDA_AGENT_* variables or --config)")
     add_model_arguments(model)
     budget = parser.add_argument_group("budgets")
-    budget.add_argument("--max-turns", type=int)
-    budget.add_argument("--context-tokens", type=int, help="context budget (default 131072)")
-    budget.add_argument("--max-total-tokens", type=int, help="prompt+completion tokens over the episode")
-    budget.add_argument("--time-limit", type=float, dest="time_limit_s", help="seconds per episode")
+    add_budget_arguments(budget)
     runs = parser.add_argument_group("run")
     runs.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where workspaces and trajectories go")
-    runs.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once (default 1)")
+    runs.add_argument("--concurrency", "-j", type=int, default=1, help="episodes at once")
     runs.add_argument("--force", action="store_true", help="replace existing workspaces")
     runs.add_argument("--resume", action="store_true",
                       help="skip finished episodes; re-run cancelled ones, judge ones never judged")  # fmt: skip
@@ -67,8 +80,10 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     runs.add_argument("--no-judge", action="store_true", help="skip the final judgment (no reward)")
     runs.add_argument("--judge-url", help="judge on a `cuda-agent serve` server at this URL (token in "
                       "$CUDA_AGENT_JUDGE_TOKEN) instead of in this process")  # fmt: skip
-    runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"], help="Bash sandbox mechanism")
-    runs.add_argument("--allow-network", action="store_true", default=None, help="let Bash reach the network")
+    runs.add_argument("--isolation", choices=["auto", "bwrap", "unshare", "none"],
+                      help="Bash sandbox mechanism (default auto)")  # fmt: skip
+    runs.add_argument("--allow-network", action="store_true", default=None,
+                      help="let Bash reach the network (default: no network)")  # fmt: skip
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON summary per episode on stdout")
     out.add_argument("--out", type=Path, help="append each episode's full trajectory record to this JSONL file")

@@ -50,17 +50,18 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
         description="Compose operators from torch and transformers into tasks, filter, decontaminate, save.",
     )
     parser.add_argument("--out", type=Path, required=True, help="output folder (resumes if it has a journal)")
-    parser.add_argument("--tasks", type=int, default=6000, help="accepted tasks to make (default 6000)")
+    parser.add_argument("--tasks", type=int, default=6000, help="accepted tasks to make")
     parser.add_argument(
         "--mix", help="bucket mix, e.g. '1:0.034,2:0.838,3:0.076,4:0.028,5:0.012,transformers:0.012'"
     )
-    parser.add_argument("--workers", type=int, default=4, help="execution worker processes (default 4)")
-    parser.add_argument("--device", default="cuda", help="device for the execution filter (default cuda)")
+    parser.add_argument("--workers", type=int, default=4, help="execution worker processes")
+    parser.add_argument("--device", default="cuda", help="device for the execution filter")
     parser.add_argument(
         "--cpu-only", action="store_true", help="run on the CPU; skip GPU timing (tasks marked)"
     )
     parser.add_argument("--static-only", action="store_true", help="stop after the static stages")
-    parser.add_argument("--band-ms", type=float, nargs=2, default=(1.0, 100.0), metavar=("LO", "HI"))
+    parser.add_argument("--band-ms", type=float, nargs=2, default=(1.0, 100.0), metavar=("LO", "HI"),
+                        help="eager GPU time of one forward a task must take, in ms (sizes are scaled into it)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile check")
     parser.add_argument("--timeout", type=float, default=300.0, help="per-task timeout in seconds")
     parser.add_argument("--minutes", type=float, help="stop composing after this many minutes")
@@ -86,7 +87,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--llm-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)")
     parser.add_argument("--llm-fraction", type=float, default=1.0, help="share of tasks the LLM composes")
     parser.add_argument(
-        "--cache-dir", type=Path, help="catalog cache folder (default ~/.cache/cuda_agent/synth)"
+        "--cache-dir", type=Path, help="catalog cache folder (default: $CUDA_AGENT_CACHE/synth, else ~/.cache/cuda-agent/synth)"
     )
     parser.add_argument("--export", action="store_true", help="only rewrite tasks.parquet from the journal")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no library warnings")

@@ -926,7 +926,9 @@ def _versions() -> dict[str, str]:
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("CUDA_AGENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cuda_agent")
+    """`synth/` under the cache root every part of cuda-agent uses: $CUDA_AGENT_CACHE, else
+    ~/.cache/cuda-agent (the judge's cache_root, spelt the same way)."""
+    root = os.environ.get("CUDA_AGENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cuda-agent")
     return Path(root) / "synth"
 
 

@@ -71,7 +71,9 @@ CHAT_TEMPLATE = """\
 
 @dataclass(frozen=True)
 class TinySpec:
-    """Sizes of the tiny model. The defaults give about 16M parameters; tests use smaller ones."""
+    """Sizes of the tiny model. The defaults give 13.9M parameters (the BPE learns about 2,400 tokens from
+    the built-in corpus, below `vocab_size`, which is a cap; README.md states the count); tests use smaller
+    ones."""
 
     vocab_size: int = 8192
     hidden_size: int = 384
