@@ -259,11 +259,12 @@ class PadKernel:
 
     THREADS = 1024
 
-    def __init__(self, buffer: Any, sm_count: int) -> None:
+    def __init__(self, buffer: Any, sm_count: int, ptx: str = PAD_PTX) -> None:
+        """`ptx`: the kernel's text (another only in A/B probes, scripts/device/l2_after_flush_probe.py)."""
         self.driver = _Driver()
         lib, check = self.driver.lib, self.driver.check
         module, func, per_sm = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
-        check(lib.cuModuleLoadData(ctypes.byref(module), PAD_PTX.encode() + b"\0"), "cuModuleLoadData")
+        check(lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"), "cuModuleLoadData")
         check(lib.cuModuleGetFunction(ctypes.byref(func), module, b"judge_pad_flush"), "cuModuleGetFunction")
         check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_sm), func, self.THREADS, 0),
               "cuOccupancyMaxActiveBlocksPerMultiprocessor")  # fmt: skip
