@@ -372,7 +372,8 @@ def test_a_copy_staged_during_the_pad_is_evicted_by_the_flush() -> None:
 
 def test_an_honest_rounds_flushes_are_not_charged() -> None:
     """Nothing of an honest call runs during its pads: its flushes are the calibration samples' and the
-    round is charged nothing for them (at most a few rounds in 20, by jitter beyond 1 us per call)."""
+    round is charged nothing for them (a few rounds in 20 at most, by jitter beyond the slack, 2% of the
+    flush per call, and then little)."""
     import torch
 
     from cuda_agent.judge.candidate.sampler import Sampler
@@ -383,5 +384,5 @@ def test_an_honest_rounds_flushes_are_not_charged() -> None:
     results = [sampler.round(10) for _ in range(20)]
     assert all(r.flush_ms > 0.02 for r in results), [r.flush_ms for r in results]
     charged = [r.flush_charged_ms for r in results]
-    assert sum(c > 0 for c in charged) <= 3 and max(charged) < 0.05, charged
+    assert sum(c > 0 for c in charged) <= 5 and max(charged) / 10 < 0.005, charged
     assert all(r.per_call_ms == pytest.approx(statistics.fmean(r.samples_ms)) for r in results)

@@ -18,6 +18,7 @@ import pytest
 
 from cuda_agent.judge.candidate import sampler as sampler_module
 from cuda_agent.judge.candidate.sampler import (
+    FLUSH_SLACK_SHARE,
     PAD_PTX,
     PAD_SPIN_FLUSH_SHARE,
     TAIL_RESOLUTION_MS,
@@ -138,10 +139,15 @@ def test_flushes_longer_than_the_calibration_samples_are_charged_to_the_round() 
     calibration, timed = [0, 4, 8], [1, 2, 3, 5, 6, 7]
     flushes: list[float | None] = [0.1] * 9
     assert sampler_module._flush_charge(_Stamps(flushes), timed, calibration) == (pytest.approx(0.1), 0.0)
-    # a copy that shared DRAM with two of the flushes: 12 us and 9 us longer, charged less the resolution
+    # a copy that shared DRAM with two of the flushes: 12 us and 9 us longer, charged less the slack (2% of
+    # the calibrated flush per call: the calibration's own error counts once per call)
     flushes[2], flushes[6] = 0.112, 0.109
     _, charge = sampler_module._flush_charge(_Stamps(flushes), timed, calibration)
-    assert charge == pytest.approx(0.021 - len(timed) * TAIL_RESOLUTION_MS)
+    assert charge == pytest.approx(0.021 - len(timed) * FLUSH_SLACK_SHARE * 0.1)
+    # within the slack: a copy that lengthened the round's flushes by under 2% each goes uncharged
+    small: list[float | None] = [0.1] * 9
+    small[2] = 0.1 + 0.9 * len(timed) * FLUSH_SLACK_SHARE * 0.1
+    assert sampler_module._flush_charge(_Stamps(small), timed, calibration)[1] == 0.0
     # jitter either side nets out over the round (a per-call clip would charge its positive half)
     jitter: list[float | None] = [0.1, 0.1015, 0.0985, 0.1012, 0.1, 0.0988, 0.1, 0.1, 0.1]
     assert sampler_module._flush_charge(_Stamps(jitter), timed, calibration)[1] == 0.0
@@ -204,7 +210,7 @@ def test_a_rounds_samples_are_its_events_plus_its_charges_and_sum_to_its_work() 
     flushes[timed[0]] = 0.13  # and 30 us of DRAM traffic under call 1's flush
     result = made.round(10)
     tail = 0.05 - 10 * TAIL_RESOLUTION_MS
-    flush_charge = 0.03 - 10 * TAIL_RESOLUTION_MS
+    flush_charge = 0.03 - 10 * FLUSH_SLACK_SHARE * 0.1
     assert sum(result.samples_ms) == pytest.approx(sum(events) + tail + flush_charge)
     assert result.reply()["escaped_ms"] == pytest.approx(tail) and result.flush_charged_ms == pytest.approx(flush_charge)
     assert result.reply()["flush_ms"] == pytest.approx(0.1)

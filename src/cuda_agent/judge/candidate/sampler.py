@@ -97,6 +97,11 @@ COVER_MAX_MS = 5.0
 # during a pad's flush, beyond the calibrated flush plus the same (both netted over the round, not clipped
 # per call: under the mean a per-call clip charged every contender the positive half of its jitter).
 TAIL_RESOLUTION_MS = 0.001
+# A timed call's flush is charged beyond the round's calibrated flush plus this share of it (or the
+# resolution, if larger) per call: the calibration is the median of a few flushes, and its error counts once
+# per call. What the slack admits: DRAM traffic beside the flush that lengthens it by under 2% (~2 us of
+# a 0.1 ms flush, ~7 MB at DRAM bandwidth), i.e. at most a few MB staged, ~1 us of a call's reads.
+FLUSH_SLACK_SHARE = 0.02
 # The pad spins for the pad plus this share of the flush allowance, then flushes: nominally 1.2 x allowance +
 # pad in all, v5's length (its flush came first and its spin ran to that deadline).
 PAD_SPIN_FLUSH_SHARE = 0.2
@@ -626,9 +631,9 @@ def _stamp_address(stamps: Any, slot: int) -> int:
     return stamps.address(slot) if stamps is not None else 0
 
 
-def _round_charge(measured: Sequence[float], expected: float, calls: int) -> float:
-    """What a round's calls took beyond `expected` each, summed over the round, beyond the resolution."""
-    return max(0.0, math.fsum(m - expected for m in measured) - calls * TAIL_RESOLUTION_MS)
+def _round_charge(measured: Sequence[float], expected: float, calls: int, slack_ms: float = TAIL_RESOLUTION_MS) -> float:
+    """What a round's calls took beyond `expected` each, summed over the round, beyond `slack_ms` per call."""
+    return max(0.0, math.fsum(m - expected for m in measured) - calls * slack_ms)
 
 
 def _flush_charge(stamps: Any, timed: Sequence[int], calibration: Sequence[int]) -> tuple[float, float]:
@@ -644,7 +649,8 @@ def _flush_charge(stamps: Any, timed: Sequence[int], calibration: Sequence[int])
     if not reference or any(f is None for f in measured):
         return 0.0, 0.0
     flush = statistics.median(reference)
-    return flush, _round_charge(measured, flush, len(measured))  # type: ignore[arg-type]
+    slack = max(TAIL_RESOLUTION_MS, FLUSH_SLACK_SHARE * flush)
+    return flush, _round_charge(measured, flush, len(measured), slack)  # type: ignore[arg-type]
 
 
 def _fresh(args: list[Any]) -> list[Any]:
