@@ -246,39 +246,41 @@ def _loops(lines: list[str]) -> list[tuple[int, int]]:
     return found
 
 
+def _flush_loops(lines: list[str]) -> list[tuple[int, int]]:
+    return [(a, b) for a, b in _loops(lines) if any(line.startswith("st.global") for line in lines[a : b + 1])]
+
+
 def test_the_pad_kernel_spins_first_and_flushes_last() -> None:
-    """Parsed from PAD_PTX: the only loop that reads %globaltimer (the spin) ends before the only loop that
-    stores (the flush) begins, and after the flush nothing waits: the kernel returns, so the start event
-    follows the last store."""
+    """Parsed from PAD_PTX: the only loop that reads %globaltimer (the spin) ends before the loops that
+    store (the flush, in two halves) begin, every store is in them, and after the last nothing waits: the
+    kernel returns, so the start event follows the last store."""
     assert re.search(r"\.visible\s+\.entry\s+judge_pad_flush\s*\(", PAD_PTX), "coverage treats the name as neutral"
     lines = _instructions(PAD_PTX)
-    loops = _loops(lines)
-    spins = [(a, b) for a, b in loops if any("%globaltimer" in line for line in lines[a : b + 1])]
-    flushes = [(a, b) for a, b in loops if any(line.startswith("st.global") for line in lines[a : b + 1])]
-    assert len(spins) == 1 and len(flushes) == 1 and spins != flushes, loops
-    (_, spin_last), (flush_first, flush_last) = spins[0], flushes[0]
-    assert spin_last < flush_first, "the flush must come after the spin"
+    spins = [(a, b) for a, b in _loops(lines) if any("%globaltimer" in line for line in lines[a : b + 1])]
+    flushes = _flush_loops(lines)
+    assert len(spins) == 1 and len(flushes) == 2 and not set(spins) & set(flushes), (spins, flushes)
+    assert spins[0][1] < flushes[0][0], "the flush must come after the spin"
     stores = [i for i, line in enumerate(lines) if line.startswith("st.global")]
-    assert all(flush_first <= i <= flush_last for i in stores), "every L2-evicting store is in the flush loop"
-    after = lines[flush_last + 1 :]
+    assert all(any(a <= i <= b for a, b in flushes) for i in stores), "every L2-evicting store is in the flush"
+    after = lines[flushes[-1][1] + 1 :]
     assert not _loops(after) and after[-1] == "ret;", after
     assert not any(line.startswith(("ld.global", "st.global", "prefetch")) for line in after)
 
 
-def test_the_pad_kernel_stamps_its_flush_between_barriers() -> None:
-    """The flush's first start and last end, one atomic each per block and only where stamps were given:
-    the earliest block's timer read before its first store, the latest block's after its last."""
+def test_the_pad_kernel_stamps_its_flushs_second_half_between_barriers() -> None:
+    """The second half's first start and last end, one atomic each per block and only where stamps were
+    given: the earliest block's timer read between the halves, the latest block's after the last store."""
     lines = _instructions(PAD_PTX)
-    flush_first, flush_last = next(
-        (a, b) for a, b in _loops(lines) if any(line.startswith("st.global") for line in lines[a : b + 1])
-    )
+    (_, first_last), (second_first, second_last) = _flush_loops(lines)
     mins = [i for i, line in enumerate(lines) if "atom.global.min.u64" in line]
     maxes = [i for i, line in enumerate(lines) if "atom.global.max.u64" in line]
     assert len(mins) == 1 and len(maxes) == 1
-    assert mins[0] < flush_first and maxes[0] > flush_last
+    assert first_last < mins[0] < second_first and maxes[0] > second_last
     barriers = [i for i, line in enumerate(lines) if line.startswith("barrier.sync")]
-    assert any(b < mins[0] for b in barriers) and any(flush_last < b < maxes[0] for b in barriers)
+    assert any(first_last < b < mins[0] for b in barriers) and any(second_last < b < maxes[0] for b in barriers)
     assert lines[mins[0]].startswith("@%p") and lines[maxes[0]].startswith("@%p"), "guarded: thread 0, stamps given"
+    halves = [line for line in lines if line.startswith("shr.u64")]
+    assert len(halves) == 1 and halves[0].endswith(", 1;"), "the halves split the buffer's 16-byte words in two"
 
 
 def test_the_old_order_fails_the_parse() -> None:
@@ -286,10 +288,8 @@ def test_the_old_order_fails_the_parse() -> None:
     lines = _instructions(PAD_PTX)
     spin, spin_end = lines.index("SPIN:"), next(i for i, line in enumerate(lines) if "bra SPIN;" in line)
     v5 = lines[:spin] + lines[spin_end + 1 : -1] + lines[spin : spin_end + 1] + ["ret;"]  # spin moved last
-    loops = _loops(v5)
-    spins = [(a, b) for a, b in loops if any("%globaltimer" in line for line in v5[a : b + 1])]
-    flushes = [(a, b) for a, b in loops if any(line.startswith("st.global") for line in v5[a : b + 1])]
-    assert len(spins) == 1 and len(flushes) == 1 and not spins[0][1] < flushes[0][0]
+    spins = [(a, b) for a, b in _loops(v5) if any("%globaltimer" in line for line in v5[a : b + 1])]
+    assert len(spins) == 1 and not spins[0][1] < _flush_loops(v5)[0][0]
 
 
 class _Kernel:

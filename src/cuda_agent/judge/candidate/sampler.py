@@ -19,8 +19,8 @@ torch.compile):
    whose GPU queue is full, not the Python launch path. Because the pad occupies the whole GPU, a kernel
    the call launches on another stream cannot run under it. Copy engines are not occupied: what they
    stage during the spin the flush evicts, and what runs during the flush shares DRAM with it and
-   lengthens it; the pad writes its flush's start and end (`FlushStamps`), and the timed calls' flushes
-   beyond the round's calibration samples' are charged to the round.
+   lengthens it; the pad writes when its flush's second half starts and ends (`FlushStamps`), and the
+   timed calls' flushes beyond the round's calibration samples' are charged to the round.
 2. start event; the call; end event (all on the timing stream);
 3. a device-wide synchronisation (every stream of the context), then an `after` event. `after - end` is
    the synchronisation's round trip plus any work still running on another stream after `end`; the
@@ -124,7 +124,7 @@ PAD_PTX = r"""
 {
 	.reg .pred %p<5>;
 	.reg .b32 %r<6>;
-	.reg .b64 %rd<18>;
+	.reg .b64 %rd<22>;
 
 	mov.u64 %rd10, %globaltimer;
 	ld.param.u64 %rd1, [p_buf];
@@ -142,23 +142,35 @@ SPIN:
 	mov.u32 %r4, %nctaid.x;
 	mul.wide.u32 %rd4, %r1, %r2;
 	cvt.u64.u32 %rd5, %r3;
-	add.u64 %rd6, %rd4, %rd5;
+	add.u64 %rd21, %rd4, %rd5;
 	mul.wide.u32 %rd7, %r4, %r2;
+	shr.u64 %rd20, %rd2, 1;
 	mov.u32 %r5, 0;
 	setp.eq.u32 %p3, %r3, 0;
 	setp.ne.u64 %p4, %rd13, 0;
 	and.pred %p3, %p3, %p4;
+	mov.u64 %rd6, %rd21;
+FLUSH_FIRST_HALF:
+	setp.ge.u64 %p1, %rd6, %rd20;
+	@%p1 bra HALF;
+	shl.b64 %rd8, %rd6, 4;
+	add.u64 %rd9, %rd1, %rd8;
+	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
+	add.u64 %rd6, %rd6, %rd7;
+	bra FLUSH_FIRST_HALF;
+HALF:
 	barrier.sync 0;
 	@%p3 mov.u64 %rd14, %globaltimer;
 	@%p3 atom.global.min.u64 %rd15, [%rd13], %rd14;
-FLUSH:
+	add.u64 %rd6, %rd21, %rd20;
+FLUSH_SECOND_HALF:
 	setp.ge.u64 %p1, %rd6, %rd2;
 	@%p1 bra DONE;
 	shl.b64 %rd8, %rd6, 4;
 	add.u64 %rd9, %rd1, %rd8;
 	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
 	add.u64 %rd6, %rd6, %rd7;
-	bra FLUSH;
+	bra FLUSH_SECOND_HALF;
 DONE:
 	barrier.sync 0;
 	@%p3 mov.u64 %rd16, %globaltimer;
@@ -228,11 +240,15 @@ class _Driver:
 
 
 class FlushStamps:
-    """Where the pad kernel writes when its flush began (the earliest block) and ended (the latest), one
-    pair of u64 `%globaltimer` readings per event slot of a round. Reset when the round is set up (outside
-    the clock), read once after its timed loop: work that runs during a pad's flush (a copy engine
-    staging a weight into L2, a side-stream kernel on SMs the flush freed early) shares DRAM with it and
-    shows as a longer flush than the round's calibration samples had, which the round is charged."""
+    """Where the pad kernel writes when the second half of its flush began (the earliest block) and ended
+    (the latest), one pair of u64 `%globaltimer` readings per event slot of a round. Reset when the round
+    is set up (outside the clock), read once after its timed loop: work that runs during a pad's flush (a
+    copy engine staging a weight into L2, a side-stream kernel on SMs the flush freed early) shares DRAM
+    with it and shows as a longer flush than the round's calibration samples had, which the round is
+    charged. Only the second half is timed: the first 128 MB leave L2 full of the flush's own lines
+    whatever came before, and what the previous call left dirty (up to all of L2, written back during the
+    first half) made whole flushes differ by up to a fifth between a pad after a call and one after a
+    flush. The second half alone (2x L2) evicts whatever the first half let in."""
 
     def __init__(self, slots: int) -> None:
         import torch
@@ -258,9 +274,10 @@ _U64 = (1 << 64) - 1
 
 class PadKernel:
     """`judge_pad_flush`: 2 x 1024 threads per SM (every thread slot), a spin to a deadline, then a 256 MB
-    write that evicts L2 right before the call's start event (protocol v6: the flush is the pad's last
-    act, so nothing staged into L2 while it spins survives; v5 flushed first and spun after, and a copy on
-    the copy engines, which the pad does not occupy, warmed L2 for the call during the spin)."""
+    write that evicts L2 right before the call's start event, in two halves with the second one stamped
+    (protocol v6: the flush is the pad's last act, so nothing staged into L2 while it spins survives; v5
+    flushed first and spun after, and a copy on the copy engines, which the pad does not occupy, warmed L2
+    for the call during the spin)."""
 
     THREADS = 1024
 
@@ -285,7 +302,7 @@ class PadKernel:
 
     def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
         """Spin `spin_ms` after start, then flush (unless `flush` is False: a pure spin, the draw's cover),
-        writing the flush's first start and last end to the two u64 at `stamps` (0: nowhere)."""
+        writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere)."""
         args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
                 ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0)]  # fmt: skip
         params = (ctypes.c_void_p * 4)(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
