@@ -58,7 +58,7 @@ def main() -> int:
             verdicts.append(v)
             t = v.timing
             print(f"run {i + 1}: reward {v.reward:+d} candidate {t.candidate_ms:.4f} ms "
-                  f"(IQR {t.candidate.p25:.4f}-{t.candidate.p75:.4f}, {t.candidate.samples} samples, "
+                  f"(IQR of rounds {t.candidate.p25:.4f}-{t.candidate.p75:.4f}, "
                   f"{t.rounds} rounds, baselines {t.baseline_source}) eager {t.eager_ms:.4f} compile "
                   f"{t.compile_ms:.4f} total {sum(v.stage_seconds.values()):.1f} s", flush=True)  # fmt: skip
     times = [v.timing.candidate_ms for v in verdicts if v.timing]

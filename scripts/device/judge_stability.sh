@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Issue 12's reproducibility figures at protocol v5 on one H200, in two device calls (each < 10 min):
+# Issue 12's reproducibility figures (protocol v6 since issue 33) on one H200, in device calls of < 10 min:
 #   PART=stability  benchmarks/compile_baseline_stability.py (3 examples x 5 cold judgments: compile spread
 #                   <= 3%, one reward per example, A/A within 1 +/- 0.02; each row names the host clock's
 #                   charges and the in/outside-loop split with the samples' skew), ~4 min; then the GPU
 #                   tests of the timing protocol (tests/gpu/test_timing_gpu.py) and of the compile builds'
 #                   private kernels (tests/judge/test_compile_builds.py, cuda), ~2-3 min.
 #   PART=suite      scripts/gpu_suite.py: every adversarial and honest case in one judge process, ~7.5 min.
+#   PART=probes     issue 33's A/B probes: scripts/device/round_redistribution_probe.py (the burst under the
+#                   median and the mean, honest spread and A/A under both) and l2_after_flush_probe.py (L2
+#                   staged during the v5 and the v6 pad), ~1-2 min; each prints PASS/FAIL lines.
 # Run from the repo root:  PART=stability OUT=/some/dir bash scripts/device/judge_stability.sh
 # Results under $OUT/stability or $OUT/suite (logs, JSON, verdicts). Needs only torch + nvcc.
 set -uo pipefail
@@ -32,5 +35,13 @@ case "${PART:-stability}" in
     echo "suite exit $?" >> "$D/suite.log"
     grep -E "NOT AS EXPECTED|^all|^by class|exit" "$D/suite.log"
     ;;
-  *) echo "PART must be stability or suite" >&2; exit 2 ;;
+  probes)
+    D="$OUT/probes"; mkdir -p "$D"
+    for probe in round_redistribution_probe l2_after_flush_probe; do
+      timeout "${PROBE_TIMEOUT:-200}" "$PY" "scripts/device/$probe.py" --json "$D/$probe.json" > "$D/$probe.log" 2>&1
+      echo "$probe exit $?" >> "$D/$probe.log"
+      cat "$D/$probe.log"
+    done
+    ;;
+  *) echo "PART must be stability, suite or probes" >&2; exit 2 ;;
 esac

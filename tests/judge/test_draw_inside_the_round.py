@@ -49,8 +49,12 @@ class _Recorder:
         self.cuda = SimpleNamespace(Event=Event, synchronize=lambda: self.log.append(("sync",)))
         self.no_grad = NoGrad
 
-    def launch(self, stream: int, total_ms: float, flush: bool = True) -> None:
-        self.log.append(("pad" if flush else "cover", round(total_ms, 4)))
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+        self.log.append(("pad" if flush else "cover", round(spin_ms, 4)))
+
+    def new_stamps(self, slots: int) -> SimpleNamespace:
+        """The pad's flush stamps (none measured here: no charge)."""
+        return SimpleNamespace(address=lambda slot: 4096 + 16 * slot, flush_ms=lambda: [None] * slots)
 
 
 def _sampler(recorder: _Recorder, drawn: list[int]) -> Sampler:
@@ -87,11 +91,11 @@ def test_a_seeded_round_draws_each_call_inside_its_timed_loop_under_the_cover() 
     steps = [e for e in recorder.log if e[0] in ("cover", "draw", "pad", "call")]
     # calibration samples (a pad without a call) come before calls 0 and 3 and at the end
     assert steps == [
-        ("pad", 0.196), ("cover", 0.6), ("draw", 11, False), ("pad", 0.196), ("call", "inputs of 11"),
-        ("cover", 0.6), ("draw", 12, False), ("pad", 0.196), ("call", "inputs of 12"),
-        ("cover", 0.6), ("draw", 13, False), ("pad", 0.196), ("call", "inputs of 13"),
-        ("pad", 0.196), ("cover", 0.6), ("draw", 14, False), ("pad", 0.196), ("call", "inputs of 14"),
-        ("pad", 0.196),
+        ("pad", 0.116), ("cover", 0.6), ("draw", 11, False), ("pad", 0.116), ("call", "inputs of 11"),
+        ("cover", 0.6), ("draw", 12, False), ("pad", 0.116), ("call", "inputs of 12"),
+        ("cover", 0.6), ("draw", 13, False), ("pad", 0.116), ("call", "inputs of 13"),
+        ("pad", 0.116), ("cover", 0.6), ("draw", 14, False), ("pad", 0.116), ("call", "inputs of 14"),
+        ("pad", 0.116),
     ]  # fmt: skip
     # the draws ran inside the timed loop (the collector is off exactly there), and on again after
     assert gc.isenabled()

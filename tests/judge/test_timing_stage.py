@@ -175,6 +175,33 @@ def test_forged_samples_are_bounded_by_the_parents_clock(tmp_path, monkeypatch, 
     assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] >= 1
 
 
+class BurstCandidate(Candidate):
+    """Issue 33 class 4: call 1 of each round computes at once, calls 2-9 only queue and run a 4 us marker,
+    call 10 runs the nine queued calls in one batched launch. The work is all there, in the round."""
+
+    def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
+        if command != "time_round":
+            return super().answer(command, timeout, **kw)
+        self.every_command.append(command)
+        self.log.append((command, kw))
+        samples = [self.true_ms] + [0.004] * (CALLS - 2) + [9 * self.true_ms]
+        time.sleep(sum(samples) / 1000)
+        return {"ok": True, "samples": samples, "escaped_ms": 0.0}
+
+
+def test_work_moved_between_the_calls_of_a_round_is_timed_in_full(tmp_path, monkeypatch, candidate_process) -> None:
+    """The burst's median sample is the marker (v5 read it, within the host clock's margin: +3 on the
+    H200); a round's time is its work over its calls, the markers included, so it reads as the kernel."""
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    timing = made.time(ref, BurstCandidate(candidate_process.pid, true_ms=0.25))  # type: ignore[arg-type]
+    per_call = (0.25 + 8 * 0.004 + 9 * 0.25) / CALLS
+    assert timing.candidate_ms == pytest.approx(per_call, rel=0.02), timing
+    assert made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"] == 0
+    assert timing.speedup_vs_compile == pytest.approx(0.5 / per_call, rel=0.05)  # honest: 2x, not 125x
+    assert timing.candidate.samples == timing.rounds  # the reported figures are over rounds
+
+
 def test_a_rounds_set_up_is_not_charged_as_per_call_time(tmp_path, monkeypatch, candidate_process) -> None:
     """5 ms of set-up per 10-call round (CUDA events, the last round's calls released) happens in
     `prepare_round`, before the parent's clock starts: charged as per-call time it made an H200 candidate
@@ -296,12 +323,14 @@ def test_the_last_timed_round_is_followed_by_the_settings_check(tmp_path, monkey
 
 
 def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
-    """`checks.host_clock.split_ms`: a worker's loop wall per call beyond its median sample, and the
-    parent's wall beyond set-up and loop (delivery, dispatch, reply), per call."""
+    """`checks.host_clock.split_ms`: a worker's loop wall per call beyond the round's work per call (the
+    mean of its samples, protocol v6: the slow call is work, not host overhead; v5 subtracted the median
+    and put it in the overhead, 0.2 here), the parent's wall beyond set-up and loop (delivery, dispatch,
+    reply), per call, and the samples' skew (what the mean charges beyond the median)."""
     from cuda_agent.judge.decide.timing_stage import _split, _split_medians
 
     inside, outside, skew = _split({"wall_ms": 12.0, "setup_ms": 1.0}, 15.0, [1.0] * 9 + [2.0])
-    assert inside == pytest.approx(0.2) and outside == pytest.approx(0.2) and skew == pytest.approx(0.1)
+    assert inside == pytest.approx(0.1) and outside == pytest.approx(0.2) and skew == pytest.approx(0.1)
     medians = _split_medians({"candidate": [(0.2, 0.3, 0.0), (0.4, 0.1, 0.02), (0.3, 0.2, 0.01)], "reference": []})
     assert medians == {"candidate": {"in_loop": 0.3, "outside_loop": 0.2, "sample_skew": 0.01},
                        "reference": {"in_loop": None, "outside_loop": None, "sample_skew": None}}

@@ -11,17 +11,27 @@ torch.compile):
    its pad; on the H200 that put host work between one call's device-wide synchronisation and the next
    pad, and the baselines' round-to-round spread, all of it in the charged tail and none in the events,
    rose from 0.5-0.9% to 1.0-4.5%: `scripts/device/baseline_spread_probe.py`, docs/design/timing.md.)
-1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, writes
-   256 MB (evicting L2) and then spins to a common deadline. The host enqueues the call while the GPU is
-   busy with it, so the call's host launch overhead, up to the pad's length, is hidden -- the reward
-   compares device time, the way a call runs inside a model whose GPU queue is full, not the Python launch
-   path. Because the pad occupies the whole GPU, work the call launches on another stream cannot run
-   under the flush or the pad: it starts no earlier than the start event.
+1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, spins to
+   a deadline and then writes 256 MB (evicting L2) as its last act (protocol v6; v5 flushed first and
+   then spun, and a copy-engine copy run during the spin staged a GEMM's weight into L2 for the call).
+   The host enqueues the call while the GPU is busy with it, so the call's host launch overhead, up to
+   the pad's length, is hidden -- the reward compares device time, the way a call runs inside a model
+   whose GPU queue is full, not the Python launch path. Because the pad occupies the whole GPU, a kernel
+   the call launches on another stream cannot run under it. Copy engines are not occupied: what they
+   stage during the spin the flush evicts, and what runs during the flush shares DRAM with it and
+   lengthens it; the pad writes when its flush's second half starts and ends (`FlushStamps`), and the
+   timed calls' flushes beyond the round's calibration samples' are charged to the round.
 2. start event; the call; end event (all on the timing stream);
 3. a device-wide synchronisation (every stream of the context), then an `after` event. `after - end` is
    the synchronisation's round trip plus any work still running on another stream after `end`; the
    round trip is measured in the same round by calibration samples (the same steps around no call), and
-   any excess beyond it (1 us of resolution) is charged to the sample. There is no host-clock slack.
+   the round's total beyond it (1 us per call of resolution) is charged to the round. There is no
+   host-clock slack.
+
+A round's time per call is its total work over its calls (`work_per_call`: the mean of its charged samples,
+protocol v6), so no moving of work between the calls of a round lowers it: work a call queues on the timing
+stream runs inside a later call's events, work it leaves on another stream inside its own device-wide
+tail, and the round's last synchronisation waits for all of it.
 
 `cover_ms` covers the draw's host time the same way (`measure_draw`, the trusted reference's for everyone,
 a contender's own report only lengthening it); the draw's GPU work and the cover lie outside the events,
@@ -29,13 +39,15 @@ in every contender's wall alike, so the host clock's calibration on the referenc
 
 `pad` covers the contender's own host enqueue time, measured during warm-up with the GPU kept busy (the
 parent may set one length for all three); a call that synchronises inside cannot be hidden and is charged
-whole. The pad kernel's deadline is `1.2 x flush allowance + pad` after its start, the flush allowance
-being what writing the 256 MB takes. Each sampler measures its own (`flush_ms`), but the parent gives
-every contender of a judgment the trusted reference's (`set_pad(pad, flush_ms)`): with its own, each
-process's pad differed by 1.2 x the difference of two noisy flush measurements, and that much per call
+whole. The pad kernel spins `pad + 0.2 x flush allowance` after its start and then flushes, the flush
+allowance being what writing the 256 MB takes (nominally `1.2 x allowance + pad` in all, as in v5). Each
+sampler measures its own (`flush_ms`), but the parent gives every contender of a judgment the trusted
+reference's (`set_pad(pad, flush_ms)`): with its own, each process's v5 pad (flush, then a spin to `1.2 x
+allowance + pad`) differed by 1.2 x the difference of two noisy flush measurements, and that much per call
 (+0.044 ms median over 56 timed H200 verdicts, -0.035 to +0.215) went into the host clock's comparison of the
-candidate's per-call overhead with the reference's, charging honest launch-bound kernels at random. Where the driver API or the pad kernel is unavailable, the flush is `zero_()` and the pad
-`torch.cuda._sleep` (`Sampler.pad_kind` says which).
+candidate's per-call overhead with the reference's, charging honest launch-bound kernels at random. Where
+the driver API or the pad kernel is unavailable, the pad is `torch.cuda._sleep` and the flush `zero_()`
+after it, unmeasured (`Sampler.pad_kind` says which).
 
 Trust boundary: this module is loaded into the candidate's worker, where it is the candidate's to patch;
 the samples it reports there are claims, establishing no fact by themselves. The parent bounds them by its
@@ -43,7 +55,7 @@ own clock (`decide/stats.py`: `HostClock`, `round_time`) and times baselines wit
 reference worker, a process that never loaded candidate code, with the candidate's whole process tree
 frozen and the GPU verified idle (`trusted/drain.py`). There, and only there, its samples are facts.
 
-The statistics over the samples (`stat_of`, `median_rse`, `ratio_with_bound`, `HostClock`,
+The statistics over the rounds (`round_time`, `stat_of`, `median_rse`, `ratio_with_bound`, `HostClock`,
 `baseline_spread`, `reward_threshold`) run in the parent and live in `decide/stats.py`.
 """
 
@@ -52,6 +64,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import math
 import random
 import secrets
 import statistics
@@ -62,7 +75,9 @@ from typing import Any
 
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-PROTOCOL_VERSION = "fatpad-devwide-v5"  # v3: no GC in a timed loop; v4: inputs drawn in the round; v5: first
+# v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its total
+# work over its calls (the mean, not the median sample), the pad flushes last, work during the flush charged.
+PROTOCOL_VERSION = "fatpad-devwide-v6"
 L2_FLUSH_BYTES = 256 << 20
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
@@ -78,8 +93,18 @@ PAD_MAX_MS = 2.0
 COVER_FACTOR = 1.25
 COVER_EXTRA_MS = 0.05
 COVER_MAX_MS = 5.0
-# Work after the end event is charged beyond the calibrated round trip plus this resolution.
+# Work after the end event is charged beyond the calibrated round trip plus this resolution per call; work
+# during a pad's flush, beyond the calibrated flush plus the same (both netted over the round, not clipped
+# per call: under the mean a per-call clip charged every contender the positive half of its jitter).
 TAIL_RESOLUTION_MS = 0.001
+# A timed call's flush is charged beyond the round's calibrated flush plus this share of it (or the
+# resolution, if larger) per call: the calibration is the median of a few flushes, and its error counts once
+# per call. What the slack admits: DRAM traffic beside the flush that lengthens it by under 2% (~2 us of
+# a 0.1 ms flush, ~7 MB at DRAM bandwidth), i.e. at most a few MB staged, ~1 us of a call's reads.
+FLUSH_SLACK_SHARE = 0.02
+# The pad spins for the pad plus this share of the flush allowance, then flushes: nominally 1.2 x allowance +
+# pad in all, v5's length (its flush came first and its spin ran to that deadline).
+PAD_SPIN_FLUSH_SHARE = 0.2
 # A calibration sample (no call) after every this many timed calls.
 CALIBRATE_EVERY = 3
 # The reward's margin: "more than 5% faster" beyond the measured spread of the baseline.
@@ -92,63 +117,105 @@ PAD_PTX = r"""
 .visible .entry judge_pad_flush(
 	.param .u64 p_buf,
 	.param .u64 p_n16,
-	.param .u64 p_total_ns
+	.param .u64 p_spin_ns,
+	.param .u64 p_stamps
 )
 .maxnreg 32
 {
-	.reg .pred %p<3>;
+	.reg .pred %p<5>;
 	.reg .b32 %r<6>;
-	.reg .b64 %rd<14>;
+	.reg .b64 %rd<22>;
 
 	mov.u64 %rd10, %globaltimer;
 	ld.param.u64 %rd1, [p_buf];
 	ld.param.u64 %rd2, [p_n16];
-	ld.param.u64 %rd3, [p_total_ns];
+	ld.param.u64 %rd3, [p_spin_ns];
+	ld.param.u64 %rd13, [p_stamps];
 	add.u64 %rd11, %rd10, %rd3;
+SPIN:
+	mov.u64 %rd12, %globaltimer;
+	setp.lt.u64 %p2, %rd12, %rd11;
+	@%p2 bra SPIN;
 	mov.u32 %r1, %ctaid.x;
 	mov.u32 %r2, %ntid.x;
 	mov.u32 %r3, %tid.x;
 	mov.u32 %r4, %nctaid.x;
 	mul.wide.u32 %rd4, %r1, %r2;
 	cvt.u64.u32 %rd5, %r3;
-	add.u64 %rd6, %rd4, %rd5;
+	add.u64 %rd21, %rd4, %rd5;
 	mul.wide.u32 %rd7, %r4, %r2;
+	shr.u64 %rd20, %rd2, 1;
 	mov.u32 %r5, 0;
-FLUSH:
-	setp.ge.u64 %p1, %rd6, %rd2;
-	@%p1 bra SPIN;
+	setp.eq.u32 %p3, %r3, 0;
+	setp.ne.u64 %p4, %rd13, 0;
+	and.pred %p3, %p3, %p4;
+	mov.u64 %rd6, %rd21;
+FLUSH_FIRST_HALF:
+	setp.ge.u64 %p1, %rd6, %rd20;
+	@%p1 bra HALF;
 	shl.b64 %rd8, %rd6, 4;
 	add.u64 %rd9, %rd1, %rd8;
 	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
 	add.u64 %rd6, %rd6, %rd7;
-	bra FLUSH;
-SPIN:
-	mov.u64 %rd12, %globaltimer;
-	setp.lt.u64 %p2, %rd12, %rd11;
-	@%p2 bra SPIN;
+	bra FLUSH_FIRST_HALF;
+HALF:
+	barrier.sync 0;
+	@%p3 mov.u64 %rd14, %globaltimer;
+	@%p3 atom.global.min.u64 %rd15, [%rd13], %rd14;
+	add.u64 %rd6, %rd21, %rd20;
+FLUSH_SECOND_HALF:
+	setp.ge.u64 %p1, %rd6, %rd2;
+	@%p1 bra DONE;
+	shl.b64 %rd8, %rd6, 4;
+	add.u64 %rd9, %rd1, %rd8;
+	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
+	add.u64 %rd6, %rd6, %rd7;
+	bra FLUSH_SECOND_HALF;
+DONE:
+	barrier.sync 0;
+	@%p3 mov.u64 %rd16, %globaltimer;
+	@%p3 atom.global.max.u64 %rd17, [%rd13+8], %rd16;
 	ret;
 }
 """
 
 
+def work_per_call(samples: Sequence[float]) -> float:
+    """A round's time per call (protocol v6): the round's total work over its calls, i.e. the mean of its
+    charged samples. The mean is the one statistic that no moving of work between the calls of a round can
+    lower: a call that only queues work and one that runs a batch of queued work sum to what they did. A
+    median (v5) read the cheapest half: calls 2-9 queueing behind a 4 us marker and call 10 running the
+    batch made the median the marker (docs/design/timing.md, "v6"). Outliers are handled one level up: the
+    speedup is the median over rounds (decide/stats.py)."""
+    return math.fsum(samples) / len(samples) if samples else float("nan")
+
+
 @dataclass(frozen=True)
 class RoundResult:
-    samples_ms: list[float]  # charged: events plus any work that outlived the end event
+    samples_ms: list[float]  # charged: each call's events plus an equal share of the round's charge
     wall_ms: float  # host clock around the timed loop, device synchronised at both ends
     events_ms: list[float] = field(default_factory=list)  # start -> end on the timing stream
-    escaped_ms: list[float] = field(default_factory=list)  # the charged excess beyond the round trip
+    escaped_ms: list[float] = field(default_factory=list)  # each call's share of the charged device-wide tail
     roundtrip_ms: float = 0.0  # calibrated end -> after of a sample without a call
     setup_ms: float = 0.0  # host time before the timed loop (copies to fresh memory)
     pad_ms: float = 0.0
     cover_ms: float = 0.0  # the spin each call's draw ran under (0: inputs drawn before the round)
+    flush_ms: float = 0.0  # the pads' flush in the round's calibration samples (median; 0: not measured)
+    flush_charged_ms: float = 0.0  # the timed calls' flushes beyond it: work that ran during them, charged
 
     def reply(self) -> dict[str, Any]:
         """What a worker sends the parent about a round."""
         return {
             "samples": self.samples_ms, "wall_ms": self.wall_ms, "setup_ms": self.setup_ms,
             "escaped_ms": round(sum(self.escaped_ms), 6), "roundtrip_ms": self.roundtrip_ms,
-            "pad_ms": self.pad_ms, "cover_ms": self.cover_ms,
+            "pad_ms": self.pad_ms, "cover_ms": self.cover_ms, "flush_ms": round(self.flush_ms, 6),
+            "flush_charged_ms": round(self.flush_charged_ms, 6),
         }  # fmt: skip
+
+    @property
+    def per_call_ms(self) -> float:
+        """The round's time per call (`work_per_call` of its charged samples)."""
+        return work_per_call(self.samples_ms)
 
 
 class _Driver:
@@ -172,16 +239,54 @@ class _Driver:
             raise RuntimeError(f"{what} failed (CUresult {status})")
 
 
+class FlushStamps:
+    """Where the pad kernel writes when the second half of its flush began (the earliest block) and ended
+    (the latest), one pair of u64 `%globaltimer` readings per event slot of a round. Reset when the round
+    is set up (outside the clock), read once after its timed loop: work that runs during a pad's flush (a
+    copy engine staging a weight into L2, a side-stream kernel on SMs the flush freed early) shares DRAM
+    with it and shows as a longer flush than the round's calibration samples had, which the round is
+    charged. Only the second half is timed: the first 128 MB leave L2 full of the flush's own lines
+    whatever came before, and what the previous call left dirty (up to all of L2, written back during the
+    first half) made whole flushes differ by up to a fifth between a pad after a call and one after a
+    flush. The second half alone (2x L2) evicts whatever the first half let in."""
+
+    def __init__(self, slots: int) -> None:
+        import torch
+
+        self.values = torch.zeros((slots, 2), dtype=torch.int64, device="cuda")
+        self.values[:, 0] = -1  # the largest u64: the blocks' atomic minimum lowers it
+        self.base = int(self.values.data_ptr())
+
+    def address(self, slot: int) -> int:
+        return self.base + 16 * slot
+
+    def flush_ms(self) -> list[float | None]:
+        """Each slot's flush, first block's start to last block's end, in ms (None: no flush recorded)."""
+        out: list[float | None] = []
+        for began, ended in self.values.tolist():
+            began, ended = began & _U64, ended & _U64
+            out.append((ended - began) / 1e6 if began != _U64 and ended >= began else None)
+        return out
+
+
+_U64 = (1 << 64) - 1
+
+
 class PadKernel:
-    """`judge_pad_flush`: 2 x 1024 threads per SM (every thread slot), a 256 MB write, a spin to a deadline."""
+    """`judge_pad_flush`: 2 x 1024 threads per SM (every thread slot), a spin to a deadline, then a 256 MB
+    write that evicts L2 right before the call's start event, in two halves with the second one stamped
+    (protocol v6: the flush is the pad's last act, so nothing staged into L2 while it spins survives; v5
+    flushed first and spun after, and a copy on the copy engines, which the pad does not occupy, warmed L2
+    for the call during the spin)."""
 
     THREADS = 1024
 
-    def __init__(self, buffer: Any, sm_count: int) -> None:
+    def __init__(self, buffer: Any, sm_count: int, ptx: str = PAD_PTX) -> None:
+        """`ptx`: the kernel's text (another only in A/B probes, scripts/device/l2_after_flush_probe.py)."""
         self.driver = _Driver()
         lib, check = self.driver.lib, self.driver.check
         module, func, per_sm = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
-        check(lib.cuModuleLoadData(ctypes.byref(module), PAD_PTX.encode() + b"\0"), "cuModuleLoadData")
+        check(lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"), "cuModuleLoadData")
         check(lib.cuModuleGetFunction(ctypes.byref(func), module, b"judge_pad_flush"), "cuModuleGetFunction")
         check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_sm), func, self.THREADS, 0),
               "cuOccupancyMaxActiveBlocksPerMultiprocessor")  # fmt: skip
@@ -191,11 +296,16 @@ class PadKernel:
         self.buffer_ptr = int(buffer.data_ptr())
         self.n16 = buffer.numel() // 16
 
-    def launch(self, stream: int, total_ms: float, flush: bool = True) -> None:
-        """Flush (unless `flush` is False: a pure spin, the draw's cover), then spin to `total_ms` after start."""
+    def new_stamps(self, slots: int) -> FlushStamps:
+        """Fresh flush stamps for a round of `slots` event slots."""
+        return FlushStamps(slots)
+
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+        """Spin `spin_ms` after start, then flush (unless `flush` is False: a pure spin, the draw's cover),
+        writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere)."""
         args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
-                ctypes.c_uint64(max(0, int(total_ms * 1e6)))]  # fmt: skip
-        params = (ctypes.c_void_p * 3)(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
+                ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0)]  # fmt: skip
+        params = (ctypes.c_void_p * 4)(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
         self.driver.check(
             self.driver.lib.cuLaunchKernel(self.func, self.grid, 1, 1, self.THREADS, 1, 1, 0,
                                            ctypes.c_void_p(stream), params, None),
@@ -226,6 +336,7 @@ class _Round:
     keep: int = 0  # rotation: the call whose output is kept (`last`)
     keep_all: bool = False  # fresh or drawn inputs: every call's inputs and output are kept (`kept`)
     seeds: list[int] | None = None  # drawn inside the round, one call each
+    stamps: Any = None  # FlushStamps: each slot's flush, as its pad measured it (None: not measured)
 
 
 class Sampler:
@@ -265,18 +376,21 @@ class Sampler:
         self._pad_fixed = pad_ms is not None
 
     # ---- the pad ------------------------------------------------------------------------------------
-    def _launch_pad(self, pad_ms: float) -> None:
-        """Flush L2 and keep the GPU busy for `pad_ms` more, on the timing stream."""
+    def _launch_pad(self, pad_ms: float, stamps: int = 0) -> None:
+        """Keep the whole GPU busy for `pad_ms` (and a fifth of the flush allowance), then flush L2, on the
+        timing stream: the flush is the last thing before the start event. `stamps`: where the pad writes
+        its flush's start and end (FlushStamps)."""
         if self._cudart is not None:
             # Persisting lines survive ordinary evictions, so they are reset explicitly.
             self._cudart.cudaCtxResetPersistingL2Cache()
+        spin_ms = pad_ms + PAD_SPIN_FLUSH_SHARE * self.flush_allowance_ms
         if self.kernel is not None:
-            self.kernel.launch(self.stream.cuda_stream, 1.2 * self.flush_allowance_ms + pad_ms)
+            self.kernel.launch(self.stream.cuda_stream, spin_ms, flush=True, stamps=stamps)
             return
         with self.torch.cuda.stream(self.stream):
+            if spin_ms > 0:
+                self.torch.cuda._sleep(int(spin_ms * _sleep_cycles_per_ms()))
             self.flush_buffer.zero_()
-            if pad_ms > 0:
-                self.torch.cuda._sleep(int(pad_ms * _sleep_cycles_per_ms()))
 
     def _launch_cover(self, cover_ms: float) -> None:
         """Keep the whole GPU busy for `cover_ms` without flushing, on the timing stream: a draw's host
@@ -411,10 +525,11 @@ class Sampler:
         self.release()
         n_cal = -(-samples // CALIBRATE_EVERY) + 1  # one before every CALIBRATE_EVERY calls, one at the end
         events = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(samples + n_cal)]
+        stamps = self.kernel.new_stamps(samples + n_cal) if self.kernel is not None else None
         self._claim_gpu()
         torch.cuda.synchronize()
         setup_ms = (time.perf_counter() - began) * 1000
-        self._prepared = _Round(samples, events, setup_ms)
+        self._prepared = _Round(samples, events, setup_ms, stamps=stamps)
         return setup_ms
 
     def round(self, samples: int, keep: int | None = None, fresh: Sequence[Sequence[Any]] | None = None,
@@ -465,12 +580,18 @@ class Sampler:
                 gc.enable()
         wall_ms = (time.perf_counter() - host_start) * 1000
         ev = prepared.events
+        n = len(timed)
         roundtrip = statistics.median(ev[s][1].elapsed_time(ev[s][2]) for s in calibration)
         events = [ev[s][0].elapsed_time(ev[s][1]) for s in timed]
-        escaped = [max(0.0, ev[s][1].elapsed_time(ev[s][2]) - roundtrip - TAIL_RESOLUTION_MS) for s in timed]
-        charged = [e + x for e, x in zip(events, escaped, strict=True)]
+        # Work still running on any stream after a call's end event (`after - end` beyond the round trip),
+        # and work that ran during a pad's flush (a flush longer than the calibration samples'), each over
+        # the whole round: only the round's total is charged (`work_per_call`), so per-call jitter nets out.
+        tail = _round_charge([ev[s][1].elapsed_time(ev[s][2]) for s in timed], roundtrip, n)
+        flush, flush_charge = _flush_charge(prepared.stamps, timed, calibration)
+        charged = [e + (tail + flush_charge) / n for e in events]
         cover = self.cover_ms if prepared.seeds is not None else 0.0
-        return RoundResult(charged, wall_ms, events, escaped, roundtrip, prepared.setup_ms, self.pad_ms, cover)
+        return RoundResult(charged, wall_ms, events, [tail / n] * n, roundtrip, prepared.setup_ms, self.pad_ms,
+                           cover, flush, flush_charge)  # fmt: skip
 
     def _timed_loop(self, plan: _Round, timed: list[int], calibration: list[int]) -> None:
         """The calls of a round between their pads and events (`round`), filling `timed` and `calibration`
@@ -486,13 +607,13 @@ class Sampler:
             for i, args in enumerate(plan.calls):
                 if i % CALIBRATE_EVERY == 0:
                     calibration.append(slot)
-                    self._calibration_sample(ev[slot])
+                    self._calibration_sample(ev[slot], _stamp_address(plan.stamps, slot))
                     slot += 1
                 if seeds is not None:
                     self._launch_cover(self.cover_ms)
                     args = self.draw(seeds[i])  # type: ignore[misc]
                 start, end, after = ev[slot]
-                self._launch_pad(self.pad_ms)
+                self._launch_pad(self.pad_ms, _stamp_address(plan.stamps, slot))
                 start.record(stream)
                 result = self.fn(*args)
                 end.record(stream)
@@ -506,13 +627,14 @@ class Sampler:
                     self.last = (plan.order[i], result)
                 del result
             calibration.append(slot)
-            self._calibration_sample(ev[slot])
+            self._calibration_sample(ev[slot], _stamp_address(plan.stamps, slot))
             torch.cuda.synchronize()
 
-    def _calibration_sample(self, events: list[Any]) -> None:
-        """The same steps as a timed sample around no call: measures the synchronisation round trip."""
+    def _calibration_sample(self, events: list[Any], stamps: int = 0) -> None:
+        """The same steps as a timed sample around no call: measures the synchronisation round trip and
+        the pad's flush with nothing else on the GPU."""
         start, end, after = events
-        self._launch_pad(self.pad_ms)
+        self._launch_pad(self.pad_ms, stamps)
         start.record(self.stream)
         end.record(self.stream)
         self.torch.cuda.synchronize()
@@ -520,6 +642,32 @@ class Sampler:
 
 
 CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+def _stamp_address(stamps: Any, slot: int) -> int:
+    return stamps.address(slot) if stamps is not None else 0
+
+
+def _round_charge(measured: Sequence[float], expected: float, calls: int, slack_ms: float = TAIL_RESOLUTION_MS) -> float:
+    """What a round's calls took beyond `expected` each, summed over the round, beyond `slack_ms` per call."""
+    return max(0.0, math.fsum(m - expected for m in measured) - calls * slack_ms)
+
+
+def _flush_charge(stamps: Any, timed: Sequence[int], calibration: Sequence[int]) -> tuple[float, float]:
+    """(The round's calibrated flush, its timed calls' flushes beyond it) in ms. Nothing of the candidate
+    runs during a calibration sample's pad; during a timed call's pad only work the call started outside
+    the timing stream can (a copy-engine copy or a side-stream kernel that waits for nothing), and any that
+    shares DRAM with the flush lengthens it. Without measurements (no pad kernel): (0, 0)."""
+    if stamps is None:
+        return 0.0, 0.0
+    flushes = stamps.flush_ms()
+    reference = [flushes[s] for s in calibration if flushes[s] is not None]
+    measured = [flushes[s] for s in timed]
+    if not reference or any(f is None for f in measured):
+        return 0.0, 0.0
+    flush = statistics.median(reference)
+    slack = max(TAIL_RESOLUTION_MS, FLUSH_SLACK_SHARE * flush)
+    return flush, _round_charge(measured, flush, len(measured), slack)  # type: ignore[arg-type]
 
 
 def _fresh(args: list[Any]) -> list[Any]:

@@ -1,13 +1,15 @@
 """The parent's half of the timing protocol: statistics over workers' samples, bounded by its own clock.
 
 Runs in the judge's parent process only (never in a worker). Facts it establishes: a round's time for the
-speedup (`round_time`: the median sample, or the host-clock bound `HostClock` where that is larger), the
-speedup's lower confidence bound (`ratio_with_bound`), the baselines' spread and the reward thresholds
-widened by it (`baseline_spread`, `reward_threshold`). They cannot be forged by the candidate because the
-inputs are the host clock around each round (the parent's send to the kernel's stamp on the reply,
-common/channel.py: `WorkerHandle.last_round_trip_ms`), the reference worker's
-samples (a process that never ran candidate code) and the candidate's samples taken only as claims that
-the host clock bounds (docs/design/timing.md).
+speedup (`round_time`: the round's total work over its calls, i.e. the mean of its samples -- protocol v6;
+v5 took the median sample, which work moved between the calls of a round lowered -- or the host-clock
+bound `HostClock` where that is larger), the speedup over rounds and its lower confidence bound
+(`ratio_with_bound`: medians over rounds, so one slow round moves nothing), the baselines' spread and
+the reward thresholds widened by it (`baseline_spread`, `reward_threshold`). They cannot be forged by the
+candidate because the inputs are the host clock around each round (the parent's send to the kernel's stamp
+on the reply, common/channel.py: `WorkerHandle.last_round_trip_ms`), the reference worker's samples (a
+process that never ran candidate code) and the candidate's samples taken only as claims that the host
+clock bounds (docs/design/timing.md).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS
+from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS, work_per_call
 from cuda_agent.judge.decide.verdict import Stat
 
 if TYPE_CHECKING:
@@ -48,16 +50,16 @@ def stat_of(samples: Sequence[float]) -> Stat:
     return Stat(median=statistics.median(ordered), p25=q[0], p75=q[2], min=ordered[0], samples=n)
 
 
-def median_rse(round_medians: Sequence[float]) -> float:
-    """Relative standard error of the median, estimated from the spread of per-round medians."""
-    n = len(round_medians)
+def median_rse(round_times: Sequence[float]) -> float:
+    """Relative standard error of the median over rounds, estimated from the spread of the round times."""
+    n = len(round_times)
     if n < 3:
         return float("inf")
-    med = statistics.median(round_medians)
+    med = statistics.median(round_times)
     if med <= 0:
         return float("inf")
     # The standard error of a median is about 1.25 times that of a mean for near-normal data.
-    return 1.2533 * statistics.stdev(round_medians) / (n**0.5) / med
+    return 1.2533 * statistics.stdev(round_times) / (n**0.5) / med
 
 
 def ratio_with_bound(
@@ -84,9 +86,12 @@ def ratio_with_bound(
 
 
 def per_call_overhead(wall_ms: float, setup_ms: float, samples: Sequence[float]) -> float:
-    """A round's host cost per call beyond its events: (wall - set-up) / calls - median sample. The one
-    measure for the clock's calibration (the reference's rounds) and the candidate's own figure beside it."""
-    return (wall_ms - setup_ms) / len(samples) - statistics.median(samples)
+    """A round's host cost per call beyond its events: (wall - set-up - every sample) / calls, i.e. (wall -
+    set-up) / calls minus the round's time per call (`work_per_call`, the statistic `round_time` charges).
+    The one measure for the clock's calibration (the reference's rounds) and the candidate's own figure
+    beside it. (v5 subtracted the median sample: a contender with a longer tail of slow calls looked to
+    have more host overhead; with the mean the wall and the samples hold the same calls.)"""
+    return (wall_ms - setup_ms) / len(samples) - work_per_call(samples)
 
 
 @dataclass(frozen=True)
@@ -130,19 +135,27 @@ def trace_probability(round_gpu_ms: float | None, timing: TimingConfig) -> float
 
 
 def round_time(samples: Sequence[float], wall_ms: float, clock: HostClock) -> tuple[float, bool]:
-    """A round's time for the speedup: its median sample, or the host-clock bound where that is larger
-    (forged or escaped work). Applied to every contender alike. Returns (time, charged by the clock)."""
-    median = statistics.median(samples)
+    """A round's time for the speedup: the round's work over its calls (`work_per_call`: the mean of its
+    charged samples, each between its own events after the pad), or the host-clock bound where that is
+    larger (forged or escaped work). Applied to every contender alike. Returns (time, charged by the clock).
+
+    Why the mean and not a robust statistic: it is the only one that no moving of work between the calls
+    of a round can lower. A median or a trimmed mean reads a subset of the calls, and a submission that
+    puts the round's work into the calls left out of it (a burst whose calls 2-9 queue behind a 4 us marker
+    and whose call 10 runs the batch) is timed by the marker (protocol v5: +3 at 2.9-3.1x on an elementwise
+    op and a LayerNorm). An honest round with one slow call (a clock dip, a host preemption in the tail) is
+    one round: the speedup is the median over rounds (`ratio_with_bound`), which it does not move."""
+    per_call = work_per_call(samples)
     bound = clock.bound(wall_ms, len(samples))
-    return (bound, True) if bound > median else (median, False)
+    return (bound, True) if bound > per_call else (per_call, False)
 
 
-def baseline_spread(round_medians: Sequence[float]) -> float:
-    """Window-to-window spread of a baseline: the IQR of its per-round medians over their median."""
-    if len(round_medians) < 2:
+def baseline_spread(round_times: Sequence[float]) -> float:
+    """Window-to-window spread of a baseline: the IQR of its round times over their median."""
+    if len(round_times) < 2:
         return 0.0
-    q = statistics.quantiles(sorted(round_medians), n=4, method="inclusive")
-    med = statistics.median(round_medians)
+    q = statistics.quantiles(sorted(round_times), n=4, method="inclusive")
+    med = statistics.median(round_times)
     return (q[2] - q[0]) / med if med > 0 else 0.0
 
 

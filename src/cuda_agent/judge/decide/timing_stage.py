@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_for
+from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_for, work_per_call
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.stats import (
@@ -92,6 +92,7 @@ class TimingStage:
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
         outstanding_ms = 0.0  # GPU work found running after candidate rounds, charged to them
         escaped_ms = 0.0  # work the candidate worker itself reported past its end events
+        flush_work_ms = 0.0  # and during its pads' flushes (a copy staging L2 for the call, v6)
         traced_rounds = 0
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
@@ -121,6 +122,7 @@ class TimingStage:
                 froze_last = False
                 continue
             escaped_ms += _finite(reply.get("escaped_ms"))
+            flush_work_ms += _finite(reply.get("flush_charged_ms"))
             split["candidate"].append(_split(reply, wall_ms, samples))
             n = len(rounds["candidate"])  # timed rounds before this one
             clock_round = cached is not None and (n < tc.clock_rounds_first or n % tc.clock_round_every == 0)
@@ -162,11 +164,11 @@ class TimingStage:
         self.check_leftovers(cand, "timing")
         if cached is None:
             self.host_clock = HostClock.from_reference(reference_rounds)
-            # The reference is trusted: its rounds are their events' medians. The host clock is there to
-            # catch forged or escaped work; on the baselines it only added this host's jitter to their
-            # rounds and spread (reward thresholds of 1.11-1.15 instead of ~1.06 on an H200).
-            eager_rounds = [statistics.median(r) for r in rounds["eager"]]
-            compile_rounds = [statistics.median(r) for r in rounds["compile"]]
+            # The reference is trusted: its rounds are their samples' work per call (the mean, v6). The host
+            # clock is there to catch forged or escaped work; on the baselines it only added this host's
+            # jitter to their rounds and spread (reward thresholds of 1.11-1.15 instead of ~1.06 on an H200).
+            eager_rounds = [work_per_call(r) for r in rounds["eager"]]
+            compile_rounds = [work_per_call(r) for r in rounds["compile"]]
             cached = BaselineRecord(
                 eager_samples=[s for r in rounds["eager"] for s in r],
                 compile_samples=[s for r in rounds["compile"] for s in r],
@@ -186,7 +188,6 @@ class TimingStage:
             paired, source = False, "cached"
         charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
         cand_rounds = [t for t, _ in charged]
-        cand_samples = [s for r in rounds["candidate"] for s in r]
         own = _own_overheads(rounds["candidate"], walls["candidate"])
         self.checks["host_clock"] = {
             **self.checks.get("host_clock", {}),
@@ -194,8 +195,8 @@ class TimingStage:
             "margin_ms": round(self.host_clock.margin_ms, 5),
             "candidate_rounds_charged_by_host_clock": sum(by_clock for _, by_clock in charged),
             # The candidate's own per-call overhead by the same measure as `overhead_ms` (wall / calls -
-            # median sample): an honest candidate whose figure sits above overhead + margin is charged
-            # for host time, not GPU time (seen on the H200: ReLU charged 38 of 60 rounds).
+            # the round's work per call): an honest candidate whose figure sits above overhead + margin is
+            # charged for host time, not GPU time (seen on the H200: ReLU charged 38 of 60 rounds).
             "candidate_overhead_ms": round(statistics.median(own), 5) if own else None,
             # The pads' flush allowance (the reference's) beside the candidate's own claim of its flush
             # time: the gap between them is what each process's own pads used to differ by.
@@ -203,6 +204,7 @@ class TimingStage:
                          "candidate_measured": _flush_allowance(setup)},
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
+            "work_during_pad_flush_ms": round(flush_work_ms, 4),
             **_excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
             "split_ms": _split_medians(split),
         }
@@ -216,16 +218,18 @@ class TimingStage:
             self.checks["plausibility_recheck_ms"] = round(statistics.median(recheck), 5)
             if statistics.median(recheck) > statistics.median(cand_rounds):
                 cand_rounds = recheck
-                cand_samples = recheck
                 paired = False
                 s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=False)
                 s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=False)
-        cand_stat = stat_of(cand_samples)
-        eager_stat = stat_of(cached.eager_samples)
-        compile_stat = stat_of(cached.compile_samples)
+        # The figures reported are over rounds, each round's time its work per call (v6): the median of
+        # all per-call samples would report a submission that moves work between calls by its cheap calls.
+        cand_stat = stat_of(cand_rounds)
+        eager_stat = stat_of(eager_rounds)
+        compile_stat = stat_of(compile_rounds)
         self.stages["timing"] = time.monotonic() - start
         policy = {
-            "measures": "device time per call, host launch overhead hidden up to the pad, every stream",
+            "measures": ("device time per call: each round's total over its calls (each call between its own "
+                         "events after the pad), host launch overhead hidden up to the pad, every stream"),
             "pad_ms": round(pad, 4), "flush_allowance_ms": None if flush is None else round(flush, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
             "inputs": ("drawn by the reference before each round, read in its set-up (a task whose inputs a seed "
                        "does not reproduce)") if self.input_files else "drawn inside each timed round, from seeds sent with it",
@@ -308,7 +312,7 @@ class TimingStage:
                 wall_ms += busy_ms
             # Charge the host clock, not the events, on this strict pass (no margin).
             host_per_call = self.host_clock.bound(wall_ms, len(samples)) + self.host_clock.margin_ms
-            medians.append(max(statistics.median(samples) + busy_ms / len(samples), host_per_call))
+            medians.append(max(work_per_call(samples) + busy_ms / len(samples), host_per_call))
             self.check_round(ref, cand)
         return medians
 
@@ -366,8 +370,8 @@ class TimingStage:
             total = sum(samples)
             if total >= tc.max_gpu_ms:
                 return True
-            medians = [statistics.median(r) for r in rounds[who]]
-            if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(medians) > tc.target_rse:
+            times = [work_per_call(r) for r in rounds[who]]
+            if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(times) > tc.target_rse:
                 done = False
         return done
 
@@ -389,10 +393,10 @@ def _own_overheads(rounds: list[list[float]], walls: list[float]) -> list[float]
 
 def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, float, float]:
     """Where a round's per-call host overhead went, by the worker's own account (a claim: diagnostics
-    only): inside its timed loop (the loop's wall per call beyond the median sample), outside it (the
-    parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per call,
-    and the part of the first that is only the samples' skew (mean - median: the wall holds every sample,
-    the overhead subtracts the median, so a contender with a longer tail of slow calls looks slower)."""
+    only): inside its timed loop (the loop's wall per call beyond the round's work per call), outside it
+    (the parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per
+    call, and the samples' skew (mean - median: what the round's time per call, the mean since v6, charges
+    beyond the median sample v5 took; a contender that moves work between calls shows here)."""
     if not samples:
         return 0.0, 0.0, 0.0
     loop_ms = _finite(reply.get("wall_ms"))

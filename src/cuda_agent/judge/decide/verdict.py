@@ -40,7 +40,8 @@ PASSED, FAILED, SKIPPED, NOT_REACHED = "passed", "failed", "skipped", "not_reach
 
 @dataclass(frozen=True)
 class Stat:
-    """A median with the spread behind it (milliseconds)."""
+    """A median with the spread behind it (milliseconds). In `Timing` (protocol v6) the values are round
+    times, each a round's total work over its calls, and `samples` counts the rounds."""
 
     median: float
     p25: float
@@ -58,7 +59,8 @@ class Timing:
     """Times of the candidate and both baselines, and the speedups credited from them.
 
     Speedups are medians of per-round ratios (baseline / candidate); the `*_low` fields are the lower
-    bounds of their 95% confidence intervals, which is what the reward thresholds look at.
+    bounds of their 95% confidence intervals, which is what the reward thresholds look at. A round's time
+    is its total work over its calls (protocol v6); `*_ms` are the medians of those over rounds.
     """
 
     candidate_ms: float

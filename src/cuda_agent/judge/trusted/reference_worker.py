@@ -319,9 +319,8 @@ class ReferenceWorker:
                     fn(*self.timing_sets[0])
             sampler = Sampler(fn, self.timing_sets, draw=self._draw)
             sampler.warmup()
-            median = statistics.median(
-                statistics.median(self._round(sampler, samples).samples_ms) for _ in range(max(1, windows))
-            )
+            # The build's time: the median over its windows of each round's work per call (protocol v6).
+            median = statistics.median(self._round(sampler, samples).per_call_ms for _ in range(max(1, windows)))
             medians.append(median)
             if best is None or median < best[0]:
                 best = (median, sampler)
