@@ -262,8 +262,9 @@ class CandidateWorker:
         if trace:
             if not fresh:
                 fresh = [self._inputs(seed, None) for seed in seeds or []]
-            reply, kernels = kernel_trace.traced(lambda: self._time_round(samples, keep, fresh, None))
-            return {**reply, "kernels": kernels}
+            busy: list[float] = []  # the candidate's device time in the round (observed_timing.py)
+            reply, kernels = kernel_trace.traced(lambda: self._time_round(samples, keep, fresh, None), busy=busy)
+            return {**reply, "kernels": kernels, "busy_us": busy[0] if busy else None}
         return self._time_round(samples, keep, fresh, seeds)
 
     def _time_round(self, samples: int, keep: int | None, fresh: list[Any], seeds: list[int] | None) -> dict[str, Any]:
