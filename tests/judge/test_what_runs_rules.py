@@ -107,3 +107,57 @@ def test_a_phdr_walk_is_seen_in_the_built_object_however_spelled(tmp_path: Path)
     symbols = imported_symbols(obj)
     assert "dl_iterate_phdr" in symbols
     assert any("looks up loaded libraries" in str(f) for f in check_imports({"kernels/w.cpp": symbols}))
+
+
+HONEST_DEFAULTS = r"""
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <cub/cub.cuh>
+#include <thrust/device_ptr.h>
+#include <thrust/transform.h>
+namespace cg = cooperative_groups;
+struct Twice { __host__ __device__ float operator()(float x) const { return 2.f * x; } };
+__global__ void coop_scale(float* x, int n) {
+    cg::grid_group grid = cg::this_grid();
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) x[i] *= 0.5f;
+    grid.sync();
+}
+__global__ void add_one(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.f; }
+extern "C" void honest_defaults(float* x, float* sum, void* temp, size_t temp_bytes, int n, cudaStream_t stream) {
+    thrust::device_ptr<float> p(x);
+    thrust::transform(p, p + n, p, Twice());                       // thrust's default execution policy
+    size_t need = 0;
+    cub::DeviceReduce::Sum(nullptr, need, x, sum, n);               // CUB on stream 0
+    if (need <= temp_bytes) cub::DeviceReduce::Sum(temp, need, x, sum, n);
+    void* args[] = {&x, &n};
+    cudaLaunchCooperativeKernel((void*)coop_scale, dim3(2), dim3(128), args, 0, stream);
+    cudaGraph_t graph; cudaGraphExec_t exec;                         // a graph of its own kernel
+    cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    add_one<<<(n + 255) / 256, 256, 0, stream>>>(x, n);
+    cudaStreamEndCapture(stream, &graph);
+    cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphLaunch(exec, stream);
+    cudaGraphExecDestroy(exec); cudaGraphDestroy(graph);
+}
+"""
+ISSUE_33_RULES = ("looks up loaded libraries", "loads device code", "inspects the profiler", "registers device code",
+                  "loads or registers device code", "makes system calls")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_honest_defaults_trip_none_of_these_rules(tmp_path: Path) -> None:
+    """thrust's default execution policy, CUB on stream 0, a cooperative launch and a CUDA graph of one's own
+    kernel: none of the rules of issue 33 fires on the source or the built object, and no kernel of it is
+    named like one of PyTorch's (their CUB is `at_cuda_detail::cub`, the build's is versioned by its arch)."""
+    from cuda_agent.judge.decide.coverage_stage import judge_kernel_lists
+    from cuda_agent.judge.trusted.device_code import kernels, reserved_kernels
+
+    (tmp_path / "h.cu").write_text(HONEST_DEFAULTS)
+    obj, lib = tmp_path / "h.o", tmp_path / "h.so"
+    subprocess.run(["nvcc", "-c", str(tmp_path / "h.cu"), "-o", str(obj), "-gencode", "arch=compute_90a,code=sm_90a",
+                    "--no-compress", "-std=c++20", "-Xcompiler", "-fPIC"], check=True, capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run(["g++", "-shared", "-o", str(lib), str(obj)], check=True, capture_output=True, timeout=120)
+    findings = [str(f) for f in check_imports({"kernels/h.cu": imported_symbols(obj)}, {"addmm"})]
+    findings += [str(f) for f in check_kernel_sources(tmp_path, preprocess=False)]
+    assert not [f for f in findings if any(rule in f for rule in ISSUE_33_RULES)], findings
+    assert reserved_kernels(kernels(lib), judge_kernel_lists((), None, False).torch) == []
