@@ -81,6 +81,8 @@ def device_busy_us(prof: Any) -> float | None:
     import torch
 
     try:
+        from torch.autograd.profiler import _filter_name
+
         results = prof.profiler.kineto_results
         if results is None:
             return None
@@ -89,10 +91,12 @@ def device_busy_us(prof: Any) -> float | None:
             if "CUDA" not in str(event.device_type()) or event.is_async():
                 continue
             raw = event.name()
+            if _filter_name(raw) or getattr(event, "is_hidden_event", lambda: False)():  # as device_kernels
+                continue
             name = torch._C._demangle(raw) if len(raw) > 1 else raw
             if not JUDGE_OWN.search(name):
                 spans.append((event.start_ns(), event.end_ns()))
-    except (AttributeError, TypeError):
+    except (AttributeError, ImportError, TypeError):
         return None
     busy, reach = 0, None
     for start, end in sorted(spans):
