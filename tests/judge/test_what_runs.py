@@ -140,6 +140,10 @@ def test_fills_sleep_copies_and_the_judges_pad_are_neutral(lists: KernelLists) -
            "Memset (Device)": 1.0, OURS: 20.0}  # fmt: skip
     report = attention(ran, lists)
     assert report.share == 1.0 and report.neutral_us == 455.0 and report.copies_us == 8.0
+    # PyTorch's compute named with "zero_" or "fill" in a longer word is no fill
+    not_fills = [torch_kernel(lists, "ctc_loss_zero_padded_gradients"), torch_kernel(lists, "index_fill_kernel")]
+    report = attention({name: 10.0 for name in not_fills} | {OURS: 20.0}, lists)
+    assert report.neutral_us == 0.0 and set(report.foreign) == set(not_fills)
 
 
 @needs_wheel

@@ -53,9 +53,10 @@ CUDNN_KERNEL = re.compile(
     r"cudnn|conv|fprop|dgrad|wgrad|implicit|winograd|fft|xmma|cutlass|nchw|nhwc", re.IGNORECASE
 )
 LIBRARY_PURPOSE = {"cublas": CUBLAS_KERNEL, "cudnn": CUDNN_KERNEL}
-# PyTorch's kernels that are not compute: fills (torch.zeros, the judge's poison) and torch.cuda._sleep (the
-# judge's fallback pad). Neutral only as PyTorch's binaries hold them.
-TORCH_NEUTRAL = re.compile(r"FillFunctor|fill_kernel|zero_|spin_kernel", re.IGNORECASE)
+# PyTorch's kernels that are not compute: fills (torch.zeros, zero_, the judge's poison) and torch.cuda._sleep
+# (the judge's fallback pad). Neutral only as PyTorch's binaries hold them; by whole words, so `nonzero_*`,
+# `index_fill_kernel` or `ctc_loss_zero_padded_gradients` are not fills.
+TORCH_NEUTRAL = re.compile(r"FillFunctor|\bfill_kernel\b|\bspin_kernel\b")
 # The judge's own pad/flush kernel (candidate/sampler.py), loaded from the judge's PTX at run time.
 JUDGE_KERNELS = frozenset({"judge_pad_flush"})
 # How Kineto names CUPTI memcpy/memset activities: "Memcpy DtoD (Device -> Device)", "Memset (Device)".
