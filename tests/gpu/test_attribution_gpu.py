@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.judge.decide.coverage import COPY_ACTIVITY, binary_attribution, coverage_report, normalise
+from cuda_agent.judge.decide.coverage_stage import judge_kernel_lists
 from cuda_agent.judge.trusted.build import BuildConfig, build_extension
 
 ROOT = Path(__file__).parents[2]
@@ -41,11 +42,12 @@ def test_profiled_kernel_names_match_the_binary(tmp_path: Path) -> None:
     _, ran = traced(lambda: module.ew_forward(x, 1.5, 0.25, -0.1, 2.0))
     print("binary:", sorted(names), "\nprofiler:", ran)
     assert any(normalise(k) in names for k in ran), (ran, names)
-    report = coverage_report(ran, names, {"gelu"})
+    lists = judge_kernel_lists((), None, False)
+    report = coverage_report(ran, names, {"gelu"}, lists=lists)
     assert report.share == 1.0 and report.submitted_us > 0, report.summary()
     # ATen's kernels are foreign, however they were launched
     _, aten = traced(lambda: torch.nn.functional.gelu(x * 1.5 + 0.25))
-    assert coverage_report(aten, names, {"gelu"}).share == 0.0
+    assert coverage_report(aten, names, {"gelu"}, lists=lists).share == 0.0
 
 
 def test_pitched_copies_are_reported_as_copies(tmp_path: Path) -> None:
@@ -59,7 +61,7 @@ def test_pitched_copies_are_reported_as_copies(tmp_path: Path) -> None:
     assert torch.equal(out, torch.cat([a, b], dim=1))
     print("profiler:", ran)
     assert ran and all(COPY_ACTIVITY.match(k) for k in ran), ran
-    report = coverage_report(ran, binary_attribution(path)[0], {"cat"})
+    report = coverage_report(ran, binary_attribution(path)[0], {"cat"}, lists=judge_kernel_lists((), None, False))
     assert report.share == 1.0 and report.copies_us > 0
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
+from cuda_agent.judge.trusted.device_code import normalise
+from cuda_agent.judge.trusted.library_kernels import KernelLists
 from cuda_agent.task import Task
 
 OURS = "void ew_kernel<4>(float const*, float*, long)"
@@ -22,6 +24,9 @@ def judgment(tmp_path: Path, ops: set[str], imports: dict[str, set[str]] | None 
     made = Judgment(tmp_path, Task(name="t", source="", path=tmp_path / "model.py"),
                     JudgeConfig(scratch_dir=tmp_path / "scratch"))  # fmt: skip
     made.kernel_names = {OURS}
+    # PyTorch's and cuBLAS's kernels as their binaries list them (test_what_runs.py reads the real ones)
+    made._coverage_lists = KernelLists(torch=frozenset({normalise(ATEN)}),  # type: ignore[attr-defined]
+                                       libraries={"cublas": frozenset({normalise(GEMM)})})  # fmt: skip
     made.reference_ops = ops
     made.imports = imports or {"kernels/ew.cu": {"__cudaLaunchKernel"}}
     made.check_round = lambda ref, cand: None  # type: ignore[method-assign]  (outputs: another test's job)

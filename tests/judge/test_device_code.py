@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.judge.decide.coverage import binary_attribution, coverage_report
-from cuda_agent.judge.trusted.device_code import imported_symbols, kernels, qualified_name, reserved_kernels
+from cuda_agent.judge.trusted.device_code import (
+    imported_symbols,
+    kernels,
+    normalise,
+    qualified_name,
+    reserved_kernels,
+)
+from cuda_agent.judge.trusted.library_kernels import KernelLists
 
 SOURCE = r"""
 #include <cuda_runtime.h>
@@ -61,7 +68,8 @@ def test_every_kernel_is_found_in_the_binary_and_nothing_else(library: Path) -> 
     # comment in the source declares a kernel of that name.
     ran = {"void from_inc<4>(float*)": 10.0, "bounds_first(float*)": 5.0,
            "void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10>(float*)": 15.0}  # fmt: skip
-    report = coverage_report(ran, names, {"softmax"})
+    softmax = normalise("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10>(float*)")
+    report = coverage_report(ran, names, {"softmax"}, lists=KernelLists(torch=frozenset({softmax})))
     assert report.submitted_us == 15.0 and report.share == pytest.approx(0.5)
 
 

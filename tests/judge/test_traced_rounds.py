@@ -21,7 +21,9 @@ from fake_workers import RoundTrips
 from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
 from cuda_agent.judge.decide.verdict import Environment
+from cuda_agent.judge.trusted.device_code import normalise
 from cuda_agent.judge.trusted.freeze import ProcessTree
+from cuda_agent.judge.trusted.library_kernels import KernelLists
 from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
@@ -99,6 +101,7 @@ def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.
     made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
     made.check_round = lambda *args, **kw: True  # type: ignore[method-assign]  (outputs: other tests)
     made.kernel_names = {OURS}
+    made._coverage_lists = KernelLists(torch=frozenset({normalise(ATEN)}))  # type: ignore[attr-defined]  (real ones: test_what_runs.py)
     made.reference_ops = {"gelu"}
     made.imports = {"kernels/ew.cu": {"__cudaLaunchKernel"}}
     return made

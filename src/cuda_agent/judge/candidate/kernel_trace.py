@@ -11,10 +11,14 @@ docs/design/trust_boundary.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+# The judge's own kernels in a traced round of timed calls: its pad/flush (sampler.py), or the fallback's
+# torch.cuda._sleep spin and zero_() flush. Not the candidate's work (`device_busy_us`).
+JUDGE_OWN = re.compile(r"^judge_pad_flush$|spin_kernel|FillFunctor")
 
 
 def device_kernels(prof: Any) -> dict[str, float]:
@@ -69,9 +73,46 @@ def raw_device_kernels(prof: Any) -> dict[str, float] | None:
         return None
 
 
-def traced(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
+def device_busy_us(prof: Any) -> float | None:
+    """Microseconds in which the GPU ran anything but the judge's own kernels (`JUDGE_OWN`): the union of
+    the other device events' intervals, so kernels overlapping on several streams count once. In a traced
+    round of timed calls that is the candidate's work, which its calls' events (start to end) enclose;
+    the parent compares it with untraced rounds' times (decide/observed_timing.py). None if unavailable."""
+    import torch
+
+    try:
+        from torch.autograd.profiler import _filter_name
+
+        results = prof.profiler.kineto_results
+        if results is None:
+            return None
+        spans = []
+        for event in results.events():
+            if "CUDA" not in str(event.device_type()) or event.is_async():
+                continue
+            raw = event.name()
+            if _filter_name(raw) or getattr(event, "is_hidden_event", lambda: False)():  # as device_kernels
+                continue
+            name = torch._C._demangle(raw) if len(raw) > 1 else raw
+            if not JUDGE_OWN.search(name):
+                spans.append((event.start_ns(), event.end_ns()))
+    except (AttributeError, ImportError, TypeError):
+        return None
+    busy, reach = 0, None
+    for start, end in sorted(spans):
+        if reach is None or start > reach:
+            busy += end - start
+            reach = end
+        elif end > reach:
+            busy += end - reach
+            reach = end
+    return busy / 1000
+
+
+def traced(call: Callable[[], T], busy: list[float] | None = None) -> tuple[T, dict[str, float]]:
     """Run `call` with CUDA activity tracing on; the device is drained before and after, so the kernels
-    are exactly those `call` launched (on any stream of this process)."""
+    are exactly those `call` launched (on any stream of this process). With `busy`, the device time not in
+    the judge's own kernels is appended to it too (`device_busy_us`, where available)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -79,6 +120,8 @@ def traced(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         result = call()
         torch.cuda.synchronize()
+    if busy is not None and (found := device_busy_us(prof)) is not None:
+        busy.append(found)
     return result, device_kernels(prof)
 
 

@@ -66,6 +66,32 @@ class OpGate(TorchDispatchMode):
         return ", ".join(f"{name} x{count}" for name, count in sorted(self.forbidden.items()))
 
 
+def _capturing() -> bool:
+    return bool(torch.cuda.is_current_stream_capturing())
+
+
+class CaptureGate(OpGate):
+    """While the candidate is imported, built and loaded (issue 33, class 1): the PyTorch compute ops
+    captured into a CUDA graph. A graph captured there and replayed in forward runs ATen's kernels with no
+    dispatch at call time, so the op gate around calls never sees them; here, their capture is seen.
+
+    Ops that run outside a capture while the model loads (weights rearranged once, a warm-up) compute
+    nothing a call can reuse on inputs that do not exist yet, and stay allowed; a capture of the
+    submission's own kernels dispatches no compute op. Defence in depth like the op gate (the candidate
+    can pop a mode or capture from C++ with the Python keys excluded): what the replay runs is attributed
+    by the coverage gate all the same (decide/coverage.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(poison=False)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        name = op_name(func)
+        self.seen[name] += 1
+        if name not in ALLOWED_OPS and _capturing():
+            self.forbidden[f"aten.{name}"] += 1
+        return func(*args, **(kwargs or {}))
+
+
 def _poison(tensor: torch.Tensor) -> None:
     if tensor.numel() == 0:
         return

@@ -27,7 +27,7 @@ import torch
 
 from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
-from cuda_agent.judge.candidate.opgate import OpGate
+from cuda_agent.judge.candidate.opgate import CaptureGate, OpGate
 from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.candidate.torch_integrity import TorchSnapshot
 from cuda_agent.judge.common import tensorfile
@@ -104,36 +104,41 @@ class CandidateWorker:
         sys.path.insert(0, module_dir)
         state = torch.load(state_path, map_location="cuda", weights_only=True)
         self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
-        try:
-            importlib.import_module("cuda_extension")
-        except Exception as exc:
-            raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
-        try:
-            model_new = importlib.import_module("model_new")
-        except Exception as exc:
-            raise CandidateError(f"import model_new failed: {type(exc).__name__}: {exc}") from exc
-        if not hasattr(model_new, "ModelNew"):
-            raise CandidateError("model_new.py defines no class ModelNew")
-        try:
-            model = model_new.ModelNew(*state["init_inputs"])
-        except Exception as exc:
-            raise CandidateError(
-                f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}; "
-                "ModelNew must take the same constructor arguments as Model"
-            ) from exc
-        if not isinstance(model, torch.nn.Module):
-            raise CandidateError("ModelNew must be a torch.nn.Module")
-        model = model.cuda()
-        try:
-            model.load_state_dict(state["state_dict"], strict=True)
-        except Exception as exc:
-            raise CandidateError(
-                f"ModelNew cannot load the reference's state_dict: {exc}; keep Model's parameters and "
-                "buffers (same names and shapes) so the judge can copy the reference weights"
-            ) from exc
+        # The candidate's whole life before its first call -- import, construction, load_state_dict -- runs
+        # under the capture gate: PyTorch ops captured into a CUDA graph there would replay in forward with
+        # no dispatch at call time (opgate.CaptureGate).
+        gate = CaptureGate()
+        with gate:
+            try:
+                importlib.import_module("cuda_extension")
+            except Exception as exc:
+                raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
+            try:
+                model_new = importlib.import_module("model_new")
+            except Exception as exc:
+                raise CandidateError(f"import model_new failed: {type(exc).__name__}: {exc}") from exc
+            if not hasattr(model_new, "ModelNew"):
+                raise CandidateError("model_new.py defines no class ModelNew")
+            try:
+                model = model_new.ModelNew(*state["init_inputs"])
+            except Exception as exc:
+                raise CandidateError(
+                    f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}; "
+                    "ModelNew must take the same constructor arguments as Model"
+                ) from exc
+            if not isinstance(model, torch.nn.Module):
+                raise CandidateError("ModelNew must be a torch.nn.Module")
+            model = model.cuda()
+            try:
+                model.load_state_dict(state["state_dict"], strict=True)
+            except Exception as exc:
+                raise CandidateError(
+                    f"ModelNew cannot load the reference's state_dict: {exc}; keep Model's parameters and "
+                    "buffers (same names and shapes) so the judge can copy the reference weights"
+                ) from exc
         self.model = model.eval()
         self.check_settings("loading model_new and cuda_extension")
-        return {}
+        return {"captured": dict(gate.forbidden)}
 
     def check_settings(self, when: str) -> None:
         now = math_settings()
@@ -257,8 +262,9 @@ class CandidateWorker:
         if trace:
             if not fresh:
                 fresh = [self._inputs(seed, None) for seed in seeds or []]
-            reply, kernels = kernel_trace.traced(lambda: self._time_round(samples, keep, fresh, None))
-            return {**reply, "kernels": kernels}
+            busy: list[float] = []  # the candidate's device time in the round (observed_timing.py)
+            reply, kernels = kernel_trace.traced(lambda: self._time_round(samples, keep, fresh, None), busy=busy)
+            return {**reply, "kernels": kernels, "busy_us": busy[0] if busy else None}
         return self._time_round(samples, keep, fresh, seeds)
 
     def _time_round(self, samples: int, keep: int | None, fresh: list[Any], seeds: list[int] | None) -> dict[str, Any]:

@@ -85,14 +85,15 @@ class BuildStage:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         self.model_new_file = self.submission / "model_new.py"
         self.module_file = module_file
-        # Attribution from the built binary (device_code.py), never from the source text.
-        self.kernel_names, reserved = binary_attribution(module_file)
+        # Attribution from the built binary (device_code.py), never from the source text; a kernel named
+        # exactly like one of PyTorch's own binaries is reserved too (library_kernels.py).
+        self.kernel_names, reserved = binary_attribution(module_file, self.kernel_lists().torch)
         self.checks["device_kernels"] = len({n for n in self.kernel_names if "(" in n or not n.startswith("_Z")})
         if reserved:
             raise self.fail(
                 Status.REJECTED,
-                f"kernels/ defines kernels in PyTorch's or a library's namespace ({', '.join(reserved[:3])}); "
-                "their launches could not be told from PyTorch's own: rename them",
+                f"kernels/ defines kernels in PyTorch's or a library's namespace, or named like PyTorch's own "
+                f"({', '.join(reserved[:3])}); their launches could not be told from PyTorch's own: rename them",
             )
         self.built = True
 

@@ -168,17 +168,18 @@ def check_on_cpu(
 def _binary_findings(result: BuildResult, ops: set[str] | None) -> list:
     """The judge's checks of the built library: what the linker binds, kernels in reserved namespaces."""
     from cuda_agent.judge.decide.coverage import binary_attribution
+    from cuda_agent.judge.decide.coverage_stage import judge_kernel_lists
     from cuda_agent.judge.trusted.static_checks import Finding
 
     findings = check_imports(result.imports, ops)
     assert result.module_path is not None
     try:
-        _, reserved = binary_attribution(result.module_path)
+        _, reserved = binary_attribution(result.module_path, judge_kernel_lists((), None, None).torch)
     except Exception as exc:  # fail closed, as the judge does
         return [*findings, Finding("kernels/", 0, f"the built library could not be read ({type(exc).__name__}: {exc})")]
     if reserved:
-        findings.append(Finding("kernels/", 0, f"defines kernels in PyTorch's or a library's namespace "
-                                               f"({', '.join(reserved[:3])}): rename them"))  # fmt: skip
+        findings.append(Finding("kernels/", 0, f"defines kernels in PyTorch's or a library's namespace, or named "
+                                               f"like PyTorch's own ({', '.join(reserved[:3])}): rename them"))  # fmt: skip
     return findings
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_for, work_per_call
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
+from cuda_agent.judge.decide.observed_timing import observed_gap, round_busy_ms
 from cuda_agent.judge.decide.stats import (
     HostClock,
     baseline_spread,
@@ -94,6 +95,7 @@ class TimingStage:
         escaped_ms = 0.0  # work the candidate worker itself reported past its end events
         flush_work_ms = 0.0  # and during its pads' flushes (a copy staging L2 for the call, v6)
         traced_rounds = 0
+        traced_busy: list[float] = []  # device busy ms per call of each traced round
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
         after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
@@ -116,6 +118,8 @@ class TimingStage:
                     pass
                 self.check_round(ref, cand, self.config.timed_check_share)
                 self.gate_timed_round(reply, len(samples))
+                if (busy := round_busy_ms(reply, len(samples))) is not None:
+                    traced_busy.append(busy)  # compared with untraced rounds below (observed_timing.py)
                 traced_rounds += 1
                 if owed_trace and traced_rounds >= tc.min_traced_rounds:
                     break
@@ -159,6 +163,10 @@ class TimingStage:
                     break
                 owed_trace = True
         self.checks["traced_timed_rounds"] = traced_rounds
+        gap = observed_gap(traced_busy, rounds["candidate"], tc)  # traced calls against untraced ones
+        self.checks["observed_timing"] = gap.summary()
+        if gap.refused:
+            raise self.fail(Status.REJECTED, gap.reason())
         # The last round's settings check (the others ran in the next round's set-up, off the clock).
         self._candidate_call(cand, "check_after_timing", 60, "the check after timing")
         self.check_leftovers(cand, "timing")

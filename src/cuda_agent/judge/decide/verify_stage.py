@@ -30,11 +30,16 @@ class VerifyStage:
         start = time.monotonic()
         self.free_before = self._reference_call(ref, "free_memory", 60)["free"]
         self.choose_output_channel(ref, cand)
-        self._candidate_call(
+        loaded = self._candidate_call(
             cand, "load", self.config.startup_timeout_s, "loading the candidate",
             module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
             task_path=str(self.task_file),
         )  # fmt: skip
+        if loaded.get("captured"):  # a claim (candidate/opgate.py: CaptureGate); the replay is attributed too
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(dict(loaded["captured"]).items())[:6])
+            raise self.fail(Status.REJECTED, f"loading the model captured PyTorch compute ops into a CUDA graph "
+                            f"({ops}): a graph replayed in forward runs PyTorch's kernels; capture only your "
+                            "own kernels (cuda_extension calls)")  # fmt: skip
         self.threads_after_load = _thread_count(cand.pid)
         self.checks["candidate_threads_after_load"] = self.threads_after_load
         self.stages["load"] = time.monotonic() - start

@@ -221,6 +221,12 @@ TORCH_NAMESPACES = ("at::", "c10::", "torch::", "caffe2::")
 RESERVED_KERNEL_PREFIXES = (*TORCH_NAMESPACES, "cudnn", "cublas")
 
 
+def normalise(name: str) -> str:
+    """Kernel names compared without whitespace and without a leading `void` (the return type the Itanium
+    demangler prints for templates): demanglers differ in these at most."""
+    return re.sub(r"\s+", "", re.sub(r"^\s*void\s+", "", name))
+
+
 def qualified_name(demangled: str) -> str:
     """`void at::native::foo<4>(float*)` -> `at::native::foo`: the function's qualified name."""
     head = demangled.replace("(anonymous namespace)", "{anonymous}").split("(", 1)[0]
@@ -237,6 +243,11 @@ def qualified_name(demangled: str) -> str:
     return head.replace("{anonymous}", "(anonymous namespace)")
 
 
-def reserved_kernels(found: list[Kernel]) -> list[str]:
-    """Kernels of a submission named in PyTorch's or a library's namespace (see RESERVED_KERNEL_PREFIXES)."""
-    return [k.demangled for k in found if qualified_name(k.demangled).startswith(RESERVED_KERNEL_PREFIXES)]
+def reserved_kernels(found: list[Kernel], taken: frozenset[str] = frozenset()) -> list[str]:
+    """Kernels of a submission named in PyTorch's or a library's namespace (see RESERVED_KERNEL_PREFIXES),
+    or named exactly like a kernel of PyTorch's own binaries (`taken`: normalised names, from
+    library_kernels.py; e.g. `fmha_cutlassF_*` or `pytorch_flash::*`, in no reserved namespace): the
+    launches of either could not be told from PyTorch's own."""
+    return [k.demangled for k in found
+            if qualified_name(k.demangled).startswith(RESERVED_KERNEL_PREFIXES)
+            or normalise(k.mangled) in taken or normalise(k.demangled) in taken]  # fmt: skip

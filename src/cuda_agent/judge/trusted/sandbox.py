@@ -128,6 +128,11 @@ def _can_unshare_network() -> bool:
 _PROBED: dict[str, object] = {}
 
 
+def candidates_separated() -> bool | None:
+    """Whether this process's candidates run as the sandbox user (None until `candidate_sandbox` probed)."""
+    return None if "user" not in _PROBED else _PROBED["user"] is not None
+
+
 def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
     """The strongest sandbox this machine allows for a candidate worker."""
     if "user" not in _PROBED:

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_agent.judge.trusted.module_aliases import ModuleAliases
+
 ALLOWED_IMPORTS = frozenset(
     {"torch", "torch.nn", "torch.nn.functional", "cuda_extension", "math", "typing", "__future__",
      "collections", "dataclasses", "functools", "numbers", "enum"}
@@ -137,10 +139,15 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
     def add(node: ast.AST, message: str) -> None:
         findings.append(Finding(path, getattr(node, "lineno", 0), message))
 
+    for node in ast.walk(tree):  # the names imports bind; every other binding of a module below
+        if isinstance(node, ast.Import):
+            modules |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            modules |= {a.asname or a.name for a in node.names}
+    aliases = ModuleAliases(tree, modules)  # `T = torch`, `P = torch.autograd.profiler`, `self.t = torch`, ...
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                modules.add((alias.asname or alias.name).split(".")[0])
                 if alias.name not in ALLOWED_IMPORTS:
                     add(
                         node,
@@ -154,7 +161,6 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
                     f"import from {module} is not allowed (allowed: torch, torch.nn, cuda_extension, math)",
                 )
             for alias in node.names:
-                modules.add(alias.asname or alias.name)
                 if alias.name in FORBIDDEN_NAMES:
                     add(node, f"importing `{alias.name}` {FORBIDDEN_NAMES[alias.name]}; not allowed in model_new.py")
         elif isinstance(node, ast.Try | ast.TryStar):
@@ -173,14 +179,14 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
         elif (
             isinstance(node, ast.Attribute)
             and node.attr in FORBIDDEN_NAMES
-            and (node.attr.startswith("_") or _root_name(node) in modules)
+            and (node.attr.startswith("_") or aliases.rooted_in_module(node.value))
         ):
             add(node, f"`.{node.attr}` {FORBIDDEN_NAMES[node.attr]}; not allowed in model_new.py")
         elif (
             isinstance(node, ast.Attribute)
             and node.attr.startswith("_")
             and not node.attr.startswith("__")
-            and _root_name(node) in modules
+            and aliases.rooted_in_module(node.value)
         ):
             # torch.autograd._profiler_enabled, torch.cuda._sleep, ...: internals (and in-process probes of
             # the judge's state, e.g. whether a profiler traces this call) have no place in a ModelNew
@@ -189,7 +195,7 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 root = _root_name(target)
-                if isinstance(target, ast.Attribute) and root in modules:
+                if isinstance(target, ast.Attribute) and aliases.rooted_in_module(target.value):
                     add(node, f"assigning to {ast.unparse(target)} patches a module; not allowed")
                 elif isinstance(target, ast.Attribute) and root != "self":
                     # an alias (`E = torch.cuda.Event; E.elapsed_time = f`) patches just the same
@@ -393,6 +399,25 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "creates a private cuBLAS handle; use at::cuda::getCurrentCUDABlasHandle() (bound to torch's "
         "current stream, workspace and default math mode)",
     ),
+    # Issue 33 (what runs): a function found at run time is called without being imported, and code loaded
+    # at run time is in no binary the judge read; the coverage gate attributes both (their kernels are
+    # foreign), these name the common spellings early. Searched with string literals kept (a path or an
+    # asm section name is a string).
+    (
+        re.compile(r"\b(dl_iterate_phdr|dladdr1?|dlinfo|_dl_find_object|getauxval)\s*\(|\b(_r_debug|_DYNAMIC|__ehdr_start|"
+                   r"link_map|DT_GNU_HASH|DT_SYMTAB|DT_STRTAB|ElfW)\b|\bElf(32|64)_(Dyn|Sym|Phdr|Ehdr)\b|/proc/self/maps"),
+        "looks up loaded libraries or their symbols at run time (what it finds runs without being imported)",
+    ),
+    (
+        re.compile(r"\b__cuda(Register|Unregister|PushCallConfiguration|PopCallConfiguration)\w*|\b__fatbinwrap\w*|"
+                   r"\.nv_fatbin|\bnvFatBinSegment\b|\b(cuModuleLoad|cuLibraryLoad|cudaLibraryLoad|cuLinkCreate|cuLinkAdd|"
+                   r"nvrtc[A-Z]|nvJitLink[A-Z]|nvPTXCompiler[A-Z])\w*"),
+        "loads or registers device code at run time (kernels no binary the judge read holds; their time is foreign)",
+    ),
+    (
+        re.compile(r"\basm\b[^;]*?\b(syscall|sysenter)\b|\bint\s+\$?0x80\b"),
+        "makes system calls directly (inline asm)",
+    ),
 ]
 # A stream the submission creates must be joined back to the caller's stream (cudaStreamWaitEvent on it).
 STREAM_CREATE = re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(")
@@ -437,7 +462,8 @@ _RAW_STRING = re.compile(r'R"([^()\\\s]{0,16})\((.*?)\)\1"', re.S)
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.){1,8}\'')
 # Rules about what strings say (symbol names in asm labels, section names) look at them; the rest do not,
 # so an error message mentioning "PyTorch" or "open(" is not a call.
-_STRING_RULES = ("renames a symbol", "load-time sections", "runs code at load time")
+_STRING_RULES = ("renames a symbol", "load-time sections", "runs code at load time", "looks up loaded libraries",
+                 "loads or registers device code", "makes system calls")
 
 
 def _strip_strings(text: str) -> str:
@@ -558,7 +584,22 @@ _IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
                 r"tr[ms][mv]\w*|geam|dgmm)(_v2)?(_64)?$"),
      "uses cuBLAS for something other than a matrix product"),
     (re.compile(r"^cublas(Lt)?Create(_v2)?$"), "creates a private cuBLAS handle"),
+    # Issue 33: run-time symbol lookup (a PyTorch operator called without importing it), device code loaded
+    # at run time (in no binary the judge read), and the profiler's state (behaving differently when traced).
+    (re.compile(r"^(dl_iterate_phdr|dladdr1?|dlinfo|_dl_find_object|_r_debug|_DYNAMIC|__ehdr_start|getauxval|"
+                r"__libc_stack_end|environ|__environ|_environ)$"),
+     "looks up loaded libraries or their symbols at run time (what it finds runs without being imported)"),
+    (re.compile(r"^(cuModuleLoad\w*|cuModuleGetFunction|cuLibraryLoad\w*|cuLibraryGet\w*|cudaLibraryLoad\w*|"
+                r"cudaLibraryGet\w*|cuLink(Create|AddData|AddFile|Complete)\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*|"
+                r"nvPTXCompiler[A-Z]\w*)$"),
+     "loads device code at run time (kernels no binary the judge read holds; their time is foreign)"),
+    (re.compile(r"^.*(profiler|Profiler|kineto|Kineto|cupti|RecordFunction|hasCallbacks|hasGlobalCallbacks|"
+                r"hasThreadLocalCallbacks|isRecordFunctionEnabled|StepCallbacks)"),
+     "inspects the profiler (behaving differently while traced is phase detection)"),
 ]
+# Registering device code by hand: nvcc's objects of .cu files do it for their own kernels; any other
+# object that does registers code the judge's build did not make.
+_HAND_REGISTRATION = re.compile(r"^__cuda(RegisterFatBinary|RegisterFunction|RegisterVar|RegisterFatBinaryEnd)\w*$")
 
 
 def check_imports(imports: dict[str, set[str]], reference_ops: set[str] | None = None) -> list[Finding]:
@@ -571,6 +612,10 @@ def check_imports(imports: dict[str, set[str]], reference_ops: set[str] | None =
             hits = sorted(s for s in symbols if pattern.match(s))
             if hits:
                 findings.append(Finding(source, 0, f"the built object imports {', '.join(hits[:4])}: it {message}"))
+        registered = sorted(s for s in symbols if _HAND_REGISTRATION.match(s))
+        if registered and not source.endswith(".cu"):
+            findings.append(Finding(source, 0, f"the built object imports {', '.join(registered[:3])}: it registers "
+                                    "device code by hand (kernels no binary the judge read holds)"))  # fmt: skip
         if ops := forbidden_operators(symbols):
             named = ", ".join(op if op == "the dispatcher" else f"aten.{op}" for op in ops[:4])
             findings.append(Finding(source, 0, f"the built object calls PyTorch operators from C++ ({named}): "

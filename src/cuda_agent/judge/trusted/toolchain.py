@@ -78,10 +78,14 @@ def _version(command: list[str]) -> str:
 
 
 def _nvidia_wheel_dirs() -> tuple[list[Path], list[Path]]:
-    """Include and lib folders of the nvidia-* wheels installed beside torch."""
+    """Include and lib folders of the nvidia-* wheels installed beside torch (in this interpreter's site
+    folders, or the one torch itself is in: a venv that reaches torch through a .pth file has none)."""
+    import torch
+
     includes: list[Path] = []
     libs: list[Path] = []
-    for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+    beside_torch = str(Path(torch.__file__).resolve().parents[1])
+    for site in sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], beside_torch}):
         nvidia = Path(site) / "nvidia"
         if not nvidia.is_dir():
             continue

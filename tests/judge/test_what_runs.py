@@ -1,0 +1,217 @@
+"""Attribution by binary (issue 33, classes 1 and 2): every traced kernel is looked up in the exact kernel
+lists of the binaries that can hold it -- the submission's extension, PyTorch's own CUDA libraries, and
+cuBLAS/cuBLASLt as torch's wheel ships them -- never matched by name pattern.
+
+The names here are read out of the installed torch wheel's libtorch_cuda.so and libcublas/libcublasLt with
+the judge's own listing code (trusted/fatbin.py, library_kernels.py), so the tests fail if a list misses
+what it must hold, and they show what the old name patterns got wrong: PyTorch's flash-attention and
+memory-efficient attention kernels matched the cuBLAS pattern (`cutlass` in their template arguments) and
+were credited as library time to any GEMM task whose submission linked cuBLAS."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.judge.decide.coverage import CUBLAS_KERNEL, JUDGE_KERNELS, coverage_report
+from cuda_agent.judge.trusted import library_kernels
+from cuda_agent.judge.trusted.device_code import Kernel, demangle, normalise, reserved_kernels
+from cuda_agent.judge.trusted.fatbin import library_entries
+from cuda_agent.judge.trusted.library_kernels import (
+    KernelLists,
+    ListCache,
+    kernel_lists,
+    library_binaries,
+    torch_binaries,
+)
+
+SECRET = b"judge-test-secret-0123456789abcdef"
+TORCH_CUDA = next((p for p in torch_binaries() if p.name == "libtorch_cuda.so"), None)
+needs_wheel = pytest.mark.skipif(TORCH_CUDA is None or not library_binaries("cublas"),
+                                 reason="needs torch's CUDA wheel (libtorch_cuda.so, cuBLAS)")  # fmt: skip
+OURS = "void attention_kernel<64>(__half const*, __half const*, __half const*, __half*, int)"
+
+
+@pytest.fixture(scope="module")
+def lists(tmp_path_factory: pytest.TempPathFactory) -> KernelLists:
+    """PyTorch's and cuBLAS's lists, read from the wheel (about 8 s on two cores, once for this module)."""
+    cache = ListCache(SECRET, tmp_path_factory.mktemp("kernel-lists"))
+    return kernel_lists({"cublas"}, cache)
+
+
+def torch_kernel(lists: KernelLists, *needles: str) -> str:
+    """The demangled name (as the profiler reports it) of a real PyTorch kernel containing every needle."""
+    for name in sorted(n for n in lists.torch if n.startswith("_Z")):
+        shown = demangle(name)
+        if all(n in shown for n in needles):
+            return shown
+    raise AssertionError(f"no PyTorch kernel with {needles}")
+
+
+def cublas_kernel(lists: KernelLists, pattern: str) -> str:
+    found = sorted(n for n in lists.libraries["cublas"] if re.search(pattern, n) and not n.startswith("_Z"))
+    assert found, pattern
+    return found[0]
+
+
+def attention(ran: dict[str, float], lists: KernelLists, linked: set[str] | None = None) -> object:
+    """A task with matrix products (attention written as matmul + softmax + matmul) whose submission calls
+    cuBLAS: the setting in which the old patterns credited PyTorch's attention kernels as cuBLAS's."""
+    return coverage_report(ran, {normalise(OURS)}, {"matmul", "bmm", "_softmax"}, lists=lists,
+                           libraries={"cublas"} if linked is None else linked)  # fmt: skip
+
+
+@needs_wheel
+def test_pytorchs_attention_kernels_are_foreign_wherever_they_run(lists: KernelLists) -> None:
+    flash = torch_kernel(lists, "pytorch_flash", "flash_fwd_kernel")
+    mem_efficient = torch_kernel(lists, "fmha_cutlassF")
+    for name in (flash, mem_efficient):
+        assert CUBLAS_KERNEL.search(name), name  # what the old rule credited as cuBLAS
+        assert lists.in_torch(name) and lists.library_of(name) is None
+    # The same names whether ATen launched them in forward, a symbol lookup called them, or a CUDA graph
+    # captured at load replays them: CUPTI reports a replayed kernel node under its function's name.
+    report = attention({flash: 900.0, mem_efficient: 100.0, OURS: 10.0}, lists)
+    assert report.library_us == 0.0 and report.submitted_us == 10.0
+    assert report.share == pytest.approx(10 / 1010)
+    assert set(report.origins.values()) == {"pytorch"}
+    assert "PyTorch's own kernel" in report.describe_foreign()
+
+
+@needs_wheel
+def test_a_graph_of_linear_gelu_layernorm_replayed_in_forward(lists: KernelLists) -> None:
+    """The kernels a replay of a graph captured from `F.layer_norm(F.gelu(F.linear(x, w, b)))` reports:
+    cuBLAS's GEMM (cuBLAS's own list: library where the submission links cuBLAS -- which is why the op
+    gate refuses the capture itself at load, candidate/opgate.py) and PyTorch's GELU and LayerNorm
+    kernels, foreign."""
+    gemm = cublas_kernel(lists, r"^sm80_xmma_gemm_f32f32_f32f32_f32_")
+    gelu = torch_kernel(lists, "vectorized_elementwise_kernel", "GeluCUDAKernelImpl", "(float)")
+    layer_norm = torch_kernel(lists, "vectorized_layer_norm_kernel<float, float")
+    report = coverage_report({gemm: 300.0, gelu: 40.0, layer_norm: 60.0}, set(), {"linear", "gelu", "layer_norm"},
+                             lists=lists, libraries={"cublas"})  # fmt: skip
+    assert report.library_us == 300.0
+    assert set(report.foreign) == {gelu, layer_norm} and set(report.origins.values()) == {"pytorch"}
+
+
+@needs_wheel
+def test_a_cublas_gemm_counts_as_library_only_where_allowed(lists: KernelLists) -> None:
+    gemm = cublas_kernel(lists, r"^sm90_xmma_gemm_.*_cublas$")
+    assert lists.library_of(gemm) == "cublas" and not lists.in_torch(gemm)
+    gemm_task = {"addmm"}
+    assert coverage_report({gemm: 100.0}, set(), gemm_task, lists=lists, libraries={"cublas"}).share == 1.0
+    not_linked = coverage_report({gemm: 100.0}, set(), gemm_task, lists=lists, libraries=set())
+    assert not_linked.share == 0.0 and not_linked.origins[gemm] == "library"  # ATen's torch.mm
+    no_gemm = coverage_report({gemm: 100.0}, set(), {"relu"}, lists=lists, libraries={"cublas"})
+    assert no_gemm.share == 0.0
+    # cuBLAS's own routines that are not GEMMs stay foreign on a GEMM task (its scal kernel)
+    scal = demangle(next(n for n in sorted(lists.libraries["cublas"]) if n.startswith("_Z11scal_kernel")))
+    assert coverage_report({scal: 5.0}, set(), gemm_task, lists=lists, libraries={"cublas"}).share == 0.0
+
+
+@needs_wheel
+@pytest.mark.parametrize(
+    "name",
+    [
+        "my_gemm_xmma",  # matched the old cuBLAS pattern; in no list
+        "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma",  # made up
+        "void my_cudnn_implicit_conv<4>(float*)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",  # wrong signature
+        "my_fill_kernel",  # a fill by name only
+        "Memcpy",  # an extern "C" kernel named like a copy activity
+        "Memset_kernel",
+    ],
+)
+def test_names_in_no_binary_are_foreign(lists: KernelLists, name: str) -> None:
+    """Code loaded at run time (cuModuleLoadData, cudaLibraryLoadData, NVRTC) is in no on-disk binary: a
+    name that merely looks like a library's, a fill's or a copy's gains nothing."""
+    report = attention({name: 50.0, OURS: 50.0}, lists, linked={"cublas", "cudnn"})
+    assert report.share == 0.5 and report.origins == {name: "unlisted"}, report.summary()
+
+
+@needs_wheel
+def test_fills_sleep_copies_and_the_judges_pad_are_neutral(lists: KernelLists) -> None:
+    fill = torch_kernel(lists, "vectorized_elementwise_kernel<4, at::native::FillFunctor<float>")
+    spin = torch_kernel(lists, "spin_kernel")
+    ran = {fill: 5.0, spin: 50.0, next(iter(JUDGE_KERNELS)): 400.0, "Memcpy DtoD (Device -> Device)": 7.0,
+           "Memset (Device)": 1.0, OURS: 20.0}  # fmt: skip
+    report = attention(ran, lists)
+    assert report.share == 1.0 and report.neutral_us == 455.0 and report.copies_us == 8.0
+    # PyTorch's compute named with "zero_" or "fill" in a longer word is no fill
+    not_fills = [torch_kernel(lists, "ctc_loss_zero_padded_gradients"), torch_kernel(lists, "index_fill_kernel")]
+    report = attention({name: 10.0 for name in not_fills} | {OURS: 20.0}, lists)
+    assert report.neutral_us == 0.0 and set(report.foreign) == set(not_fills)
+
+
+@needs_wheel
+def test_an_extension_kernel_named_like_pytorchs_is_reserved(lists: KernelLists) -> None:
+    """Outside every reserved namespace (flash attention's `pytorch_flash::`, MAGMA's plain names) a kernel
+    of the submission's with the exact name of one of PyTorch's would be credited for PyTorch's launches."""
+    flash = next(n for n in sorted(lists.torch) if n.startswith("_Z") and "pytorch_flash" in n)
+    taken = [Kernel(flash, demangle(flash)), Kernel("_Z12sswap_kerneliPfiS_i", "sswap_kernel(int, float*, int, float*, int)")]
+    own = Kernel("_Z13my_own_kernelPf", "my_own_kernel(float*)")
+    assert reserved_kernels([*taken, own], lists.torch) == [k.demangled for k in taken]
+    assert reserved_kernels([*taken, own]) == []  # by namespace alone: not reserved
+
+
+@needs_wheel
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_a_built_kernel_named_like_magmas_is_reserved(lists: KernelLists, tmp_path: Path) -> None:
+    from cuda_agent.judge.decide.coverage import binary_attribution
+
+    (tmp_path / "k.cu").write_text("__global__ void sswap_kernel(int n, float* x, int incx, float* y, int incy) "
+                                   "{ if (threadIdx.x < n) { float t = x[threadIdx.x * incx]; x[threadIdx.x * incx] = "
+                                   "y[threadIdx.x * incy]; y[threadIdx.x * incy] = t; } }\n")  # fmt: skip
+    obj, lib = tmp_path / "k.o", tmp_path / "k.so"
+    subprocess.run(["nvcc", "-c", str(tmp_path / "k.cu"), "-o", str(obj), "-gencode", "arch=compute_90a,code=sm_90a",
+                    "--no-compress", "-Xcompiler", "-fPIC"], check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(["g++", "-shared", "-o", str(lib), str(obj)], check=True, capture_output=True, timeout=120)
+    _, reserved = binary_attribution(lib, lists.torch)
+    assert reserved == ["sswap_kernel(int, float*, int, float*, int)"]
+
+
+@needs_wheel
+def test_the_reader_decompresses_the_wheels_fat_binaries() -> None:
+    """libcublas's entries are zstd frames (CUDA 13): listed without cuobjdump, with cuBLAS's own names."""
+    cublas = next(p for p in library_binaries("cublas") if p.name.startswith("libcublas.so"))
+    names = library_entries(cublas)
+    assert len(names) > 1000 and any(n.startswith("_Z20gemv2N_kernel") for n in names)
+
+
+def test_the_cache_is_authenticated_and_keyed_by_the_files_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record is believed only under the judge's key and for the same file (size, mtime, inode); a
+    forged one (PyTorch's flash kernel listed as cuBLAS's) is listed again from the binary."""
+    binary = tmp_path / "libcublas.so.13"
+    binary.write_bytes(b"stand-in")
+    read: list[Path] = []
+
+    def listing(path: Path) -> set[str]:
+        read.append(path)
+        return {"_Z10gemm_innerPf"}
+
+    monkeypatch.setattr(library_kernels, "library_entries", listing)
+    monkeypatch.setattr(library_kernels, "_memory", {})
+    cache = ListCache(SECRET, tmp_path / "cache")
+    assert library_kernels.file_kernels(binary, cache)[1] == 1 and len(read) == 1
+    library_kernels._memory.clear()
+    assert library_kernels.file_kernels(binary, cache)[1] == 1 and len(read) == 1  # from the record
+    # a forged record: same identity, another name, a MAC under another key
+    identity = library_kernels._identity(binary)
+    ListCache(b"x" * 32, tmp_path / "cache").put(identity, ["_Z15flash_fwd_kernelv"])
+    library_kernels._memory.clear()
+    names, _ = library_kernels.file_kernels(binary, cache)
+    assert "flash_fwd_kernel()" not in names and len(read) == 2 and cache.rejected == 1
+    # the file changed: its old record does not apply
+    time.sleep(0.01)
+    binary.write_bytes(b"another stand-in")
+    library_kernels._memory.clear()
+    library_kernels.file_kernels(binary, cache)
+    assert len(read) == 3
+    # memory only (candidates run as the judge's user): nothing read from or written to disk
+    library_kernels._memory.clear()
+    volatile = ListCache(SECRET, tmp_path / "volatile", persistent=False)
+    library_kernels.file_kernels(binary, volatile)
+    assert len(read) == 4 and not (tmp_path / "volatile").exists()
