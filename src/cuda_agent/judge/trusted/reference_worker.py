@@ -37,7 +37,7 @@ from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import layout, precision
+from cuda_agent.judge.trusted import layout, precision, truth
 from cuda_agent.judge.trusted.audit import (
     inputs_that_do_not_matter,
     make_parameters_matter,
@@ -73,8 +73,8 @@ class ReferenceWorker:
         self.input_seeds: list[int] = []
         self.input_prints: list[str] = []
         self.aliases: list[list[list[str]]] = []  # per input set, per output: what it shares memory with
-        self.exact_outputs: list[list[torch.Tensor | None] | None] = []  # float64 evaluations
-        self.exact: precision.Exact | None = None
+        self.exact_outputs: list[list[truth.Truth | None] | None] = []  # the precision audit's truths
+        self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
@@ -83,7 +83,10 @@ class ReferenceWorker:
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
-        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
+        # fp32 means fp32 for the reference, both baselines and the truth, in matmuls and convolutions alike
+        # (PyTorch's default lets cuDNN convolutions use TF32): docs/design/precision.md
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
@@ -110,7 +113,7 @@ class ReferenceWorker:
             inputs_that_do_not_matter(self.model, drawn[0], drawn[1], tol) if len(drawn) > 1 else []
         )
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
-        self.exact = precision.Exact(self.model) if precision_audit else None
+        self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degenerate: list[list[str]] = []
         specs: list[dict[str, Any]] = []
@@ -149,8 +152,8 @@ class ReferenceWorker:
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         precision_state = (
             "off" if self.exact is None
-            else (self.exact.problem or "float64 reference") if not any(self.exact_outputs)
-            else "float64 reference"
+            else f"none: {self.exact.problem}" if any(e is None for e in self.exact_outputs)
+            else self.exact.name
         )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
@@ -408,7 +411,7 @@ def judge_outputs(
     reported = _aliases_of(got_aliases, len(expected)) if ref_aliases is not None else None
     if ref_aliases is not None and reported is None:
         return {"match": False, "reason": "the candidate worker gave no valid report of its outputs' memory"}
-    ratios = []
+    ratios, missing = [], []
     for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
         label = "output" if len(expected) == 1 else f"output {k}"
         problem = compare_tensor(ref, got, tol, label)
@@ -418,14 +421,21 @@ def judge_outputs(
             problem = layout.problem(ref, got, ref_aliases[k], reported[k], label)
             if problem:
                 return {"match": False, "reason": problem, "kind": "layout"}
-        truth = exact[k] if exact is not None and k < len(exact) else None
-        if precision_k and truth is not None and precision.auditable(ref):
-            found = precision.errors(got, ref, truth)
-            ratios.append(found.ratio)
-            problem = precision.verdict(found, precision_k, label)
-            if problem:
-                return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.ratio}
-    return {"match": True, "error_ratio": max(ratios) if ratios else None}
+        if not (precision_k and precision.auditable(ref)):
+            continue
+        found_truth = exact[k] if exact is not None and k < len(exact) else None
+        if found_truth is None or tuple(found_truth.value.shape) != tuple(ref.shape):
+            missing.append(label)  # no truth: the parent fails closed (decide/reference_stage.py)
+            continue
+        found = precision.audit(got, ref, found_truth, precision_k)
+        ratios.append(found.statistic)
+        problem = precision.verdict(found, label)
+        if problem:
+            return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.statistic}
+    verdict: dict[str, Any] = {"match": True, "error_ratio": max(ratios) if ratios else None}
+    if missing:
+        verdict["no_truth"] = missing
+    return verdict
 
 
 def fresh_compiles() -> None:
