@@ -72,7 +72,7 @@ def allowance(truth: Truth) -> torch.Tensor:
 
 def z_scores(out: torch.Tensor, truth: Truth, keep: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     value = truth.value.to(torch.float64)
-    error = (out.to(value.device, torch.float64) - value).abs()[keep]
+    error = (out.detach().to(value.device, torch.float64) - value).abs()[keep]
     return error / scale[keep]
 
 
@@ -89,7 +89,7 @@ def statistic(z: torch.Tensor) -> float:
 def audit(candidate: torch.Tensor, reference: torch.Tensor, truth: Truth, k: float) -> Audit:
     value = truth.value.to(torch.float64)
     scale = allowance(truth)
-    ref = reference.to(value.device, torch.float64)
+    ref = reference.detach().to(value.device, torch.float64)
     keep = torch.isfinite(value) & torch.isfinite(scale) & torch.isfinite(ref)
     n = int(keep.sum())
     left_out = value.numel() - n

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 from torch._decomp import decomposition_table
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
@@ -127,7 +128,7 @@ class TruthMode(TorchDispatchMode):
         if rule is not None:
             return rule(func, args, kwargs)
         if torch.Tag.inplace_view in func.tags:
-            raise Untrackable(f"the reference runs {func}, which changes a tensor's shape in place")
+            return _inplace_view(func, args, kwargs)
         if func._schema.is_mutable:
             return self.in_place(func, args, kwargs)
         if func.is_view:
@@ -184,6 +185,23 @@ def _fresh(out: Any) -> Any:
     flat, spec = tree_flatten(out)
     made = [exact(o) if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in flat]
     return tree_unflatten(made, spec)
+
+
+def _inplace_view(func: Any, args: Any, kwargs: Any) -> Any:
+    """squeeze_, unsqueeze_, transpose_, ...: the payload's view changed in place, and the tracked tensor's
+    own sizes and strides with it (as torch.utils._python_dispatch does for wrapper subclasses)."""
+    target = args[0]
+    if not isinstance(target, Tracked):
+        raise Untrackable(f"{func} on an untracked tensor with tracked arguments")
+    func(target.value, *tree_map(payload, args[1:]), **tree_map(payload, kwargs))
+    with no_dispatch():
+        saved = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            func(*args, **kwargs)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(saved)
+    return target
 
 
 def _view(func: Any, args: Any, kwargs: Any) -> Any:
