@@ -92,7 +92,18 @@ POINTWISE_ERROR: dict[str, tuple[float, float]] = {
     **{name: (2.0, 1.0) for name in ("div", "reciprocal", "rsqrt", "addcdiv")},
     # Periodic functions are compared at least at the scale of their range: sin.approx has an absolute error.
 }
-ABSOLUTE_SCALE: dict[str, float] = {"sin": 1.0, "cos": 1.0, "tan": 1.0}
+# Functions whose usual float32 forms cancel: their error is u times a scale of their own, not u |y|.
+# gelu is x * Phi(x) with Phi = (1 + erf) / 2: for negative x, 1 + erf loses its digits, so every honest
+# kernel (PyTorch's own too) is off by about u |x| / 2 where |y| is far smaller; exp(x) - 1 in the ELU
+# family, log(1 + exp(x)) in softplus, (e^2x - 1) / (e^2x + 1) for tanh near 0 and the argument reduction
+# of sin/cos/tan (sin.approx has an absolute error) likewise have an absolute error at the scale given.
+OUTPUT_SCALE: dict[str, Callable[[torch.Tensor], Any]] = {
+    "gelu": lambda x: 0.5 * x.abs(),
+    "mish": lambda x: x.abs(),
+    "elu": lambda x: 1.0, "selu": lambda x: 1.76, "celu": lambda x: 1.0,
+    "softplus": lambda x: 1.0, "log_sigmoid_forward": lambda x: 1.0,
+    "tanh": lambda x: 1.0, "sin": lambda x: 1.0, "cos": lambda x: 1.0, "tan": lambda x: 1.0,
+}  # fmt: skip
 
 
 def _name(func: Any) -> str:
@@ -187,9 +198,10 @@ def _inputs_unsure(flat: Sequence[Any], shape: torch.Size) -> torch.Tensor | Non
     return found
 
 
-def _local_rounding(y: torch.Tensor, nominal: torch.dtype, k: float = 1.0, scale: float = 0.0) -> torch.Tensor:
+def _local_rounding(y: torch.Tensor, nominal: torch.dtype, k: float = 1.0, scale: Any = 0.0) -> torch.Tensor:
+    """(k u |y|)^2, |y| taken at least `scale` (a number or a tensor broadcast to y)."""
     u = roundoff(nominal) * k
-    mag = y.abs() if scale == 0.0 else torch.clamp(y.abs(), min=scale)
+    mag = y.abs() if isinstance(scale, float) and scale == 0.0 else torch.maximum(y.abs(), torch.as_tensor(scale, dtype=y.dtype, device=y.device))
     return torch.where(torch.isfinite(y), (u * mag) ** 2, 0.0)  # an infinite result is exactly that
 
 
@@ -227,8 +239,14 @@ def pointwise(func: Any, args: Any, kwargs: Any) -> Any:
         flips = _flips(func, args, kwargs, y, spreads)
         bad = _add(*(t for t in (unsure, flips) if t is not None))
         return Tracked.make(y, dtype, None if bad is None else torch.where(bad, math.inf, 0.0).to(torch.float64))
-    var = _local_rounding(y, dtype, k, ABSOLUTE_SCALE.get(_name(func), 0.0))
+    scale = OUTPUT_SCALE.get(_name(func))
+    floor = scale(payload(args[0]).abs()) if scale is not None and isinstance(payload(args[0]), torch.Tensor) else 0.0
+    var = _local_rounding(y, dtype, k, floor)
+    slopes = _slopes(func, args, kwargs)
     for i, spread in spreads.items():
+        if slopes is not None:  # arithmetic: first order is exact enough, no finite differences needed
+            var = var + (slopes.get(i, 0.0) * spread) ** 2
+            continue
         if not bool((spread > 0).any()):
             continue
         h = RADIUS * spread
@@ -237,6 +255,31 @@ def pointwise(func: Any, args: Any, kwargs: Any) -> Any:
         moved = torch.maximum(_moved(up, y), _moved(down, y)) / RADIUS
         var = var + torch.nan_to_num(moved * moved, nan=math.inf)
     return Tracked.make(y, dtype, _mark(var, unsure))
+
+
+def _slopes(func: Any, args: Any, kwargs: Any) -> dict[int, Any] | None:
+    """|dy/dx| of add, sub, rsub, mul, neg and true division, by position among the op's first two
+    arguments (None for every other op: finite differences). A denominator within RADIUS standard
+    errors of zero still goes by finite differences, which see the pole."""
+    name = _name(func)
+    if name not in ("add", "sub", "rsub", "mul", "neg", "div") or func._overloadname.endswith("mode"):
+        return None
+    alpha = abs(float(kwargs.get("alpha", args[2] if len(args) > 2 and name != "div" else 1.0)))
+    if name == "neg":
+        return {0: 1.0}
+    if name in ("add", "sub"):
+        return {0: 1.0, 1: alpha}
+    if name == "rsub":
+        return {0: alpha, 1: 1.0}
+    a, b = payload(args[0]), payload(args[1])
+    if name == "mul":
+        return {0: b.abs() if isinstance(b, torch.Tensor) else abs(float(b)), 1: a.abs()}
+    if isinstance(b, torch.Tensor):
+        spread = _with_spread(args[1]) if isinstance(args[1], Tracked) else torch.zeros_like(b)
+        if bool((b.abs() <= RADIUS * spread).any()):
+            return None
+        return {0: 1.0 / b.abs(), 1: (a / (b * b)).abs()}
+    return {0: 1.0 / abs(float(b))}
 
 
 def _moved(other: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
