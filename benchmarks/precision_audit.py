@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import precision_variants as pv  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-import precision_variants as pv  # noqa: E402
 from cuda_agent.judge.config import JudgeConfig  # noqa: E402
 from cuda_agent.judge.trusted import precision  # noqa: E402
 from cuda_agent.judge.trusted.truth import TruthModel  # noqa: E402
@@ -152,11 +152,14 @@ def task_rows(device: str, k: float) -> list[dict[str, Any]]:
             inputs = draw_inputs(module, 2, device=device)
             make_parameters_matter(model, inputs, Tolerance(), budget_s=2.0)
             truth_model = TruthModel(model)
+            def forward(model: nn.Module = model, inputs: list[Any] = inputs) -> Any:
+                return model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+
             with math_flags(), torch.no_grad():
-                ref = flatten_tensors(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-                ref_ms = _timed(lambda: model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]), device)
+                ref = flatten_tensors(forward())
+                ref_ms = _timed(forward, device)
                 truths = truth_model.outputs(inputs)
-                truth_ms = _timed(lambda: truth_model.outputs(inputs), device)
+                truth_ms = _timed(lambda truth_model=truth_model, inputs=inputs: truth_model.outputs(inputs), device)
             row |= {"truth": truth_model.name if truths is not None else f"none: {truth_model.problem}",
                     "reference_ms": round(ref_ms, 3), "truth_ms": round(truth_ms, 3)}  # fmt: skip
             if truths is not None:

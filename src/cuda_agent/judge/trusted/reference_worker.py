@@ -34,7 +34,7 @@ from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
-from cuda_agent.judge.common import tensorfile
+from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
 from cuda_agent.judge.trusted import layout, precision, truth
@@ -83,10 +83,7 @@ class ReferenceWorker:
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
-        # fp32 means fp32 for the reference, both baselines and the truth, in matmuls and convolutions alike
-        # (PyTorch's default lets cuDNN convolutions use TF32): docs/design/precision.md
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
