@@ -215,3 +215,15 @@ def test_common_layers_have_a_truth_that_bounds_their_own_reference(model: nn.Mo
     decided = judge_outputs([ref], [ref.clone()], Tolerance(), None, None, [truth], K)
     assert decided["match"] and decided["error_ratio"] < 1.0
     assert math.isfinite(float(truth.value.abs().max()))
+
+
+def test_skill_md_states_the_precision_rules() -> None:
+    from cuda_agent.workspace.files import template_path
+
+    skill = template_path("SKILL.md").read_text()
+    section = skill[skill.index("### Precision") :]
+    assert skill.index("## Rules") < skill.index("### Precision") < skill.index("## Workspace")
+    for rule in ("float64", "fp32 accumulation", "TF32", "CUDNN_FMA_MATH", "allow_tf32", "Welford", "at most 3",
+                 "precision audit"):  # fmt: skip
+        assert rule in section, rule
+    assert f"at most {K:g}" in section
