@@ -32,6 +32,7 @@ from cuda_agent.judge.trusted import precision
 from cuda_agent.judge.trusted.truth import TruthModel
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
+SHORT = {F32: "fp32", F16: "fp16", BF16: "bf16", F64: "fp64"}
 
 
 # ---- roundings ---------------------------------------------------------------------------------------
@@ -366,7 +367,7 @@ def gemm_case(k: int, m: int, n: int, dtype: torch.dtype, name: str, seed: int =
     ]
     if dtype != F32:  # fp16/bf16 tasks: the operands are already half; only the accumulator can be lowered
         low = [v for v in low if "accumulator" in v.name and (dtype == F16) == ("fp16" in v.name)]
-    return Case(name, str(dtype).removeprefix("torch."), make, honest + low)
+    return Case(name, SHORT[dtype], make, honest + low)
 
 
 def casting_case(k: int, m: int, n: int) -> Case:
@@ -590,7 +591,7 @@ def layernorm_case(rows: int, d: int, dtype: torch.dtype = F32) -> Case:
             Variant("bf16 accumulators for the statistics", False, variant("low accumulators", low=BF16)),
             Variant("input read as fp16", False, variant("tree", round_input=F16)),
         ]
-    return Case(f"layer norm, D={d}", str(dtype).removeprefix("torch."), make, variants)
+    return Case(f"layer norm {SHORT[dtype]}, D={d}", SHORT[dtype], make, variants)
 
 
 def softmax_case(rows: int, d: int) -> Case:

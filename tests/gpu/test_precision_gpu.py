@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def bench():  # noqa: ANN201 - a module
+def bench():
     return load_benchmark("precision_audit")
 
 
@@ -29,7 +29,7 @@ def _keep(name: str, rows: object) -> None:
         (Path(out) / f"precision_{name}.json").write_text(json.dumps(rows, indent=1, default=str))
 
 
-def test_real_kernels_fp32_and_compiled_pass_tf32_and_half_operands_are_refused(bench) -> None:  # noqa: ANN001
+def test_real_kernels_fp32_and_compiled_pass_tf32_and_half_operands_are_refused(bench) -> None:
     from cuda_agent.judge.config import JudgeConfig
 
     k = JudgeConfig().precision_k
@@ -44,7 +44,7 @@ def test_real_kernels_fp32_and_compiled_pass_tf32_and_half_operands_are_refused(
     assert any(r.variant == "cuBLAS TF32" and r.statistic > r.bound for r in rows)
 
 
-def test_emulated_variants_at_gpu_sizes(bench) -> None:  # noqa: ANN001
+def test_emulated_variants_at_gpu_sizes(bench) -> None:
     from cuda_agent.judge.config import JudgeConfig
 
     k = JudgeConfig().precision_k
@@ -58,7 +58,7 @@ def test_emulated_variants_at_gpu_sizes(bench) -> None:  # noqa: ANN001
     assert len([r for r in rows if r.honest]) >= 30
 
 
-def test_every_task_file_has_a_truth_its_reference_meets_and_its_cost(bench) -> None:  # noqa: ANN001
+def test_every_task_file_has_a_truth_its_reference_meets_and_its_cost(bench) -> None:
     from cuda_agent.judge.config import JudgeConfig
 
     k = JudgeConfig().precision_k

@@ -37,7 +37,7 @@ def test_honest_variants_pass_and_lowered_precision_is_refused(rows: dict[str, l
 def test_the_catalogue_covers_what_the_issue_asks(rows: dict[str, list]) -> None:
     flat = [r for case in rows.values() for r in case]
     honest = [r for r in flat if r.honest]
-    assert len(honest) >= 30 and {r.dtype for r in honest} >= {"float32", "float16", "bfloat16"}
+    assert len(honest) >= 30 and {r.dtype for r in honest} >= {"fp32", "fp16", "bf16"}
     caught = {r.variant for r in flat if not r.honest and r.statistic > r.bound}
     for family in ("TF32 operands", "fp16 accumulator (tensor-core steps)", "bf16 accumulator (tensor-core steps)",
                    "weights truncated to 15 mantissa bits", "weights rounded to 15 mantissa bits"):  # fmt: skip

@@ -264,7 +264,8 @@ class TruthModel:
 def _truth(t: torch.Tensor) -> Truth | None:
     if isinstance(t, Tracked):
         var = t.var
-        sigma = None if var is None else torch.sqrt(var.clamp(min=0))
+        # the allowance needs a few digits: float32 halves what the worker keeps per verification set
+        sigma = None if var is None else torch.sqrt(var.clamp(min=0)).float()
         return Truth(t.value.detach(), sigma, t.dtype)
     if t.is_floating_point():
         return Truth(t.detach().to(torch.float64), None, t.dtype)

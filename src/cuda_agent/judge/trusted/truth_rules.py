@@ -117,14 +117,34 @@ def _meta(a: Any) -> Any:
     return a
 
 
+# Output dtypes by op and argument kinds: type promotion depends on the inputs' dtypes, whether they are
+# 0-dim, the Python types of scalars and the values of dtype, bool and string arguments, never on sizes.
+_NOMINAL: dict[Any, list[torch.dtype]] = {}
+
+
+def _dtype_key(a: Any) -> Any:
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.dim() == 0)
+    if isinstance(a, bool | str | torch.dtype) or a is None:
+        return a
+    return type(a)
+
+
 def nominal_dtypes(func: Any, args: Any, kwargs: Any, out: Any) -> list[torch.dtype]:
     """The dtypes the reference's own op returns (its outputs flattened): the op run on meta tensors of
     the nominal dtypes; where it has no meta kernel, type promotion of the floating inputs."""
     flat_out, _ = tree_flatten(out)
+    count = sum(isinstance(o, torch.Tensor) for o in flat_out)
+    key = (func, tuple(_dtype_key(a) for a in tree_flatten((args, kwargs))[0]))
+    known = _NOMINAL.get(key)
+    if known is not None and len(known) == count:
+        return known
     try:
         made, _ = tree_flatten(func(*tree_map(_meta, args), **tree_map(_meta, kwargs)))
         dtypes = [m.dtype for m in made if isinstance(m, torch.Tensor)]
-        if len(dtypes) == sum(isinstance(o, torch.Tensor) for o in flat_out):
+        if len(dtypes) == count:
+            if len(_NOMINAL) < 4096:
+                _NOMINAL[key] = dtypes
             return dtypes
     except Exception:
         pass
