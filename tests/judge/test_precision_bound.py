@@ -69,3 +69,23 @@ def test_the_old_rule_passed_24_bit_weights_and_the_new_bound_refuses_them() -> 
 
     assert rel(cut) < 64 * rel(ref), "the old K = 64 rule passed it"
     assert not precision.audit(cut, ref, truth, K).passed
+
+
+def test_allowances_from_bf16_magnitudes_match_float64(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the sums of squares behind the allowance are computed with bf16 operands (truth_rules.py:
+    MAGNITUDE_DTYPE): the audit's statistics must not move by more than a few percent."""
+    import torch
+
+    from cuda_agent.judge.trusted import precision, truth_rules
+
+    for case in (variants.conv_case(16, 8, 8, 2), variants.gemm_case(1024, 16, 32, torch.float32, "gemm")):
+        model, inputs = case.make("cpu")
+        ref = model(*inputs).detach()
+        outs = [v.run(model, inputs).detach() for v in case.variants[:3]]
+        stats = {}
+        for low in (None, torch.bfloat16):
+            monkeypatch.setitem(truth_rules.MAGNITUDE_DTYPE, "cpu", low)
+            (truth,) = variants.TruthModel(model).outputs(inputs)
+            stats[low] = [precision.audit(o, ref, truth, K).statistic for o in outs]
+        for exact, fast in zip(stats[None], stats[torch.bfloat16], strict=True):
+            assert abs(fast - exact) <= 0.03 * exact + 1e-6, (exact, fast)

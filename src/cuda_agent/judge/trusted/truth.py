@@ -60,7 +60,8 @@ _ATTENTION = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_effici
               "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu")  # fmt: skip
 # Variance and standard deviation: two passes, as aten ops (PyTorch's decomposition goes to prims).
 _MOMENTS = ("var", "var_mean", "std", "std_mean")
-_SCALAR = ("_local_scalar_dense", "is_nonzero", "equal", "is_same_size", "_has_compatible_shallow_copy_type")
+_SCALAR = ("_local_scalar_dense", "is_nonzero", "equal", "is_same_size", "_has_compatible_shallow_copy_type",
+           "_fused_sdp_choice")  # fmt: skip
 
 RULES: dict[str, Any] = {
     "_to_copy": rules.to_copy,  # casts: fp16/bf16 kept as roundings, float32 promoted
