@@ -70,6 +70,6 @@ def test_every_task_file_has_a_truth_its_reference_meets_and_its_cost(bench) -> 
     assert not missing, [r for r in rows if r["task"] in missing]
     stats = {r["task"]: r["reference_statistic"] for r in rows if r.get("reference_statistic") is not None}
     assert all(s < k / 2 for s in stats.values()), stats
-    # one truth costs at most 60 ms on these tasks (one per verification set and checked timed call)
-    slow = {r["task"]: r["truth_ms"] for r in rows if r["truth_ms"] > 60.0}
+    # one truth costs at most 100 ms on these tasks (one per verification set and checked timed call)
+    slow = {r["task"]: r["truth_ms"] for r in rows if r["truth_ms"] > 100.0}
     assert not slow, slow

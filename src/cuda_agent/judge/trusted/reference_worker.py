@@ -10,8 +10,8 @@ Facts of the reward established here, outside the candidate's reach (docs/design
 - the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
   the comparison, inputs that do not matter reported; the degeneracy audit (compare.py);
 - the comparison itself: values within the tolerance, the reference's strides, no aliasing the
-  reference does not have (layout.py), and the precision audit against a float64 evaluation
-  (precision.py).
+  reference does not have (layout.py), and the precision audit against the reference with every op
+  promoted to float64 (truth.py, precision.py).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ class ReferenceWorker:
     def _compare_file(
         self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool,
         ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
-        exact: list[torch.Tensor | None] | None = None, precision_k: float | None = None,
+        exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
             produced = self._read_outputs(path, shared)
@@ -401,7 +401,7 @@ def _aliases_of(value: Any, count: int) -> list[list[str]] | None:
 def judge_outputs(
     expected: list[torch.Tensor], produced: list[Any], tol: Tolerance,
     ref_aliases: list[list[str]] | None, got_aliases: Any,
-    exact: list[torch.Tensor | None] | None, precision_k: float | None,
+    exact: list[truth.Truth | None] | None, precision_k: float | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The whole decision on one call's outputs: values, layout and aliasing, precision. Pure tensors in,
     a verdict out, so it is tested on the CPU."""
