@@ -227,3 +227,30 @@ def test_skill_md_states_the_precision_rules() -> None:
                  "precision audit"):  # fmt: skip
         assert rule in section, rule
     assert f"at most {K:g}" in section
+
+
+def test_the_math_policy_is_pinned_and_keys_the_baseline_cache() -> None:
+    """fp32 means fp32 for the reference, the baselines and the candidate's defaults, convolutions too
+    (PyTorch's default lets cuDNN use TF32); baselines cached under another policy are not reused."""
+    from cuda_agent.judge.common import math_policy
+    from cuda_agent.judge.trusted import baselines
+
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,
+             torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)  # fmt: skip
+    try:
+        torch.backends.cudnn.allow_tf32 = True
+        math_policy.pin()
+        assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+        assert not torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        assert not torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+    finally:
+        (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,
+         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction) = saved  # fmt: skip
+    import hashlib
+
+    from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION
+
+    without = hashlib.sha256(f"task|env|{PROTOCOL_VERSION}".encode()).hexdigest()
+    assert baselines.cache_key("task", "env") != without

@@ -14,6 +14,10 @@ code finds.
 
 from __future__ import annotations
 
+# Named in the baseline cache's key (trusted/baselines.py): baselines timed under another policy (before
+# 2026-12-03 cuDNN convolutions ran in TF32) are measured again.
+POLICY = "no-tf32-matmul-conv;fp32-reductions"
+
 
 def pin() -> None:
     import torch
