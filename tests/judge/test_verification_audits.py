@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from cuda_agent.judge.candidate import aliasing
+from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.trusted import layout, precision
 from cuda_agent.judge.trusted.audit import (
     differs,
@@ -17,6 +18,7 @@ from cuda_agent.judge.trusted.audit import (
 )
 from cuda_agent.judge.trusted.compare import Tolerance, degenerate_baselines
 from cuda_agent.judge.trusted.reference_worker import judge_outputs
+from cuda_agent.judge.trusted.truth import TruthModel
 
 TOL = Tolerance()
 
@@ -105,29 +107,43 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, cast: torch.dtype | None) -> torch.T
     return a.to(cast).float() @ b.to(cast).float()
 
 
+class _Matmul(torch.nn.Module):
+    def __init__(self, b: torch.Tensor) -> None:
+        super().__init__()
+        self.b = torch.nn.Parameter(b)
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        return a @ self.b
+
+
 def test_precision_audit_refuses_half_and_bf16_operands_that_pass_the_tolerance() -> None:
     torch.manual_seed(1)
     a, b = torch.randn(128, 64), torch.randn(64, 128) * 0.05  # short K, small values: inside 1e-2
-    exact = a.double() @ b.double()
+    (truth,) = TruthModel(_Matmul(b)).outputs([a]) or [None]
     ref = a @ b
     reordered = (a.reshape(128, 8, 8).transpose(0, 1) @ b.reshape(8, 8, 128)).sum(0)  # honest: other order
+    k = JudgeConfig().precision_k
     for cheat in (torch.float16, torch.bfloat16):
         out = _gemm(a, b, cheat)
         assert judge_outputs([ref], [out], TOL, None, None, None, None)["match"], "tolerance alone passes"
-        decided = judge_outputs([ref], [out], TOL, None, None, [exact], 32.0)
+        decided = judge_outputs([ref], [out], TOL, None, None, [truth], k)
         assert not decided["match"] and decided["kind"] == "precision"
-        assert "precision audit" in decided["reason"] and decided["error_ratio"] > 32
-    honest = judge_outputs([ref], [reordered], TOL, None, None, [exact], 32.0)
-    assert honest["match"] and honest["error_ratio"] < 4
+        assert "precision audit" in decided["reason"] and decided["error_ratio"] > 10 * k
+    honest = judge_outputs([ref], [reordered], TOL, None, None, [truth], k)
+    assert honest["match"] and honest["error_ratio"] < 1
 
 
 def test_precision_floor_admits_rounding_on_exact_references() -> None:
     x = torch.randn(1000)
     ref = torch.relu(x)
-    found = precision.errors(ref, ref, ref.double())
-    assert found.reference == 0.0 and found.allowance == torch.finfo(torch.float32).eps
+    (truth,) = TruthModel(torch.nn.ReLU()).outputs([x]) or [None]
+    assert truth is not None
+    found = precision.audit(ref, ref, truth, 3.0)
+    assert found.reference == 0.0 and found.passed
     one_ulp = torch.nextafter(ref, torch.full_like(ref, float("inf")))
-    assert precision.verdict(precision.errors(one_ulp, ref, ref.double()), 32.0, "output") is None
+    assert precision.verdict(precision.audit(one_ulp, ref, truth, 3.0), "output") is None
+    four_ulps = ref * (1 + 4 * 2.0**-23)
+    assert precision.verdict(precision.audit(four_ulps, ref, truth, 3.0), "output") is not None
 
 
 def test_views_and_aliases_are_refused_unless_the_reference_has_them() -> None:

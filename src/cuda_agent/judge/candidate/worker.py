@@ -30,7 +30,7 @@ from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import CaptureGate, OpGate
 from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.candidate.torch_integrity import TorchSnapshot
-from cuda_agent.judge.common import tensorfile
+from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import OutputBuffers
 from cuda_agent.task import Task, flatten_tensors, import_task_module
@@ -68,7 +68,8 @@ class RuleViolation(RuntimeError):
 
 
 def math_settings() -> dict[str, Any]:
-    """PyTorch's global precision settings: the reference runs with the defaults, so must the candidate."""
+    """PyTorch's global precision settings: both workers start from the judge's policy (common/math_policy.py:
+    no TF32 in matmuls or convolutions, fp32 reductions), and the candidate must keep them."""
     return {
         "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "matmul.fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
@@ -91,13 +92,13 @@ class CandidateWorker:
         """Before any candidate code exists: create the CUDA context and run the profiler once, whose
         first session costs seconds (CUPTI start-up) that would otherwise land on the coverage gate."""
         if gpu:
-            torch.backends.cuda.matmul.allow_tf32 = False
+            math_policy.pin()
             torch.cuda.init()
             kernel_trace.warm_profiler()
         return {}
 
     def load(self, module_dir: str, state_path: str, task_path: str) -> dict[str, Any]:
-        torch.backends.cuda.matmul.allow_tf32 = False
+        math_policy.pin()  # the reference's settings (common/math_policy.py); the candidate must keep them
         torch.cuda.init()
         self.settings = math_settings()
         self.inputs = InputSource(task_path)  # the task's code, before any of the candidate's

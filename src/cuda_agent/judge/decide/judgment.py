@@ -233,6 +233,9 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             )
         else:
             reason = f"correct on {self.config.input_sets} input sets (not timed)"
+        cap = getattr(self, "precision_cap", "")
+        if cap and reward > 1:  # fail closed where no truth could be made (reference_stage.no_precision_truth)
+            reward, reason = 1, f"{reason}; {cap}"
         return self.finish(Verdict(reward=reward, status=Status.OK, reason=reason, timing=timing))
 
     def cleanup(self) -> None:

@@ -75,6 +75,8 @@ class ReferenceStage:
             f"{reply.get('precision', 'off')}, k = {self.config.precision_k:g}"
             if self.config.precision_audit else "off (tolerance only)"
         )  # fmt: skip
+        if self.config.precision_audit and str(reply.get("precision", "")).startswith("none"):
+            self.no_precision_truth(str(reply["precision"]).removeprefix("none: "))
         # Whether a seed reproduces the task's inputs, by the reference's own second draw (trusted): then a
         # candidate worker reporting other inputs for a seed is refused, not switched to input files.
         self.inputs_reproducible = bool(reply.get("reproducible"))
@@ -94,6 +96,16 @@ class ReferenceStage:
 
     def precision_k(self) -> float | None:
         return self.config.precision_k if self.config.precision_audit else None
+
+    def no_precision_truth(self, why: str) -> None:
+        """No float64 truth of the reference could be made (trusted/truth.py): the precision audit cannot
+        tell fp32 from lowered precision, so the judgment fails closed on speed (`precision_cap`): a correct
+        submission gets reward 1 at most (docs/design/precision.md)."""
+        self.precision_cap = (
+            f"reward capped at 1: no float64 evaluation of the reference could be made ({why[:160]}), so the "
+            "precision audit cannot tell a kernel computing in the task's precision from one that lowers it"
+        )
+        self.checks["precision_audit"] = f"none ({why[:160]}): reward capped at 1"
 
     def switch_to_input_files(self, ref: WorkerHandle, what: str) -> None:
         """The candidate worker drew other inputs than the reference, for a task whose get_inputs() a seed

@@ -167,7 +167,10 @@ class VerifyStage:
             )
 
     def note_error_ratio(self, verdict: dict) -> None:
-        """The largest precision-audit ratio seen (candidate error / reference error), for the record."""
+        """The largest precision-audit statistic seen (the candidate's error in units of the honest allowance,
+        precision.py), for the record; a comparison without a truth caps the reward (`no_precision_truth`)."""
+        if verdict.get("no_truth") and self.config.precision_audit:
+            self.no_precision_truth(f"none for {', '.join(map(str, verdict['no_truth']))[:80]} of a checked call")
         ratio = verdict.get("error_ratio")
         if isinstance(ratio, int | float):
             self.checks["precision_error_ratio"] = round(max(float(ratio), self.checks.get("precision_error_ratio", 0.0)), 3)

@@ -1,4 +1,6 @@
-"""Cache of baseline timings, keyed by task, GPU, driver, torch version and timing protocol version.
+"""Cache of baseline timings, keyed by task, GPU, driver, torch version, timing protocol version and the
+math policy the baselines ran under (common/math_policy.py: a baseline timed with TF32 convolutions is
+not one of an fp32 task).
 
 Baselines are always measured by the reference worker, a process that never loaded a candidate. The
 cache stores per-round medians so speedups against a cached baseline still get a confidence bound.
@@ -20,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION
+from cuda_agent.judge.common.math_policy import POLICY
 from cuda_agent.judge.trusted.authkey import sign, verify
 from cuda_agent.judge.trusted.build import cache_root
 
@@ -47,7 +50,7 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(task_digest: str, environment_key: str) -> str:
-    return hashlib.sha256(f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}".encode()).hexdigest()
+    return hashlib.sha256(f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}".encode()).hexdigest()
 
 
 def _payload(key: str, record: dict) -> bytes:

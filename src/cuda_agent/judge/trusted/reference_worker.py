@@ -10,8 +10,8 @@ Facts of the reward established here, outside the candidate's reach (docs/design
 - the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
   the comparison, inputs that do not matter reported; the degeneracy audit (compare.py);
 - the comparison itself: values within the tolerance, the reference's strides, no aliasing the
-  reference does not have (layout.py), and the precision audit against a float64 evaluation
-  (precision.py).
+  reference does not have (layout.py), and the precision audit against the reference with every op
+  promoted to float64 (truth.py, precision.py).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
-from cuda_agent.judge.common import tensorfile
+from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import layout, precision
+from cuda_agent.judge.trusted import layout, precision, truth
 from cuda_agent.judge.trusted.audit import (
     inputs_that_do_not_matter,
     make_parameters_matter,
@@ -73,8 +73,8 @@ class ReferenceWorker:
         self.input_seeds: list[int] = []
         self.input_prints: list[str] = []
         self.aliases: list[list[list[str]]] = []  # per input set, per output: what it shares memory with
-        self.exact_outputs: list[list[torch.Tensor | None] | None] = []  # float64 evaluations
-        self.exact: precision.Exact | None = None
+        self.exact_outputs: list[list[truth.Truth | None] | None] = []  # the precision audit's truths
+        self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
@@ -83,7 +83,7 @@ class ReferenceWorker:
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
-        torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
+        math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
         source = Path(task_path).read_text()
         task = Task(name=Path(task_path).stem, source=source, path=Path(task_path))
@@ -110,7 +110,7 @@ class ReferenceWorker:
             inputs_that_do_not_matter(self.model, drawn[0], drawn[1], tol) if len(drawn) > 1 else []
         )
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
-        self.exact = precision.Exact(self.model) if precision_audit else None
+        self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degenerate: list[list[str]] = []
         specs: list[dict[str, Any]] = []
@@ -149,8 +149,8 @@ class ReferenceWorker:
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         precision_state = (
             "off" if self.exact is None
-            else (self.exact.problem or "float64 reference") if not any(self.exact_outputs)
-            else "float64 reference"
+            else f"none: {self.exact.problem}" if any(e is None for e in self.exact_outputs)
+            else self.exact.name
         )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
@@ -243,7 +243,7 @@ class ReferenceWorker:
     def _compare_file(
         self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool,
         ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
-        exact: list[torch.Tensor | None] | None = None, precision_k: float | None = None,
+        exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
             produced = self._read_outputs(path, shared)
@@ -400,14 +400,14 @@ def _aliases_of(value: Any, count: int) -> list[list[str]] | None:
 def judge_outputs(
     expected: list[torch.Tensor], produced: list[Any], tol: Tolerance,
     ref_aliases: list[list[str]] | None, got_aliases: Any,
-    exact: list[torch.Tensor | None] | None, precision_k: float | None,
+    exact: list[truth.Truth | None] | None, precision_k: float | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The whole decision on one call's outputs: values, layout and aliasing, precision. Pure tensors in,
     a verdict out, so it is tested on the CPU."""
     reported = _aliases_of(got_aliases, len(expected)) if ref_aliases is not None else None
     if ref_aliases is not None and reported is None:
         return {"match": False, "reason": "the candidate worker gave no valid report of its outputs' memory"}
-    ratios = []
+    ratios, missing = [], []
     for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
         label = "output" if len(expected) == 1 else f"output {k}"
         problem = compare_tensor(ref, got, tol, label)
@@ -417,14 +417,21 @@ def judge_outputs(
             problem = layout.problem(ref, got, ref_aliases[k], reported[k], label)
             if problem:
                 return {"match": False, "reason": problem, "kind": "layout"}
-        truth = exact[k] if exact is not None and k < len(exact) else None
-        if precision_k and truth is not None and precision.auditable(ref):
-            found = precision.errors(got, ref, truth)
-            ratios.append(found.ratio)
-            problem = precision.verdict(found, precision_k, label)
-            if problem:
-                return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.ratio}
-    return {"match": True, "error_ratio": max(ratios) if ratios else None}
+        if not (precision_k and precision.auditable(ref)):
+            continue
+        found_truth = exact[k] if exact is not None and k < len(exact) else None
+        if found_truth is None or tuple(found_truth.value.shape) != tuple(ref.shape):
+            missing.append(label)  # no truth: the parent fails closed (decide/reference_stage.py)
+            continue
+        found = precision.audit(got, ref, found_truth, precision_k)
+        ratios.append(found.statistic)
+        problem = precision.verdict(found, label)
+        if problem:
+            return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.statistic}
+    verdict: dict[str, Any] = {"match": True, "error_ratio": max(ratios) if ratios else None}
+    if missing:
+        verdict["no_truth"] = missing
+    return verdict
 
 
 def fresh_compiles() -> None:

@@ -1,0 +1,273 @@
+"""Trusted side: the truth the precision audit compares against, made by promoting every op of the reference.
+
+The old audit evaluated a float64 *copy* of the model (`model.to(float64)` on float64 inputs) and had
+nothing where the model cast inside forward (`x.float()`, `dtype=torch.float32`: the copy came back in
+float32) or failed in float64; the audit was then skipped, and TF32 passed for fp32 tasks. Here the
+reference model itself runs under `TruthMode`, a dispatch mode that sees every ATen op and runs it on
+float64 payloads (`tracked.Tracked`), whatever dtype the model's code asks for:
+
+- floating inputs, parameters and buffers enter as float64 copies that still present their own dtype,
+  so the model's code (dtype checks, autocast, `.half()`) runs as in the reference;
+- casts and `dtype=` arguments naming float32 become float64; those naming fp16/bf16/fp8 (`.half()`,
+  autocast, fake quantisation) round the value to that dtype and continue in float64, since that rounding
+  is part of the task's meaning;
+- integer and boolean tensors (indices, masks) are never promoted;
+- each op's rule (truth_rules.py) also carries the variance of the error an honest computation of it in
+  the task's precision can have, which is the audit's bound (precision.py).
+
+Where the truth cannot be made at all (an op that reads raw bytes, an op with no float64 kernel), `outputs`
+returns None and says why in `problem`; the judge then fails closed (docs/design/precision.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch._decomp import decomposition_table
+from torch.utils._mode_utils import no_dispatch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from cuda_agent.judge.trusted import truth_rules as rules
+from cuda_agent.judge.trusted.tracked import Tracked, Untrackable, exact, payload
+
+aten = torch.ops.aten
+
+NAME = "float64 (promoted)"
+
+# Which rule follows which op (by overload packet; `OVERLOAD_RULES` first, by overload), and why.
+_MOVEMENT = (
+    "clone", "cat", "stack", "constant_pad_nd", "flip", "roll", "repeat", "index_select", "gather", "take",
+    "index", "embedding", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
+    "index_put", "scatter", "masked_scatter", "index_fill", "tril", "triu", "_unsafe_view", "fill", "zero",
+    "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d", "replication_pad2d",
+    "replication_pad3d", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+    "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "im2col", "col2im", "repeat_interleave", "diag_embed", "nonzero",
+    "masked_select", "expand_copy", "permute_copy", "view_copy", "t_copy", "transpose_copy", "squeeze_copy",
+    "unsqueeze_copy", "alias_copy", "detach_copy", "slice_copy", "select_copy", "split_with_sizes_copy",
+    "split_copy", "unbind_copy", "narrow_copy", "diagonal_copy", "unfold_copy", "_reshape_copy", "copy",
+    "lift_fresh_copy", "_reshape_alias_copy", "block_diag",
+)  # fmt: skip
+_LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+         "new_zeros", "new_ones", "new_empty", "new_full", "new_empty_strided")  # fmt: skip
+_SELECTION = ("amax", "amin", "argmax", "argmin", "sort", "topk", "kthvalue", "median", "mode",
+              "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool3d",
+              "max_pool1d", "max_pool2d", "max_pool3d")  # fmt: skip
+_ATTENTION = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+              "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu")  # fmt: skip
+# Variance and standard deviation: two passes, as aten ops (PyTorch's decomposition goes to prims).
+_MOMENTS = ("var", "var_mean", "std", "std_mean")
+_SCALAR = ("_local_scalar_dense", "is_nonzero", "equal", "is_same_size", "_has_compatible_shallow_copy_type",
+           "_fused_sdp_choice")  # fmt: skip
+
+RULES: dict[str, Any] = {
+    "_to_copy": rules.to_copy,  # casts: fp16/bf16 kept as roundings, float32 promoted
+    "copy_": rules.copy_into,  # a copy into a lower-precision tensor is a cast
+    **dict.fromkeys(("mm", "bmm", "mv", "dot", "vdot", "addmm", "baddbmm", "addmv", "addbmm", "addr"),
+                    rules.matmul_family),
+    "convolution": rules.convolution,
+    "_convolution": rules.convolution,
+    **dict.fromkeys(("sum", "mean"), rules.reduction),  # accumulated sums
+    "cumsum": rules.cumsum,
+    **dict.fromkeys(("avg_pool1d", "avg_pool2d", "avg_pool3d"), rules.avg_pool),  # means over windows
+    **dict.fromkeys(_SELECTION, rules.selection),  # exact picks; indices are decisions
+    **dict.fromkeys(_MOVEMENT, rules.movement),  # data moves with its variance
+    **dict.fromkeys(_LIKE, rules.like_factory),  # new tensors that do not depend on the input's values
+}
+# max/min over everything or a dim select; max/min of two tensors (`other`) are pointwise.
+OVERLOAD_RULES: dict[Any, Any] = {
+    aten.max.default: rules.selection, aten.max.dim: rules.selection,
+    aten.min.default: rules.selection, aten.min.dim: rules.selection,
+}  # fmt: skip
+# Ops whose result the truth cannot make in float64: the bytes of a tensor read as another dtype.
+UNTRACKABLE = frozenset({aten.view.dtype, aten.set_.source_Storage, aten.set_.source_Tensor, aten.resize_.default})
+
+
+@dataclass(frozen=True)
+class Truth:
+    """One output: its exact value (float64 for floating outputs), the standard error an honest
+    computation in the task's precision can have (None: exact; +inf: unknowable, see truth_rules.py), and
+    the reference's dtype."""
+
+    value: torch.Tensor
+    sigma: torch.Tensor | None
+    dtype: torch.dtype
+
+
+class TruthMode(TorchDispatchMode):
+    """Runs every ATen op on tracked payloads (module docstring). `unmodelled` collects the ops that got
+    the generic rule."""
+
+    def __init__(self, unmodelled: set[str]) -> None:
+        super().__init__()
+        self.unmodelled = unmodelled
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        return self.run(func, args, kwargs)
+
+    def run(self, func: Any, args: Any, kwargs: Any) -> Any:
+        if func in UNTRACKABLE:
+            raise Untrackable(f"the reference runs {func}, which reads a tensor's bytes as another dtype")
+        name = func.overloadpacket.__name__
+        rule = OVERLOAD_RULES.get(func) or RULES.get(name)
+        if rule is None and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+            with self:
+                return func.decompose(*args, **kwargs)
+        flat, _ = tree_flatten((args, kwargs))
+        if not any(isinstance(a, Tracked) for a in flat):
+            return _fresh(func(*args, **kwargs))
+        if name in _SCALAR:
+            return rules.call_payload(func, args, kwargs)
+        if name in _ATTENTION:
+            return rules.attention(self, func, args, kwargs)
+        if name in _MOMENTS:
+            return self.moments(func, args, kwargs)
+        if rule is not None:
+            return rule(func, args, kwargs)
+        if torch.Tag.inplace_view in func.tags:
+            return _inplace_view(func, args, kwargs)
+        if func._schema.is_mutable:
+            return self.in_place(func, args, kwargs)
+        if func.is_view:
+            return _view(func, args, kwargs)
+        if torch.Tag.pointwise in func.tags:
+            return rules.pointwise(func, args, kwargs)
+        if func in decomposition_table:
+            with self:
+                return decomposition_table[func](*args, **kwargs)
+        self.unmodelled.add(str(func))
+        return rules.generic(func, args, kwargs)
+
+    def moments(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """var/std (and with the mean): the mean, then the mean square of the deviations (two passes; a
+        Welford or two-pass kernel is within this op's bound, a one-pass E[x^2] - E[x]^2 is not where the
+        mean is large against the spread)."""
+        names = [a.name for a in func._schema.arguments]
+        given = dict(zip(names, args, strict=False)) | dict(kwargs)
+        x = given["self"]
+        dim = given.get("dim")
+        dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        if "correction" in given and given["correction"] is not None:
+            correction = float(given["correction"])
+        else:
+            correction = 1.0 if given.get("unbiased", True) else 0.0
+        keepdim = bool(given.get("keepdim", False))
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+        with self:
+            mean = x.mean(dim=dims, keepdim=True)
+            deviation = x - mean
+            var = (deviation * deviation).sum(dim=dims, keepdim=keepdim) / max(0.0, count - correction)
+            result = var.sqrt() if func.overloadpacket.__name__.startswith("std") else var
+            if func.overloadpacket.__name__.endswith("_mean"):
+                return result, mean if keepdim else mean.squeeze(dims)
+            return result
+
+    def in_place(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """`x.op_(...)`: the functional op's result written into x (as `copy_`, a cast where x's dtype is
+        lower than the result's)."""
+        name = func.overloadpacket.__name__
+        if not name.endswith("_") or "out" in kwargs:
+            raise Untrackable(f"the reference runs {func}, an op writing into a tensor the truth does not follow")
+        functional = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
+        if functional is None:
+            raise Untrackable(f"the reference runs {func}, which has no functional form")
+        result = self.run(functional, args, kwargs)
+        return rules.copy_into(aten.copy_.default, (args[0], result), {})
+
+
+def _fresh(out: Any) -> Any:
+    """Outputs of an op that saw no tracked tensor (a factory, a constant): exact, floating ones promoted."""
+    flat, spec = tree_flatten(out)
+    made = [exact(o) if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in flat]
+    return tree_unflatten(made, spec)
+
+
+def _inplace_view(func: Any, args: Any, kwargs: Any) -> Any:
+    """squeeze_, unsqueeze_, transpose_, ...: the payload's view changed in place, and the tracked tensor's
+    own sizes and strides with it (as torch.utils._python_dispatch does for wrapper subclasses)."""
+    target = args[0]
+    if not isinstance(target, Tracked):
+        raise Untrackable(f"{func} on an untracked tensor with tracked arguments")
+    func(target.value, *tree_map(payload, args[1:]), **tree_map(payload, kwargs))
+    with no_dispatch():
+        saved = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            func(*args, **kwargs)
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(saved)
+    return target
+
+
+def _view(func: Any, args: Any, kwargs: Any) -> Any:
+    """A view of a tracked tensor: the same view of its payload, sharing its variance buffer."""
+    base = next(a for a in tree_flatten((args, kwargs))[0] if isinstance(a, Tracked))
+    out = func(*tree_map(payload, args), **tree_map(payload, kwargs))
+    flat, spec = tree_flatten(out)
+    dtypes = iter(rules.nominal_dtypes(func, args, kwargs, out))
+    made = [Tracked.view_of(o, next(dtypes), base) if isinstance(o, torch.Tensor) else o for o in flat]
+    return tree_unflatten(made, spec)
+
+
+class TruthModel:
+    """The reference model evaluated under TruthMode, on its own parameters (promoted once, again when the
+    model changes one in place): `outputs(inputs)` gives one Truth per output tensor, or None with
+    `problem` saying why no truth could be made."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.problem = ""
+        self.unmodelled: set[str] = set()
+        self._state: dict[str, tuple[torch.Tensor, int, Tracked, int]] = {}
+
+    @property
+    def name(self) -> str:
+        """What the verdict names as the truth it used."""
+        if self.unmodelled:
+            return f"{NAME}; generic bound for {', '.join(sorted(self.unmodelled))}"
+        return NAME
+
+    def outputs(self, inputs: Any) -> list[Truth | None] | None:
+        from cuda_agent.task import flatten_tensors
+
+        try:
+            state = self._tracked_state()
+            args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, list(inputs))
+            with torch.no_grad(), TruthMode(self.unmodelled):
+                result = torch.func.functional_call(self.model, state, tuple(args))
+            return [_truth(t) for t in flatten_tensors(result)]
+        except Exception as exc:
+            self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return None
+
+    def _tracked_state(self) -> dict[str, Tracked]:
+        """Parameters and buffers as tracked copies, kept while neither the reference's tensor nor the copy
+        changed (version counters)."""
+        state: dict[str, Tracked] = {}
+        named = [*self.model.named_parameters(), *self.model.named_buffers()]
+        for name, tensor in named:
+            kept = self._state.get(name)
+            if kept and kept[0] is tensor and kept[1] == tensor._version and kept[3] == kept[2].value._version:
+                state[name] = kept[2]
+                continue
+            made = exact(tensor)
+            self._state[name] = (tensor, tensor._version, made, made.value._version)
+            state[name] = made
+        return state
+
+
+def _truth(t: torch.Tensor) -> Truth | None:
+    if isinstance(t, Tracked):
+        var = t.var
+        # the allowance needs a few digits: float32 halves what the worker keeps per verification set
+        sigma = None if var is None else torch.sqrt(var.clamp(min=0)).float()
+        return Truth(t.value.detach(), sigma, t.dtype)
+    if t.is_floating_point():
+        return Truth(t.detach().to(torch.float64), None, t.dtype)
+    return Truth(t.detach(), None, t.dtype)

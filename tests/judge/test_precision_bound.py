@@ -1,0 +1,91 @@
+"""The precision audit's bound, issue 35 class 4: what an honest computation of each output in the task's
+precision can be off by, from the dtypes and the reduction lengths (trusted/truth_rules.py, precision.py).
+Every kernel variant of benchmarks/precision_variants.py is emulated exactly on the CPU, operation by
+operation: honest orderings (running sums with and without FMA, split-K, trees, tiles, warp shuffles,
+Kahan, BLAS, Welford and Chan, online softmax, fast-math exp and rsqrt, half2 arithmetic for fp16 tasks)
+must pass, and lowered precision on long reductions (TF32, fp16/bf16 operands, fp16/bf16 accumulators,
+weights cut to 15 mantissa bits, K = 1024..8192) must be refused, on fp32, fp16 and bf16 tasks and on
+tasks whose reference casts inside forward. The old rule (64 times the reference's own error) passed the
+24-bit weights; the new bound refuses them with margin."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent.judge.config import JudgeConfig
+from tests.benchmark_module import load_benchmark
+
+variants = load_benchmark("precision_variants")
+K = JudgeConfig().precision_k
+CASES = variants.cases("cpu")
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, list]:
+    return {case.name: variants.run_case(case, K)[0] for case in CASES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [case.name for case in CASES])
+def test_honest_variants_pass_and_lowered_precision_is_refused(rows: dict[str, list], name: str) -> None:
+    for row in rows[name]:
+        verdict = "passes" if row.statistic <= row.bound else "is refused"
+        assert row.ok, f"{row.variant} ({'honest' if row.honest else 'lowered'}) {verdict}: {row.statistic:.3g} vs {row.bound:.3g}"
+
+
+@pytest.mark.slow
+def test_the_catalogue_covers_what_the_issue_asks(rows: dict[str, list]) -> None:
+    flat = [r for case in rows.values() for r in case]
+    honest = [r for r in flat if r.honest]
+    assert len(honest) >= 30 and {r.dtype for r in honest} >= {"fp32", "fp16", "bf16"}
+    caught = {r.variant for r in flat if not r.honest and r.statistic > r.bound}
+    for family in ("TF32 operands", "fp16 accumulator (tensor-core steps)", "bf16 accumulator (tensor-core steps)",
+                   "weights truncated to 15 mantissa bits", "weights rounded to 15 mantissa bits"):  # fmt: skip
+        assert family in caught
+    # margins: the worst honest variant is well inside k, the weakest downgrade well outside
+    assert max(r.statistic for r in honest) < K / 2
+    assert min(r.statistic / r.bound for r in flat if not r.honest) > 1.25
+    # the reference's own output is always inside its bound, and discontinuity cases left elements out
+    assert all(r.reference < K / 2 for r in flat)
+    assert any(r.left_out > 0 for r in flat if r.note == "discontinuity")
+
+
+def test_the_old_rule_passed_24_bit_weights_and_the_new_bound_refuses_them() -> None:
+    """Weights cut to 15 mantissa bits at K = 8192: within 64 times the reference's own error (the old
+    rule), far outside the new bound."""
+    import torch
+
+    from cuda_agent.judge.trusted import precision
+
+    case = variants.gemm_case(8192, 16, 32, torch.float32, "Linear fp32, K=8192")
+    model, inputs = case.make("cpu")
+    (truth,) = variants.TruthModel(model).outputs(inputs)
+    ref = model(*inputs).detach()
+    cut = next(v for v in case.variants if v.name == "weights truncated to 15 mantissa bits").run(model, inputs)
+    exact = truth.value
+
+    def rel(t: torch.Tensor) -> float:
+        return float((t.double() - exact).norm() / exact.norm())
+
+    assert rel(cut) < 64 * rel(ref), "the old K = 64 rule passed it"
+    assert not precision.audit(cut, ref, truth, K).passed
+
+
+def test_allowances_from_bf16_magnitudes_match_float64(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU the sums of squares behind the allowance are computed with bf16 operands (truth_rules.py:
+    MAGNITUDE_DTYPE): the audit's statistics must not move by more than a few percent."""
+    import torch
+
+    from cuda_agent.judge.trusted import precision, truth_rules
+
+    for case in (variants.conv_case(16, 8, 8, 2), variants.gemm_case(1024, 16, 32, torch.float32, "gemm")):
+        model, inputs = case.make("cpu")
+        ref = model(*inputs).detach()
+        outs = [v.run(model, inputs).detach() for v in case.variants[:3]]
+        stats = {}
+        for low in (None, torch.bfloat16):
+            monkeypatch.setitem(truth_rules.MAGNITUDE_DTYPE, "cpu", low)
+            (truth,) = variants.TruthModel(model).outputs(inputs)
+            stats[low] = [precision.audit(o, ref, truth, K).statistic for o in outs]
+        for exact, fast in zip(stats[None], stats[torch.bfloat16], strict=True):
+            assert abs(fast - exact) <= 0.03 * exact + 1e-6, (exact, fast)
