@@ -170,8 +170,10 @@ def test_a_traced_round_draws_before_its_trace(monkeypatch) -> None:
     log: list[tuple[Any, ...]] = []
     made = _candidate_worker(log)
 
-    def traced(call: Any) -> tuple[Any, dict[str, float]]:
+    def traced(call: Any, busy: list[float] | None = None) -> tuple[Any, dict[str, float]]:
         log.append(("trace begins",))
+        if busy is not None:
+            busy.append(5.0)
         return call(), {"k": 1.0}
 
     monkeypatch.setattr(worker_module.kernel_trace, "traced", traced)
@@ -179,6 +181,7 @@ def test_a_traced_round_draws_before_its_trace(monkeypatch) -> None:
     reply = made.time_round(2, trace=True, seeds=[8, 9])
     assert log == [("prepare", 2), ("draw", 8), ("draw", 9), ("trace begins",), ("round", 2, 2, None)]
     assert reply["kernels"] == {"k": 1.0}
+    assert reply["busy_us"] == 5.0  # the traced round's device time travels with its kernels
 
 
 def test_a_round_drawn_first_draws_every_call_inside_the_loop_before_the_first_call() -> None:
