@@ -68,6 +68,9 @@ class ReferenceStage:
                 "from a trivial one",
             )
         self.checks["degeneracy_audit"] = "passed"
+        if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
+            raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
+        self.checks["input_audit"] = reply.get("input_audit", {})
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]
         self.checks["parameter_audit"] = reply.get("parameter_audit", {})
