@@ -294,6 +294,52 @@ def test_a_weakly_weighted_input_is_scaled_until_ignoring_it_fails() -> None:
     assert hint is not None and "input 1" in hint
 
 
+class TwoOfThree(torch.nn.Module):
+    """relu(x) + 1e-5 * a @ b: as drawn, a kernel that ignores a and b (and skips the GEMM) passes."""
+
+    def forward(self, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) + 1e-5 * (a @ b)
+
+
+def _three_draw(seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(64, 64, generator=g), torch.randn(64, 256, generator=g), torch.randn(256, 64, generator=g)]
+
+
+def test_inputs_are_audited_together_so_one_scale_is_enough_and_nothing_drowns() -> None:
+    model = TwoOfThree()
+    sets = _sets(_three_draw)
+    assert all(not differs(_out(model, *s), [torch.relu(s[0])], TOL) for s in sets), "ignoring a and b passes"
+    audit = input_audit.audit_inputs(model, sets, TOL)
+    transforms = audit.active()
+    assert transforms is not None and audit.weak == [] and audit.ignored == []
+    assert list(audit.made_to_matter) == ["input 1"], "once a is scaled, b matters as drawn"
+    assert audit.matter == ["input 0", "input 2"]
+    for seed in range(5):
+        drawn = apply_transforms(_three_draw(seed), seed, transforms)
+        assert differs(_out(model, *drawn), [torch.relu(drawn[0])], TOL)
+        assert differs(_out(model, *drawn), [1e-5 * drawn[1] @ drawn[2]], TOL), "x still matters"
+
+
+def test_an_input_drowned_by_another_inputs_scale_is_reported_weak() -> None:
+    class Sum(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(x) + 1e-6 * y.sum()
+
+    def draw(seed: int) -> list[torch.Tensor]:
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(16, 16, generator=g), torch.randn(1000, 1000, generator=g)]
+
+    model, sets = Sum(), _sets(draw)
+    audit = input_audit.audit_inputs(model, sets, TOL)
+    assert audit.matter == ["input 0"] and "input 1" in audit.made_to_matter and audit.weak == []
+    # Had y needed a scale of 10^9, tanh(x) would vanish beside it: the final check says so.
+    audit.transforms[1] = (1e9, 1.0, 1.0)
+    columns = {k: [s[k] for s in sets] for k in (0, 1)}
+    input_audit._recheck(model, list(sets[0]), columns, Tolerance(4e-2, 4e-2), True, audit)
+    assert audit.weak == ["input 0"] and audit.matter == []
+
+
 class Loss(torch.nn.Module):
     """A scalar loss over a large tensor: its value concentrates, so one draw of either input barely moves
     it; it depends on both all the same."""

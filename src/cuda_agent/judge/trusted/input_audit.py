@@ -8,10 +8,11 @@ inputs was rewarded +3 at 71x).
 
 What, per tensor input position k, on draws made here from secret seeds (never handed to anyone):
 
-1. Draw input k again (three other draws, the other inputs as in the first): if every pair of the four
-   outputs differs beyond `margin` (4) x the tolerance, an answer that ignores input k passes at most one
-   of the four (passing two needs them within about 2 x the tolerance of each other): the input matters
-   as drawn.
+1. Draw input k again (five other draws, the other inputs as in the first): if no three of the six
+   outputs are mutually within `margin` (4) x the tolerance, an answer that ignores input k passes at
+   most two of the six (passing three needs them within about 2 x the tolerance of each other): the
+   input matters as drawn. (At most one of four, all pairs apart, proved too strict: four draws of a
+   scalar term often hold one close pair by chance.)
 2. If not, try transforms of the draw, in order, until one makes it matter that way: a factor per draw,
    log-uniform in [1/spread, spread] (a loss that concentrates at one scale does not at several; for an
    input all in [0, 1], a probability or a mask, [1/spread^2, 1], so it stays in its range), then fixed
@@ -51,7 +52,7 @@ from cuda_agent.judge.trusted.compare import Tolerance
 
 SPREAD = 2.0  # per-draw factors in [1/SPREAD, SPREAD]
 MAX_SCALE_EXPONENT = 6  # fixed scales up to 10^6
-AUDIT_DRAWS = 4  # the first draw and three others of each input
+AUDIT_DRAWS = 6  # the first draw and five others of each input
 # Torch functions, tensor methods and properties that read a tensor's shape, dtype or device but not its
 # values (`__get__` is every property: `.shape`, `.dtype`, `.T`; views share the input's memory, so what
 # reads them is seen too): an input passed only to these is used for its shape.
@@ -210,7 +211,13 @@ def audit_inputs(
     clock: Callable[[], float] = time.monotonic,
 ) -> InputAudit:
     """Audit every tensor input position of `sets` (AUDIT_DRAWS raw draws, without transforms); see the
-    module docstring. The model's state is not changed."""
+    module docstring. The model's state is not changed.
+
+    Inputs are audited in order, each with the transforms chosen so far applied to the others (at the
+    middle of their range): scaling one input must not leave another one mattering only in an audit that
+    never sees the two together (relu(x) + 1e-5 * a @ b: once a is scaled, b matters as drawn). At the end,
+    with every transform in place, each input found to matter is checked again: one drowned by another's
+    scale is reported as weak."""
     began = clock()
     wide = Tolerance(tol.atol * margin, tol.rtol * margin)
     first = list(sets[0])
@@ -223,48 +230,80 @@ def audit_inputs(
                 result.unaudited[label(k)] = "the reference does not give one output for one input"
         return result
     floor = _largest_change(base, again)  # the reference's own run-to-run noise (atomics)
+    columns: dict[int, list[torch.Tensor]] = {}
     for k, value in enumerate(first):
         if not isinstance(value, torch.Tensor):
             continue
         column = [s[k] for s in sets]
         if any(not isinstance(c, torch.Tensor) or c.shape != value.shape or c.dtype != value.dtype for c in column):
             result.unaudited[label(k)] = "its draws differ in shape or dtype"
-            continue
-        if all(torch.equal(column[0], c) for c in column[1:]):
+        elif all(torch.equal(column[0], c) for c in column[1:]):
             result.constant.append(label(k))
-            continue
-        if clock() - began > budget_s:
+        elif clock() - began > budget_s:
             result.unaudited[label(k)] = f"the input audit's {budget_s:g} s were spent"
-            continue
-        _audit_one(model, first, k, column, base, floor, wide, result)
+        else:
+            columns[k] = column
+            others = _others_transformed(first, result.transforms, k)
+            _audit_one(model, others, k, column, floor, wide, _finite(base), result)
+    if result.active() is not None:
+        _recheck(model, first, columns, wide, _finite(base), result)
     return result
 
 
+def _others_transformed(first: list[Any], transforms: list[InputTransform], k: int) -> list[Any]:
+    """The first draw with every input but `k` multiplied by the middle of its transform's range."""
+    out = list(first)
+    for j, transform in enumerate(transforms):
+        if j != k and tuple(transform) != IDENTITY and isinstance(out[j], torch.Tensor) and out[j].is_floating_point():
+            scale, low, high = transform
+            out[j] = out[j] * (scale * (low * high) ** 0.5)
+    return out
+
+
+def _trial(
+    model: torch.nn.Module, first: list[Any], k: int, column: list[torch.Tensor], transform: InputTransform,
+    wide: Tolerance, finite: bool,
+) -> tuple[bool, bool, list[list[torch.Tensor]]]:  # fmt: skip
+    """Input `k` drawn AUDIT_DRAWS times under `transform`, the others as in `first`: (usable: no forward
+    raised and, where the task's own draw gives a `finite` output, every output is finite; matters: every
+    pair of outputs differs beyond `wide`; the outputs)."""
+    outs: list[list[torch.Tensor]] = []
+    for value, factor in zip(column, factors(transform, len(column)), strict=True):
+        trial = list(first)
+        trial[k] = value * factor if factor != 1.0 else value
+        out = _outputs(model, trial)
+        if out is None or (finite and not _finite(out)):
+            return False, False, outs
+        outs.append(out)
+    return True, at_most_two_pass(outs, wide), outs
+
+
+def at_most_two_pass(outs: list[list[torch.Tensor]], wide: Tolerance) -> bool:
+    """Can no single answer pass more than two of these outputs? An answer passing three would make the
+    three mutually close (within about 2 x the tolerance, so not differing beyond `wide`): look for such
+    a triple."""
+    close = {
+        (i, j): not differs(outs[i], outs[j], wide) for i, j in itertools.combinations(range(len(outs)), 2)
+    }
+    return not any(
+        close[(i, j)] and close[(i, m)] and close[(j, m)] for i, j, m in itertools.combinations(range(len(outs)), 3)
+    )
+
+
 def _audit_one(
-    model: torch.nn.Module, first: list[Any], k: int, column: list[torch.Tensor], base: list[torch.Tensor],
-    floor: float, wide: Tolerance, result: InputAudit,
+    model: torch.nn.Module, first: list[Any], k: int, column: list[torch.Tensor], floor: float, wide: Tolerance,
+    finite: bool, result: InputAudit,
 ) -> None:  # fmt: skip
     moved = False
-    base_finite = _finite(base)
     for transform in transforms_to_try(column):
-        outs = []
-        for value, factor in zip(column, factors(transform, len(column)), strict=True):
-            if transform == IDENTITY and value is first[k]:
-                outs.append(base)
-                continue
-            trial = list(first)
-            trial[k] = value * factor if factor != 1.0 else value
-            out = _outputs(model, trial)
-            if out is None or (base_finite and not _finite(out)):
-                outs = []
-                break
-            outs.append(out)
-        if not outs:
+        usable, matters, outs = _trial(model, first, k, column, transform, wide, finite)
+        if not usable:
             if transform[0] > 1.0:
                 break  # a larger scale would break it more
             continue
-        moved = moved or any(_largest_change(outs[0], o) > 10 * floor for o in outs[1:])
-        if all(differs(a, b, wide) for a, b in itertools.combinations(outs, 2)):
+        if not matters and not moved:  # did it move the output at all (for weak versus ignored)?
+            moved = any(_largest_change(outs[0], o) > 10 * floor for o in outs[1:])
+        if matters:
             if transform == IDENTITY:
                 result.matter.append(label(k))
             else:
@@ -279,6 +318,22 @@ def _audit_one(
         result.ignored.append(label(k))
 
 
+def _recheck(
+    model: torch.nn.Module, first: list[Any], columns: dict[int, list[torch.Tensor]], wide: Tolerance,
+    finite: bool, result: InputAudit,
+) -> None:  # fmt: skip
+    """With every transform in place, each input found to matter must still matter; one that no longer
+    does (drowned by another input's scale) is moved to `weak`."""
+    for k, column in columns.items():
+        name = label(k)
+        if name not in result.matter and name not in result.made_to_matter:
+            continue
+        _, matters, _ = _trial(model, _others_transformed(first, result.transforms, k), k, column,
+                               result.transforms[k], wide, finite)  # fmt: skip
+        if not matters:
+            result.weak.append(name)
+            if name in result.matter:
+                result.matter.remove(name)
 INPUT_HINT = (
     "the judge draws {names} scaled so that each changes the output beyond the tolerance on every draw "
     "(SKILL.md, 'Parameters and inputs'): a kernel must read every input the reference reads"
