@@ -144,11 +144,13 @@ def test_masked_depthwise_shortcut_fails_and_is_explained() -> None:
 
 def test_identity_shortcut_is_explained_as_the_initial_parameters() -> None:
     torch.manual_seed(3)
-    model = Mix(torch.eye(128))
+    model = Mix(torch.eye(128), bias=True)
     x = torch.randn(32, 128)
     report = _moved(model, x)
-    hint = perturb.explain(model, [x], [x.clone()], TOL, report)
-    assert hint is not None and "initial values" in hint and "Parameters and inputs" in hint
+    # The shortcut assumes W = I but reads the (perturbed) bias: explained by the weight alone.
+    hint = perturb.explain(model, [x], [x + model.bias.detach()], TOL, report)
+    assert hint is not None and "weight at its initial value" in hint and "Parameters and inputs" in hint
+    assert perturb.explain(model, [x], [x + 1.0], TOL, report) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -577,7 +579,7 @@ def test_prepare_hands_over_the_moved_state_and_the_transforms(cpu_worker, tmp_p
     x, mask = cpu_worker._draw(11)
     tensorfile.save([x + 1e-6 * mask], tmp_path / "out.tensors")
     verdict = cpu_worker.compare(0, str(tmp_path / "out.tensors"), 1e-2, 1e-2, aliases=[[]])
-    assert not verdict["match"] and "initial values" in verdict["reason"], verdict
+    assert not verdict["match"] and "w at its initial value" in verdict["reason"], verdict
     # The honest answer passes.
     tensorfile.save([cpu_worker.outputs[0][0].clone()], tmp_path / "out.tensors")
     assert cpu_worker.compare(0, str(tmp_path / "out.tensors"), 1e-2, 1e-2, aliases=[[]])["match"]
