@@ -17,7 +17,8 @@ What, per tensor input position k, on draws made here from secret seeds (never h
    log-uniform in [1/spread, spread] (a loss that concentrates at one scale does not at several; for an
    input all in [0, 1], a probability or a mask, [1/spread^2, 1], so it stays in its range), then fixed
    scales 10, 100, ... (a term with a tiny coefficient; not for [0, 1] inputs nor integers). A transform
-   that makes the output non-finite or the forward raise is not used, nor any larger scale.
+   that makes the output non-finite or the forward raise is not used, nor any larger scale, nor one whose
+   largest factor times HEADROOM (4) does (later draws reach further into the tails than six).
    The transforms found are applied to every draw of both workers (candidate/inputs.py: draw_inputs), in
    verification, warm-up and timed calls alike: no call looks different from another, so a kernel cannot
    tell which calls would show that it ignores an input.
@@ -52,6 +53,7 @@ from cuda_agent.judge.trusted.compare import Tolerance
 
 SPREAD = 2.0  # per-draw factors in [1/SPREAD, SPREAD]
 MAX_SCALE_EXPONENT = 6  # fixed scales up to 10^6
+HEADROOM = 4.0  # a transform is used only if 4 x its largest factor still leaves the output finite
 AUDIT_DRAWS = 6  # the first draw and five others of each input
 # Torch functions, tensor methods and properties that read a tensor's shape, dtype or device but not its
 # values (`__get__` is every property: `.shape`, `.dtype`, `.T`; views share the input's memory, so what
@@ -239,7 +241,7 @@ def audit_inputs(
             result.unaudited[label(k)] = "its draws differ in shape or dtype"
         elif all(torch.equal(column[0], c) for c in column[1:]):
             result.constant.append(label(k))
-        elif clock() - began > budget_s:
+        elif columns and clock() - began > budget_s:  # the first input is always audited
             result.unaudited[label(k)] = f"the input audit's {budget_s:g} s were spent"
         else:
             columns[k] = column
@@ -303,6 +305,8 @@ def _audit_one(
             continue
         if not matters and not moved:  # did it move the output at all (for weak versus ignored)?
             moved = any(_largest_change(outs[0], o) > 10 * floor for o in outs[1:])
+        if matters and transform != IDENTITY and not _has_headroom(model, first, k, column[0], transform, finite):
+            break  # later draws, further out in the tails, could overflow: a larger scale would too
         if matters:
             if transform == IDENTITY:
                 result.matter.append(label(k))
@@ -316,6 +320,20 @@ def _audit_one(
         result.shape_only.append(label(k))
     else:
         result.ignored.append(label(k))
+
+
+def _has_headroom(
+    model: torch.nn.Module, first: list[Any], k: int, value: torch.Tensor, transform: InputTransform, finite: bool
+) -> bool:
+    """Does the output stay finite (and the forward run) with input k at HEADROOM times the transform's
+    largest factor? Six draws do not reach the tails of every later one (an fp16 product scaled close
+    to 65504). A transform that only shrinks (a [0, 1] input's) needs none, and must keep its range."""
+    if transform[0] * transform[2] <= 1.0:
+        return True
+    trial = list(first)
+    trial[k] = value * (transform[0] * transform[2] * HEADROOM)
+    out = _outputs(model, trial)
+    return out is not None and (not finite or _finite(out))
 
 
 def _recheck(
