@@ -549,10 +549,11 @@ def cpu_worker(monkeypatch: pytest.MonkeyPatch):
     return reference_worker.ReferenceWorker()
 
 
-def _prepare(worker, tmp_path: Path, source: str) -> dict:
+def _prepare(worker, tmp_path: Path, source: str, **switches: bool) -> dict:
     task = tmp_path / "model.py"
     task.write_text(source)
-    return worker.prepare(str(task), str(tmp_path), 1234, [11, 12, 13, 14, 15], 99, 1e-2, 1e-2, precision_audit=False)
+    return worker.prepare(str(task), str(tmp_path), 1234, [11, 12, 13, 14, 15], 99, 1e-2, 1e-2, precision_audit=False,
+                          **switches)  # fmt: skip
 
 
 def test_prepare_hands_over_the_moved_state_and_the_transforms(cpu_worker, tmp_path: Path) -> None:
@@ -594,3 +595,13 @@ def test_prepare_reports_an_ignored_input_as_the_tasks_problem(cpu_worker, tmp_p
     reply = _prepare(cpu_worker, tmp_path, IGNORING_TASK)
     assert reply["input_problem"] and "input 1" in reply["input_problem"]
     assert reply["input_audit"]["ignored"] == ["input 1"]
+
+
+def test_prepare_with_the_audits_switched_off_is_the_judge_before_them(cpu_worker, tmp_path: Path) -> None:
+    """JudgeConfig(perturb_parameters=False, input_audit=False): what the GPU test of the 19_*/20_* cases
+    judges them with, to show that each passed before."""
+    reply = _prepare(cpu_worker, tmp_path, STRUCTURED_TASK, perturb_parameters=False, audit_inputs=False)
+    state = torch.load(tmp_path / "state.pt", weights_only=True)
+    assert torch.equal(state["state_dict"]["w"], torch.eye(128)) and state["input_transforms"] is None
+    assert reply["parameter_audit"]["perturbed"] == {} and reply["input_problem"] is None
+    assert _prepare(cpu_worker, tmp_path, IGNORING_TASK, audit_inputs=False)["input_problem"] is None

@@ -63,6 +63,13 @@ class JudgeConfig:
     # GEMMs); 64 leaves a 2.3x margin to the one and 2.9x to the other (32 left honest kernels only 1.13x).
     precision_audit: bool = True
     precision_k: float = 64.0
+    # Issue 35 (trusted/perturb.py, trusted/input_audit.py): every floating-point parameter moved to a
+    # random generic point before verifying (no initialiser's structure survives), and every input the
+    # reference reads made to matter on every draw (a task ignoring one is a task_error). False restores
+    # the judge before them: for ablations, and for the GPU test showing that the cases 19_* and 20_* of
+    # tests/adversarial passed without them.
+    perturb_parameters: bool = True
+    input_audit: bool = True
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

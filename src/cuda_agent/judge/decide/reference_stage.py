@@ -51,6 +51,7 @@ class ReferenceStage:
             task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
             input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
+            perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)

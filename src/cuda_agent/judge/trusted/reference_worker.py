@@ -82,7 +82,8 @@ class ReferenceWorker:
 
     def prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
-        atol: float, rtol: float, precision_audit: bool = True,
+        atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
+        audit_inputs: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
         torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default; a task must not inherit others
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -106,7 +107,7 @@ class ReferenceWorker:
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
-        audit = self._audit_state_and_inputs(drawn, tol, init_seed)
+        audit = self._audit_state_and_inputs(drawn, tol, init_seed, perturb_parameters, audit_inputs)
         audit["varied"] = varied
         if self.input_transforms is not None:
             drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
@@ -163,13 +164,18 @@ class ReferenceWorker:
             "precision": precision_state,
         }  # fmt: skip
 
-    def _audit_state_and_inputs(self, drawn: list[list[Any]], tol: Tolerance, seed: int) -> dict[str, Any]:
+    def _audit_state_and_inputs(
+        self, drawn: list[list[Any]], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool
+    ) -> dict[str, Any]:
         """The parameters first (scaled until each matters, then moved to a generic point: perturb.py), then
         the inputs on that state (input_audit.py), on draws without transforms; sets the transforms every
-        later draw of both workers applies."""
+        later draw of both workers applies. Either step can be switched off (JudgeConfig)."""
         audit = make_parameters_matter(self.model, drawn[0], tol)
-        self.perturbation = perturb.move_parameters(self.model, drawn[0], tol, seed)
+        if perturb_state:
+            self.perturbation = perturb.move_parameters(self.model, drawn[0], tol, seed)
         audit.update(self.perturbation.report())
+        if not audit_inputs:
+            return audit
         extra = max(0, input_audit.AUDIT_DRAWS - len(drawn))
         sets = [*drawn[: input_audit.AUDIT_DRAWS], *(self._draw(secrets.randbits(62)) for _ in range(extra))]
         self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol)
