@@ -50,6 +50,7 @@ from torch.overrides import TorchFunctionMode
 from cuda_agent.judge.candidate.inputs import IDENTITY, InputTransform
 from cuda_agent.judge.trusted.audit import differs
 from cuda_agent.judge.trusted.compare import Tolerance
+from cuda_agent.task import flatten_tensors
 
 SPREAD = 2.0  # per-draw factors in [1/SPREAD, SPREAD]
 MAX_SCALE_EXPONENT = 6  # fixed scales up to 10^6
@@ -104,8 +105,6 @@ def label(position: int) -> str:
 
 
 def _outputs(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch.Tensor] | None:
-    from cuda_agent.task import flatten_tensors
-
     fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     try:
         with torch.no_grad():
@@ -172,8 +171,6 @@ class _Uses(TorchFunctionMode):
         self.names: set[str] = set()
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        from cuda_agent.task import flatten_tensors
-
         for t in flatten_tensors([list(args), dict(kwargs or {})]):
             try:
                 shared = t.untyped_storage().data_ptr() == self.storage
@@ -234,6 +231,8 @@ def audit_inputs(
     floor = _largest_change(base, again)  # the reference's own run-to-run noise (atomics)
     columns: dict[int, list[torch.Tensor]] = {}
     for k, value in enumerate(first):
+        if isinstance(value, list | tuple | dict) and flatten_tensors(value):
+            result.unaudited[label(k)] = "a collection of tensors (only top-level tensor inputs are audited)"
         if not isinstance(value, torch.Tensor):
             continue
         column = [s[k] for s in sets]
@@ -341,10 +340,12 @@ def _recheck(
     finite: bool, result: InputAudit,
 ) -> None:  # fmt: skip
     """With every transform in place, each input found to matter must still matter; one that no longer
-    does (drowned by another input's scale) is moved to `weak`."""
+    does (drowned by another input's scale) is moved to `weak`. Inputs audited after the last transform
+    was chosen saw them all already, and are not run again."""
+    last = max(k for k, t in enumerate(result.transforms) if tuple(t) != IDENTITY)
     for k, column in columns.items():
         name = label(k)
-        if name not in result.matter and name not in result.made_to_matter:
+        if k >= last or (name not in result.matter and name not in result.made_to_matter):
             continue
         _, matters, _ = _trial(model, _others_transformed(first, result.transforms, k), k, column,
                                result.transforms[k], wide, finite)  # fmt: skip
