@@ -98,6 +98,20 @@ def _finite(outputs: list[torch.Tensor]) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
 
 
+def outputs_or_none(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch.Tensor] | None:
+    """The model's outputs on copies of `inputs`, or None when the forward raises: where a moved parameter
+    or a scaled input leaves the task's domain (perturb.py, input_audit.py)."""
+    try:
+        return _outputs(model, inputs)
+    except Exception:
+        return None
+
+
+def all_finite(outputs: list[torch.Tensor]) -> bool:
+    """No NaN or Inf in any floating-point output."""
+    return _finite(outputs)
+
+
 def make_parameters_matter(
     model: torch.nn.Module,
     inputs: Sequence[Any],

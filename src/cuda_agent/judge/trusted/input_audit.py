@@ -48,7 +48,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from cuda_agent.judge.candidate.inputs import IDENTITY, InputTransform
-from cuda_agent.judge.trusted.audit import differs
+from cuda_agent.judge.trusted.audit import all_finite, differs, outputs_or_none
 from cuda_agent.judge.trusted.compare import Tolerance
 from cuda_agent.task import flatten_tensors
 
@@ -102,19 +102,6 @@ class InputAudit:
 
 def label(position: int) -> str:
     return f"input {position}"
-
-
-def _outputs(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch.Tensor] | None:
-    fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    try:
-        with torch.no_grad():
-            return [t.detach().clone() for t in flatten_tensors(model(*fresh))]
-    except Exception:
-        return None
-
-
-def _finite(outputs: list[torch.Tensor]) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
 
 
 def _largest_change(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
@@ -221,8 +208,8 @@ def audit_inputs(
     wide = Tolerance(tol.atol * margin, tol.rtol * margin)
     first = list(sets[0])
     result = InputAudit(transforms=[IDENTITY] * len(first))
-    base = _outputs(model, first)
-    again = _outputs(model, first)
+    base = outputs_or_none(model, first)
+    again = outputs_or_none(model, first)
     if base is None or again is None or differs(base, again, tol):
         for k, value in enumerate(first):
             if isinstance(value, torch.Tensor):
@@ -245,9 +232,9 @@ def audit_inputs(
         else:
             columns[k] = column
             others = _others_transformed(first, result.transforms, k)
-            _audit_one(model, others, k, column, floor, wide, _finite(base), result)
+            _audit_one(model, others, k, column, floor, wide, all_finite(base), result)
     if result.active() is not None:
-        _recheck(model, first, columns, wide, _finite(base), result)
+        _recheck(model, first, columns, wide, all_finite(base), result)
     return result
 
 
@@ -272,8 +259,8 @@ def _trial(
     for value, factor in zip(column, factors(transform, len(column)), strict=True):
         trial = list(first)
         trial[k] = value * factor if factor != 1.0 else value
-        out = _outputs(model, trial)
-        if out is None or (finite and not _finite(out)):
+        out = outputs_or_none(model, trial)
+        if out is None or (finite and not all_finite(out)):
             return False, False, outs
         outs.append(out)
     return True, at_most_two_pass(outs, wide), outs
@@ -331,8 +318,8 @@ def _has_headroom(
         return True
     trial = list(first)
     trial[k] = value * (transform[0] * transform[2] * HEADROOM)
-    out = _outputs(model, trial)
-    return out is not None and (not finite or _finite(out))
+    out = outputs_or_none(model, trial)
+    return out is not None and (not finite or all_finite(out))
 
 
 def _recheck(
@@ -368,7 +355,7 @@ def explain(
     kernel ignored (or assumed the scale of) an input the judge made matter. A sentence, or None."""
     if not audit.made_to_matter:
         return None
-    out = _outputs(model, raw_inputs)
+    out = outputs_or_none(model, raw_inputs)
     if out is None or differs(out, list(produced), tol):
         return None
     names = ", ".join(audit.made_to_matter)

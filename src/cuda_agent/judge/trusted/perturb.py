@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.trusted.audit import differs
+from cuda_agent.judge.trusted.audit import all_finite, differs, outputs_or_none
 from cuda_agent.judge.trusted.compare import Tolerance
 
 # Noise levels tried in turn (in units of the tensor's rms, or of log-scale for the multiplicative part),
@@ -105,22 +105,6 @@ def perturbed(value: torch.Tensor, level: float, generator: torch.Generator) -> 
     return out
 
 
-def _outputs(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch.Tensor] | None:
-    """The model's outputs on copies of `inputs`, or None when the forward raises."""
-    from cuda_agent.task import flatten_tensors
-
-    fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    try:
-        with torch.no_grad():
-            return [t.detach().clone() for t in flatten_tensors(model(*fresh))]
-    except Exception:
-        return None
-
-
-def _finite(outputs: list[torch.Tensor]) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
-
-
 def _generators(seed: int) -> Callable[[torch.device], torch.Generator]:
     made: dict[str, torch.Generator] = {}
 
@@ -146,8 +130,8 @@ def _first_that_matters(
     for level in grow:
         value = perturbed(before, level, generator(p.device))
         p.copy_(value)
-        out = _outputs(model, inputs)
-        if out is None or (base_finite and not _finite(out)):
+        out = outputs_or_none(model, inputs)
+        if out is None or (base_finite and not all_finite(out)):
             break  # a larger level would break it more
         chosen = (level, value, out)
         if differs(base, out, wide):
@@ -157,8 +141,8 @@ def _first_that_matters(
     for level in SHRINK_LEVELS:
         value = perturbed(before, level, generator(p.device))
         p.copy_(value)
-        out = _outputs(model, inputs)
-        if out is not None and (not base_finite or _finite(out)):
+        out = outputs_or_none(model, inputs)
+        if out is not None and (not base_finite or all_finite(out)):
             return level, value, out
     return None
 
@@ -178,8 +162,8 @@ def move_parameters(
     wide = Tolerance(tol.atol * margin, tol.rtol * margin)
     generator = _generators(seed)
     result = Perturbation()
-    base = _outputs(model, inputs)
-    base_finite = base is not None and _finite(base)
+    base = outputs_or_none(model, inputs)
+    base_finite = base is not None and all_finite(base)
     with torch.no_grad():
         for name, p in parameters(model):
             before = p.detach().clone()
@@ -207,8 +191,8 @@ def move_parameters(
                 result.does_not_matter.append(name)
             base = out
     if result.unchecked:  # the unchecked ones together must still leave a finite output
-        final = _outputs(model, inputs)
-        if final is None or (base_finite and not _finite(final)):
+        final = outputs_or_none(model, inputs)
+        if final is None or (base_finite and not all_finite(final)):
             for name, p in parameters(model):
                 if name in result.unchecked:
                     p.copy_(result.before.pop(name))
@@ -256,7 +240,7 @@ def explain(
             for what, values in candidates:
                 for name, p in named.items():
                     p.copy_(values.get(name, current[name]))
-                out = _outputs(model, inputs)
+                out = outputs_or_none(model, inputs)
                 if out is not None and not differs(out, list(produced), tol):
                     return f"the outputs are what the reference gives with {what}: {STRUCTURE_HINT}"
     finally:
