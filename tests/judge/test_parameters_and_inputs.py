@@ -605,3 +605,18 @@ def test_prepare_with_the_audits_switched_off_is_the_judge_before_them(cpu_worke
     assert torch.equal(state["state_dict"]["w"], torch.eye(128)) and state["input_transforms"] is None
     assert reply["parameter_audit"]["perturbed"] == {} and reply["input_problem"] is None
     assert _prepare(cpu_worker, tmp_path, IGNORING_TASK, audit_inputs=False)["input_problem"] is None
+
+
+def test_issue_35_cases_are_in_the_suite_with_reasons() -> None:
+    """At least two cheats per class, each expecting a reason that names the check, and honest cases."""
+    import json
+
+    suite = Path(__file__).parents[2] / "tests" / "adversarial"
+    cases = {p.parent.name: json.loads(p.read_text()) for p in suite.glob("*/expected.json")}
+    labelled = {n: e for n, e in cases.items() if "issue35" in e}
+    for cls, hint in (("class 1", "initial"), ("class 2", "as get_inputs() draws them")):
+        cheats = [e for e in labelled.values() if e["issue35"] == cls and e["kind"] == "cheat"]
+        assert len(cheats) >= 2, cls
+        assert all(e["expect"] == "reject" and any(hint in r for r in e["reason_contains"]) for e in cheats), cls
+    honest = [e for e in labelled.values() if e["kind"] == "honest"]
+    assert len(honest) >= 2 and all(e["expect"] == "accept" for e in honest)
