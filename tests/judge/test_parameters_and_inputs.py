@@ -620,3 +620,25 @@ def test_issue_35_cases_are_in_the_suite_with_reasons() -> None:
         assert all(e["expect"] == "reject" and any(hint in r for r in e["reason_contains"]) for e in cheats), cls
     honest = [e for e in labelled.values() if e["kind"] == "honest"]
     assert len(honest) >= 2 and all(e["expect"] == "accept" for e in honest)
+
+
+def test_the_noise_is_not_the_initialisations_own_stream() -> None:
+    """init_seed seeds both the model's initialisation and the perturbation: drawn from the same stream, the
+    noise of a `torch.randn` weight would be the weight itself (masked zeros then move, but the rest only
+    scales). The perturbation's generator is seeded from a hash of the seed."""
+
+    class RandnMasked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(64, 64))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ self.w
+
+    torch.manual_seed(77)
+    model = RandnMasked()
+    before = model.w.detach().clone()
+    perturb.move_parameters(model, [torch.randn(8, 64)], TOL, seed=77)
+    noise = model.w.detach() - before
+    correlation = float((noise * before).sum() / (noise.norm() * before.norm()))
+    assert abs(correlation) < 0.2, correlation

@@ -35,6 +35,7 @@ where no level keeps the output finite, the parameter keeps its value and is rep
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -106,13 +107,17 @@ def perturbed(value: torch.Tensor, level: float, generator: torch.Generator) -> 
 
 
 def _generators(seed: int) -> Callable[[torch.device], torch.Generator]:
+    """One generator per device, seeded from a hash of `seed`: the judgment's `init_seed` also seeded the
+    model's initialisation, and noise drawn from the same stream as a `torch.randn` weight would be that
+    weight again (a perturbation that only rescales it, zeros kept)."""
+    derived = int.from_bytes(hashlib.sha256(f"perturb:{seed}".encode()).digest()[:8], "big") % 2**63
     made: dict[str, torch.Generator] = {}
 
     def get(device: torch.device) -> torch.Generator:
         key = str(device)
         if key not in made:
             made[key] = torch.Generator(device=device)
-            made[key].manual_seed(seed % 2**63)
+            made[key].manual_seed(derived)
         return made[key]
 
     return get
