@@ -72,6 +72,13 @@ class JudgeConfig:
     # (benchmarks/precision_audit.py, docs/design/precision.md).
     precision_audit: bool = True
     precision_k: float = 3.0
+    # Issue 35 (trusted/perturb.py, trusted/input_audit.py): every floating-point parameter moved to a
+    # random generic point before verifying (no initialiser's structure survives), and every input the
+    # reference reads made to matter on every draw (a task ignoring one is a task_error). False restores
+    # the judge before them: for ablations, and for the GPU test showing that the cases 19_* and 20_* of
+    # tests/adversarial passed without them.
+    perturb_parameters: bool = True
+    input_audit: bool = True
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

@@ -21,6 +21,13 @@ call's seed arrives with the command that times its round, and its inputs are dr
 each draw the generators are reseeded from the OS (`scrub_generators`), so torch's RNG state in the
 candidate's process never holds a seed for longer than the draw.
 
+Input transforms (issue 35): an input that barely changes the output at the task's own magnitudes (a
+term scaled by 1e-6, a scalar loss whose value concentrates) could be ignored by a kernel within the
+tolerance. The reference worker's input audit (trusted/input_audit.py) then chooses, per input position, a
+scale and a range of per-draw factors; both workers apply them here, to every draw (verification, warm-up
+and timed calls alike), so no call looks different from another. The factor of one draw follows from its
+seed (`draw_factor`), which both workers hold.
+
 Trust boundary: in the reference worker the draw is a fact (the expected outputs are computed on it); in
 the candidate worker it is a convenience whose result the candidate may change at will, and doing so only
 makes it compute on inputs the reference did not.
@@ -38,6 +45,9 @@ from typing import Any
 import torch
 
 CHUNKS = 256
+# (scale, low, high): the input is multiplied by scale * f, f log-uniform in [low, high] for each draw.
+InputTransform = tuple[float, float, float]
+IDENTITY: InputTransform = (1.0, 1.0, 1.0)
 
 
 def seed_everything(seed: int) -> None:
@@ -71,10 +81,13 @@ def to_cuda(value: Any) -> Any:
     return value
 
 
-def draw_inputs(module: ModuleType, seed: int, device: str = "cuda") -> Any:
+def draw_inputs(
+    module: ModuleType, seed: int, device: str = "cuda", transforms: list[InputTransform] | None = None
+) -> Any:
     """The task's inputs for `seed`, drawn on the GPU: `torch.randn(...)` in get_inputs() then runs on
     the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host). Anything but
-    a list or tuple comes back as it is, for `task.check_inputs` to name."""
+    a list or tuple comes back as it is, for `task.check_inputs` to name. `transforms` (one per input
+    position, from the reference's input audit) scale floating-point inputs, the same way in both workers."""
     seed_everything(seed)
     try:
         with torch.device(device):
@@ -83,7 +96,32 @@ def draw_inputs(module: ModuleType, seed: int, device: str = "cuda") -> Any:
         scrub_generators()
     if not isinstance(inputs, list | tuple):
         return inputs
-    return [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
+    drawn = [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
+    return apply_transforms(drawn, seed, transforms) if transforms else drawn
+
+
+def draw_factor(seed: int, position: int, transform: InputTransform) -> float:
+    """The factor input `position` of the draw `seed` is multiplied by: scale times a log-uniform value in
+    [low, high] taken from a hash of the seed (not from torch's generators, whose stream is the task's)."""
+    scale, low, high = (float(v) for v in transform)
+    if low == high:
+        return scale * low
+    digest = hashlib.sha256(f"{seed}:{position}".encode()).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    return scale * low * (high / low) ** fraction
+
+
+def apply_transforms(inputs: list[Any], seed: int, transforms: list[InputTransform]) -> list[Any]:
+    """Each floating-point tensor input multiplied by its draw's factor, out of place (get_inputs() may
+    hand out the same tensor on every draw); other inputs and identity transforms are left as they are."""
+    out = list(inputs)
+    for position, transform in enumerate(transforms[: len(out)]):
+        value = out[position]
+        if tuple(float(v) for v in transform) == IDENTITY or not isinstance(value, torch.Tensor):
+            continue
+        if value.is_floating_point():
+            out[position] = value * draw_factor(seed, position, transform)
+    return out
 
 
 def fingerprint(values: list[Any]) -> str:

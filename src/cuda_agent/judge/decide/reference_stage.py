@@ -51,6 +51,7 @@ class ReferenceStage:
             task_path=str(self.task_file), workdir=str(self.io_dir), init_seed=secrets.randbits(62),
             input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
+            perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -68,6 +69,9 @@ class ReferenceStage:
                 "from a trivial one",
             )
         self.checks["degeneracy_audit"] = "passed"
+        if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
+            raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
+        self.checks["input_audit"] = reply.get("input_audit", {})
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]
         self.checks["parameter_audit"] = reply.get("parameter_audit", {})

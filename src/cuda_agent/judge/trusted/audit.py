@@ -1,7 +1,7 @@
 """Trusted side: make every parameter matter, and find the answers that pass without doing the work.
 
 Runs in the reference worker only (it never loads candidate code), on the reference model and inputs
-the judge made. Three jobs, all about the same weakness: a submission that skips work which, at the
+the judge made. Two jobs, both about the same weakness: a submission that skips work which, at the
 task's magnitudes, changes the output by less than the tolerance.
 
 - `vary_constant_state`: constant parameters and buffers (defaults: norm weight 1 / bias 0, zero biases,
@@ -12,8 +12,9 @@ task's magnitudes, changes the output by less than the tolerance.
   scaled up by 10 until it does (at most `max_steps` times). A tiny gain (LayerScale 1e-5, a branch scaled by 1e-4)
   thus grows until skipping the branch it gates fails the comparison. What cannot be made to matter is
   reported, not failed (an unused parameter is the task's business).
-- `inputs_that_do_not_matter`: each tensor input replaced by a fresh draw must change the output; the
-  names of those that do not are reported in the verdict's checks.
+
+After these, every parameter is moved to a generic point (perturb.py: no initialiser's structure survives)
+and every input is made to matter on every draw (input_audit.py: a task that ignores one is a task_error).
 
 The degenerate answers themselves (zeros, constants, an input returned as it is, a low-order polynomial
 of an input) are in compare.degenerate_baselines; a task for which one passes on every input set is a
@@ -97,6 +98,20 @@ def _finite(outputs: list[torch.Tensor]) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
 
 
+def outputs_or_none(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch.Tensor] | None:
+    """The model's outputs on copies of `inputs`, or None when the forward raises: where a moved parameter
+    or a scaled input leaves the task's domain (perturb.py, input_audit.py)."""
+    try:
+        return _outputs(model, inputs)
+    except Exception:
+        return None
+
+
+def all_finite(outputs: list[torch.Tensor]) -> bool:
+    """No NaN or Inf in any floating-point output."""
+    return _finite(outputs)
+
+
 def make_parameters_matter(
     model: torch.nn.Module,
     inputs: Sequence[Any],
@@ -143,22 +158,3 @@ def make_parameters_matter(
             if factor != 1.0:
                 scaled[name] = factor
     return {"scaled": scaled, "do_not_matter": idle, "unaudited": unaudited}
-
-
-def inputs_that_do_not_matter(
-    model: torch.nn.Module, inputs: Sequence[Any], others: Sequence[Any], tol: Tolerance
-) -> list[str]:
-    """Tensor inputs that can be swapped for another draw (`others`, the same task's next input set)
-    without the output changing beyond the tolerance."""
-    base = _outputs(model, inputs)
-    idle = []
-    for k, (mine, theirs) in enumerate(zip(inputs, others, strict=False)):
-        if not isinstance(mine, torch.Tensor) or not isinstance(theirs, torch.Tensor):
-            continue
-        if mine.shape != theirs.shape or torch.equal(mine, theirs):
-            continue
-        swapped = list(inputs)
-        swapped[k] = theirs
-        if not differs(base, _outputs(model, swapped), tol):
-            idle.append(f"input {k}")
-    return idle

@@ -8,7 +8,8 @@ Facts of the reward established here, outside the candidate's reach (docs/design
 - the reference outputs, for the verification sets and for every timed call the parent chose to check
   (drawn again here from that call's seed, which the candidate held only for the round it ran);
 - the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
-  the comparison, inputs that do not matter reported; the degeneracy audit (compare.py);
+  the comparison, then moved to a random generic point (perturb.py); the input audit (input_audit.py):
+  inputs made to matter on every draw, a task that ignores one refused; the degeneracy audit (compare.py);
 - the comparison itself: values within the tolerance, the reference's strides, no aliasing the
   reference does not have (layout.py), and the precision audit against the reference with every op
   promoted to float64 (truth.py, precision.py).
@@ -37,12 +38,8 @@ from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import layout, precision, truth
-from cuda_agent.judge.trusted.audit import (
-    inputs_that_do_not_matter,
-    make_parameters_matter,
-    vary_constant_state,
-)
+from cuda_agent.judge.trusted import input_audit, layout, perturb, precision, truth
+from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenerate_baselines, describe
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
@@ -76,12 +73,17 @@ class ReferenceWorker:
         self.exact_outputs: list[list[truth.Truth | None] | None] = []  # the precision audit's truths
         self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
+        self.input_transforms: list[Any] | None = None  # the input audit's, applied to every draw
+        self.perturbation = perturb.Perturbation()
+        self.inputs_audit = input_audit.InputAudit()
+        self.reproducible = False
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
 
     def prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
-        atol: float, rtol: float, precision_audit: bool = True,
+        atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
+        audit_inputs: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -101,15 +103,16 @@ class ReferenceWorker:
 
         tol = Tolerance(atol, rtol)
         self.input_seeds, self.input_prints = list(input_seeds), []
-        drawn = [check_inputs(draw_inputs(self.module, seed), task.name) for seed in input_seeds]
-        # Every parameter must matter at the tolerance (scaled up until zeroing it fails), before the
-        # state is handed to the candidate; every input should (reported).
-        audit = make_parameters_matter(self.model, drawn[0], tol)
+        drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
+        # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
+        # generic point (no initialiser's structure survives), and every input the reference reads must
+        # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
+        audit = self._audit_state_and_inputs(drawn, tol, init_seed, perturb_parameters, audit_inputs)
         audit["varied"] = varied
-        audit["inputs_that_do_not_matter"] = (
-            inputs_that_do_not_matter(self.model, drawn[0], drawn[1], tol) if len(drawn) > 1 else []
-        )
-        torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs}, out / "state.pt")
+        if self.input_transforms is not None:
+            drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
+        torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
+                    "input_transforms": self.input_transforms}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degenerate: list[list[str]] = []
@@ -137,14 +140,15 @@ class ReferenceWorker:
         # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
         # difference would otherwise send the judgment to input files, which reach a candidate's round set-up
         # before the clock: the one mode where a round's content exists before its clock).
-        reproducible = fingerprint(draw_inputs(self.module, input_seeds[0])) == self.input_prints[0] if input_seeds else False
+        reproducible = fingerprint(self._draw(input_seeds[0])) == self.input_prints[0] if input_seeds else False
+        self.reproducible = reproducible
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
-        first = draw_inputs(self.module, timing_seed)
+        first = self._draw(timing_seed)
         self.shared_limit = 2 * tensor_bytes(self.outputs[0]) + SHARED_SLACK_BYTES
         input_bytes = tensor_bytes(first)
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
-        self.timing_sets = [first, *(draw_inputs(self.module, timing_seed + k) for k in range(1, n_sets))]
+        self.timing_sets = [first, *(self._draw(timing_seed + k) for k in range(1, n_sets))]
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
         precision_state = (
@@ -155,22 +159,42 @@ class ReferenceWorker:
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
             "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
-            "parameter_audit": audit,
+            "parameter_audit": audit, "input_audit": self.inputs_audit.report(),
+            "input_problem": self.inputs_audit.problem(),
             "precision": precision_state,
         }  # fmt: skip
+
+    def _audit_state_and_inputs(
+        self, drawn: list[list[Any]], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool
+    ) -> dict[str, Any]:
+        """The parameters first (scaled until each matters, then moved to a generic point: perturb.py), then
+        the inputs on that state (input_audit.py), on draws without transforms; sets the transforms every
+        later draw of both workers applies. Either step can be switched off (JudgeConfig)."""
+        audit = make_parameters_matter(self.model, drawn[0], tol)
+        if perturb_state:
+            self.perturbation = perturb.move_parameters(self.model, drawn[0], tol, seed)
+        audit.update(self.perturbation.report())
+        if not audit_inputs:
+            return audit
+        extra = max(0, input_audit.AUDIT_DRAWS - len(drawn))
+        sets = [*drawn[: input_audit.AUDIT_DRAWS], *(self._draw(secrets.randbits(62)) for _ in range(extra))]
+        self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol)
+        self.input_transforms = self.inputs_audit.active()
+        return audit
 
     def draw_round(self, seeds: list[int], workdir: str) -> dict[str, Any]:
         """Input-file mode (a task whose inputs a seed does not reproduce in the candidate worker): draw
         one input set per timed call of the next round, keep them for its checks, write them as a file."""
-        self.round_sets = {seed: draw_inputs(self.module, seed) for seed in seeds}
+        self.round_sets = {seed: self._draw(seed) for seed in seeds}
         path = Path(workdir) / "round_inputs.tensors"
         tensorfile.save([self.round_sets[seed] for seed in seeds], path)
         return {"path": str(path)}
 
     def _draw(self, seed: int) -> list[Any]:
-        """A timed call's inputs, drawn inside its round from a seed of this worker's (the samplers' `draw`):
-        the same steps as the candidate worker's, so both contenders' walls hold the same draw."""
-        return draw_inputs(self.module, seed)
+        """The inputs of `seed`, with the input audit's transforms (as the candidate worker draws them); a
+        timed call's, drawn inside its round (the samplers' `draw`): the same steps as the candidate
+        worker's, so both contenders' walls hold the same draw."""
+        return draw_inputs(self.module, seed, transforms=self.input_transforms)
 
     def save_inputs(self, workdir: str) -> dict[str, Any]:
         """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
@@ -178,7 +202,7 @@ class ReferenceWorker:
         clock) gets its reference outputs recomputed, so files and outputs always belong together."""
         out = Path(workdir)
         for index, seed in enumerate(self.input_seeds):
-            inputs = draw_inputs(self.module, seed)
+            inputs = self._draw(seed)
             if fingerprint(inputs) != self.input_prints[index]:
                 with torch.no_grad():
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
@@ -194,21 +218,40 @@ class ReferenceWorker:
         inputs (drawn again from its seed, or kept in input-file mode) against what the candidate kept."""
         inputs = self.round_sets.get(seed)
         if inputs is None:
-            inputs = draw_inputs(self.module, seed)
+            inputs = self._draw(seed)
         exact = self.exact.outputs(inputs) if self.exact and precision_k else None
         with torch.no_grad():
             raw = flatten_tensors(self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
         ref_aliases = aliasing.aliases(raw, list(inputs))
         expected = [t.detach() for t in raw]
-        return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k)
+        return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
+                                  explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
 
     def compare(
         self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False,
         aliases: Any = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         exact = self.exact_outputs[ref_index] if precision_k else None
+        seed = self.input_seeds[ref_index]
         return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared, self.aliases[ref_index],
-                                  aliases, exact, precision_k)  # fmt: skip
+                                  aliases, exact, precision_k,
+                                  explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
+
+    def _explain(self, seed: int, produced: list[Any], tol: Tolerance) -> str | None:
+        """Why outputs that failed may have failed, when they are what the reference gives with the
+        parameters before their perturbation, or on the inputs without the audit's transforms (a kernel
+        that assumed an initialiser's structure, or ignored an input): one sentence for the reason. Only
+        where a seed reproduces the inputs (else the redraw is not the set that was compared)."""
+        if not self.reproducible:
+            return None
+        try:
+            hint = perturb.explain(self.model, self._draw(seed), produced, tol, self.perturbation)
+            if hint is None and self.input_transforms is not None:
+                raw = draw_inputs(self.module, seed)
+                hint = input_audit.explain(self.model, raw, produced, tol, self.inputs_audit)
+        except Exception:  # a diagnosis only: the comparison has decided already
+            return None
+        return hint
 
     def _read_outputs(self, path: str, shared: bool) -> Any:
         """What the candidate handed over: a tensor file in its shared buffer, or a file it wrote (read
@@ -236,6 +279,8 @@ class ReferenceWorker:
             sys.modules.pop(self.module.__name__, None)
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
         self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
+        self.input_transforms, self.reproducible = None, False
+        self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -244,6 +289,7 @@ class ReferenceWorker:
         self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool,
         ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
         exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
+        explain: Callable[[list[Any]], str | None] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
             produced = self._read_outputs(path, shared)
@@ -254,8 +300,13 @@ class ReferenceWorker:
         if not isinstance(produced, list) or len(produced) != len(expected):
             count = len(produced) if isinstance(produced, list) else "?"
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
-        return judge_outputs(expected, produced, Tolerance(atol, rtol), ref_aliases, got_aliases, exact,
-                             precision_k)  # fmt: skip
+        verdict = judge_outputs(expected, produced, Tolerance(atol, rtol), ref_aliases, got_aliases, exact,
+                                precision_k)  # fmt: skip
+        if not verdict["match"] and "kind" not in verdict and explain is not None:
+            hint = explain(produced)
+            if hint:
+                verdict["reason"] = f"{verdict['reason']}; {hint}"
+        return verdict
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         if gpu:
