@@ -30,7 +30,11 @@ from pathlib import Path
 from cuda_agent.judge.trusted.device_code import TORCH_NAMESPACES, kernels, qualified_name, reserved_kernels
 from cuda_agent.judge.trusted.static_checks import CONV_OPS, GEMM_OPS
 
-CUBLAS_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|splitKreduce|gemv|Kernel2", re.IGNORECASE)
+# cuBLAS's kernels for matrix products: GEMM/GEMV families and BLAS-3's triangular and symmetric products
+# (`trmm_left_kernel_core`, `magma_lds128_strmm_kernel`, `trsm_left_kernel`, `syherk_kernel_core`), which
+# library_rules allows as matrix products.
+CUBLAS_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|splitKreduce|gemv|Kernel2|trmm|trsm|syrk|herk|symm|hemm",
+                           re.IGNORECASE)  # fmt: skip
 CUDNN_KERNEL = re.compile(
     r"cudnn|conv|fprop|dgrad|wgrad|implicit|winograd|fft|xmma|cutlass|nchw|nhwc", re.IGNORECASE
 )
