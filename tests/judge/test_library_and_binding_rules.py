@@ -312,3 +312,15 @@ def test_view_like_composites_are_composite_and_their_copies_are_seen() -> None:
         "narrow_copy"
     ]
     assert "at::cuda::blas" in str(check_imports({"kernels/g.cpp": {"_ZN2at4cuda4blas4gemmIfEEvPcEEv"}}))
+
+
+def test_skill_md_states_the_allow_list_and_the_build_flags() -> None:
+    """The agent is told every driver function the gate passes and that fast math is off."""
+    from cuda_agent.workspace.files import template_path
+
+    skill = template_path("SKILL.md").read_text()
+    section = skill[skill.index("### Libraries and build") : skill.index("## Workspace")]
+    for name in driver_gate.ALLOWED:
+        assert f"`{name}" in section, name
+    assert "Fast math is off" in section and not BuildConfig().fast_math
+    assert all(flag in section for flag in ("-O3", "-DNVTX_DISABLE", "--expt-relaxed-constexpr"))
