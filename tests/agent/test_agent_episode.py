@@ -246,7 +246,7 @@ def test_scripted_episode_builds_fixes_and_finishes(episodes) -> None:
     assert [c for c, _, _ in bash] == [COMPILE, COMPILE, "python3 -m utils.verification", "python3 -m utils.profiling"]
     (_, out1, meta1), (_, out2, meta2), (_, out3, meta3), (_, out4, meta4) = bash
     assert meta1["exit_code"] == 1 and "kernels/relu.cu(9): error" in out1
-    assert meta2["exit_code"] == 0 and "Compile success" in out2 and "1 compiled, 2 reused" in out2
+    assert meta2["exit_code"] == 0 and "Compile success" in out2 and "1 compiled, 3 reused" in out2  # binding, gate, binding unit
     progress = record["progress"]
     assert progress["last_build"]["ok"] is True and progress["last_build"]["turn"] == 5
 

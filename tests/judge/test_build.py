@@ -187,7 +187,9 @@ def test_submission_infrastructure_files_are_ignored(tmp_path: Path) -> None:
     stage = tmp_path / "stage"
     sources = stage_submission(kernels, stage)
     assert (stage / "binding.cpp").read_text().startswith("// binding.cpp -- fixed infrastructure")
-    assert [s.name for s in sources] == ["binding.cpp", "op.cu"]
+    # The judge's own units first: its binding and its driver gate (driver_gate.py), then the submission's.
+    assert [s.name for s in sources] == ["binding.cpp", "judge_driver_gate.cpp", "op.cu"]
+    assert "kAllowed" in (stage / "judge_driver_gate.cpp").read_text()
 
 
 def test_bad_kernels_folders_are_refused(tmp_path: Path) -> None:

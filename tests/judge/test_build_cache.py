@@ -54,8 +54,8 @@ def test_episodes_read_the_shared_pch_in_place_and_add_only_their_objects(warm_r
                              private_judge_binding=False)  # fmt: skip
         result = build_extension(kernels, tmp_path / episode / "out", config)
         assert result.ok, result.full_log
-        # The first compile of the episode reused the shared header and the judge's binding object.
-        assert result.pch and result.cached == ("binding.cpp",)
+        # The first compile of the episode reused the shared header and the judge's own objects.
+        assert result.pch and result.cached == ("binding.cpp", "judge_driver_gate.cpp")
         assert result.compiled == ("kernels/small_binding.cpp",)
         assert any(f"-include {gch.parent}/torch_binding_pch.h" in c for c in result.commands)
         assert not (private / "pch").exists()  # no PCH of its own

@@ -150,7 +150,7 @@ def test_compile_sh_exits_non_zero_unless_task_static_checks_and_build_pass(
     assert "Compile success" not in rejected.stdout  # progress tracking must not count it as compiled
     assert (ws / "cuda_extension.so").is_file()  # built all the same, to try while fixing the rest
     assert not (private / "objects" / "pch").exists()  # the first compile reused the shared header
-    assert "1 compiled, 1 reused" in rejected.stderr  # binding.cpp came from the shared layer
+    assert "1 compiled, 2 reused" in rejected.stderr  # binding.cpp and the driver gate came from the shared layer
 
     (ws / "model_new.py").write_text((EXAMPLE / "model_new.py").read_text())
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(private))  # the same command, in this process (faster)

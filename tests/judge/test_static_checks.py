@@ -157,6 +157,11 @@ def test_local_containers_in_forward_are_fine() -> None:
     assert check_model_new(source) == []
 
 
+def test_cpp_host_reads_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "b_binding.cpp").write_text("void f() {\n    cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n}\n")
+    assert "copies device data to the host" in str(check_kernel_sources(tmp_path))
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -165,13 +170,17 @@ def test_local_containers_in_forward_are_fine() -> None:
         "static torch::Tensor out = torch::empty({4});",
         "static at::Tensor scratch(torch::empty({4}));",
         "static std::vector<std::pair<int, torch::Tensor>> kept;",
-        "static const torch::Tensor& alias = x;",
-        "cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);",
+        "static torch::Tensor my_op_forward(torch::Tensor x);",
+        "cudaMemcpy2DAsync(dst, 8, src, 4, 4, 16, cudaMemcpyDefault, stream);",
     ],
 )
-def test_cpp_state_and_host_reads_are_refused(tmp_path: Path, line: str) -> None:
+def test_static_tensors_and_default_copies_are_left_to_the_dynamic_checks(tmp_path: Path, line: str) -> None:
+    """Changed for issue 33 (these were refused before). A static tensor is a scratch workspace as often
+    as a cache, and a forward declaration is neither: what caching gains is taken away dynamically (fresh
+    inputs for every timed call, every call's output kept and checked after the round, so an output in
+    static memory is overwritten by the next call). cudaMemcpyDefault between device tensors is a device copy."""
     (tmp_path / "b_binding.cpp").write_text(f"void f() {{\n    {line}\n}}\n")
-    assert check_kernel_sources(tmp_path), line
+    assert check_kernel_sources(tmp_path) == [], line
 
 
 @pytest.mark.parametrize(
@@ -267,8 +276,9 @@ def test_gemv_needs_a_matrix_product_and_streams_must_be_joined(tmp_path: Path) 
     assert "never joins" in str(check_kernel_sources(tmp_path))
     (tmp_path / "s.cpp").write_text("void g(cudaEvent_t e) { cudaStream_t s; cudaStreamCreate(&s); cudaStreamWaitEvent(0, e, 0); }\n")
     assert check_kernel_sources(tmp_path) == []
+    # A private cuBLAS handle is allowed since issue 33 (its stream, workspace and math are seen dynamically).
     (tmp_path / "h.cpp").write_text("void g() { cublasHandle_t h; cublasCreate(&h); }\n")
-    assert "private cuBLAS handle" in str(check_kernel_sources(tmp_path))
+    assert check_kernel_sources(tmp_path) == []
 
 
 def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
@@ -278,9 +288,12 @@ def test_imported_symbols_are_checked_whatever_the_spelling() -> None:
     assert check_imports(honest, {"relu"}) == []
     for symbol, expected in [("PyRun_SimpleStringFlags", "Python"), ("PyImport_ImportModule", "Python"),
                              ("posix_spawnp", "processes"), ("openat", "files"), ("pthread_create", "threads"),
-                             ("cublasSaxpy_v2", "matrix product"), ("cublasCreate_v2", "private cuBLAS")]:  # fmt: skip
-        found = check_imports({"kernels/x.cpp": {symbol}}, {"addmm"})
+                             ("cublasSaxpy_v2", "matrix products"), ("cublasIsamax_v2", "index reduction"),
+                             ("cudnnSoftmaxForward", "softmax")]:  # fmt: skip
+        found = check_imports({"kernels/x.cpp": {symbol}}, {"addmm", "conv2d"})
         assert any(expected in str(f) for f in found), (symbol, found)
+    # Changed for issue 33: a private cuBLAS handle is not refused.
+    assert check_imports({"kernels/x.cpp": {"cublasCreate_v2", "cublasSgemm_v2"}}, {"addmm"}) == []
     assert "no convolution" in str(check_imports({"kernels/c.cpp": {"cudnnSoftmaxForward"}}, {"relu"}))
 
 

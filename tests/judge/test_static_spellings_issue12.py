@@ -10,6 +10,7 @@ import pytest
 
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS
 from cuda_agent.judge.trusted import aten_calls
+from cuda_agent.judge.trusted.driver_gate import LINKED_MODULE
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
 
 HEAD = "import functools\nimport torch\nimport torch.nn as nn\nimport cuda_extension\n"
@@ -71,14 +72,16 @@ def test_overloads_of_allowed_ops_are_allowed_and_look_alikes_are_not(struct: st
 
 
 def test_allowed_operators_are_the_op_gates() -> None:
-    assert aten_calls.ALLOWED - {"contiguous"} == ALLOWED_OPS
+    assert aten_calls.ALLOWED == ALLOWED_OPS
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [("pid_t p = _Fork();", "starts a process"), ("fexecve(fd, argv, envp);", "starts a process"),
      ("int fd = __open_2(\"/sys/fs/cgroup/cgroup.procs\", 1);", "opens or changes files"),
-     ("cudaGetDriverEntryPoint(\"cuCtxCreate\", &fn, 0, nullptr);", "driver API by name")],
+     # Since issue 33 the name is judged, not the call: the judge's gate refuses cuCtxCreate at run time,
+     # and the literal gives the reason before anything runs.
+     ("cudaGetDriverEntryPoint(\"cuCtxCreate\", &fn, 0, nullptr);", "driver function cuCtxCreate")],
 )  # fmt: skip
 def test_issue12_cpp_spellings_are_refused(tmp_path: Path, line: str, expected: str) -> None:
     (tmp_path / "daemon_binding.cpp").write_text(f"#include <unistd.h>\nvoid f() {{\n    {line}\n}}\n")
@@ -89,4 +92,9 @@ def test_issue12_cpp_spellings_are_refused(tmp_path: Path, line: str, expected: 
 def test_issue12_cpp_spellings_are_refused_by_what_the_linker_binds() -> None:
     found = str(check_imports({"kernels/daemon_binding.cpp": {"_Fork", "fexecve", "__open_2", "setsid"}}))
     assert "_Fork" in found and "fexecve" in found and "__open_2" in found
-    assert "driver API" in str(check_imports({"kernels/ctx.cpp": {"cudaGetDriverEntryPointByVersion"}}))
+    # Since issue 33: an object may import the entry-point call (it binds to the judge's gate); a driver
+    # function it imports directly must be on the allow-list, and the linked extension must import none of
+    # the gated names (or a call got past the gate).
+    assert check_imports({"kernels/tma.cu": {"cudaGetDriverEntryPointByVersion"}}) == []
+    assert "driver API" in str(check_imports({"kernels/ctx.cpp": {"cuCtxCreate_v2"}}))
+    assert "driver gate" in str(check_imports({LINKED_MODULE: {"cudaGetDriverEntryPointByVersion@libcudart.so.13"}}))

@@ -48,7 +48,8 @@ LOAD_INLINE_PARAMS = (
 IGNORED_PARAMS = ("build_directory", "verbose", "keep_intermediates", "use_pch", "with_cuda")
 # nvcc flags the judge's build already applies (or that only change diagnostics); extended lambdas are
 # turned on for a unit whose compile asks for them (trusted/build.py).
-SAME_CUDA_FLAGS = {"-O3", "--use_fast_math", "-use_fast_math", "--expt-relaxed-constexpr",
+# --use_fast_math is not among them: the judge builds without it (trusted/build.py), and a note says so.
+SAME_CUDA_FLAGS = {"-O3", "--expt-relaxed-constexpr",
                    "--expt-extended-lambda", "--extended-lambda", "-lineinfo", "--ptxas-options=-v", "-Xptxas=-v", ""}  # fmt: skip
 LINKED_LIBRARIES = {"-lcublas", "-lcublasLt", "-lcudnn", "-lcudart", "-lcuda", "-lc10", "-ltorch", ""}
 IMPLICIT_CUDA_HEADERS = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
@@ -306,7 +307,8 @@ def _extension(call: ast.Call, env: dict[str, Any], index: int) -> Extension:
             defines.append(f"#define {macro} {val}".rstrip() if val else f"#define {macro}")
         elif flag not in SAME_CUDA_FLAGS:
             notes.append(f"extra_cuda_cflags {flag!r} not applied: the judge builds every .cu with its own "
-                         "flags (-O3 --use_fast_math --expt-relaxed-constexpr; --extended-lambda where nvcc asks)")  # fmt: skip
+                         "flags (-O3 --expt-relaxed-constexpr, no --use_fast_math: write __expf/__sinf where you want "
+                         "the intrinsics; --extended-lambda where nvcc asks)")  # fmt: skip
     for flag in _flags(values.get("extra_cflags"), "extra_cflags"):
         if flag.startswith("-D") and len(flag) > 2:
             notes.append(f"extra_cflags {flag!r} applies to the C++ sources only; written as a #define there")

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from cuda_agent.judge.common.procs import GIB, Completed, Limits, run_limited, scrubbed_env
 from cuda_agent.judge.trusted import cache as caches
+from cuda_agent.judge.trusted import driver_gate
 from cuda_agent.judge.trusted.toolchain import Toolchain, discover, gencode_flags
 from cuda_agent.workspace.files import INFRASTRUCTURE_FILES, template_path
 
@@ -59,7 +60,11 @@ class BuildConfig:
     optimization: str = "-O3"  # nvcc, for .cu files
     host_optimization: str = "-O1"  # g++, for .cpp files: host glue, see the module docstring
     precompiled_header: bool = True  # compile .cpp units that include torch/pybind11 with the judge's PCH
-    fast_math: bool = True
+    # --use_fast_math for .cu files. Off: it silently turns `sinf`/`expf`/`x / y` into `__sinf`/`__expf`/
+    # approximate division, which the precision audit then refuses as the kernel's own doing (a sinf on
+    # large arguments, 400x the reference's error). A kernel writer who wants the intrinsics writes them,
+    # and the audit judges the result (docs/design/static_rules.md, "Build flags").
+    fast_math: bool = False
     jobs: int = max(1, min(8, os.cpu_count() or 1))
     compile_timeout_s: float = 180.0
     total_timeout_s: float = 300.0
@@ -110,12 +115,14 @@ def default_cache_dir() -> Path:
 
 
 def stage_submission(kernels_dir: Path, stage: Path) -> list[Path]:
-    """Copy kernels/ and the judge's infrastructure into `stage`. Returns the staged sources."""
+    """Copy kernels/ and the judge's infrastructure into `stage`. Returns the staged sources: the judge's
+    own units first (`binding.cpp`, the driver gate), then the submission's."""
     if not kernels_dir.is_dir():
         raise SubmissionError("no kernels/ folder: put your .cu and _binding.cpp files in kernels/")
     stage.mkdir(parents=True, exist_ok=True)
     for name in INFRASTRUCTURE_FILES:
         shutil.copyfile(template_path(name), stage / name)
+    (stage / driver_gate.UNIT_NAME).write_text(driver_gate.gate_source())
     staged_kernels = stage / "kernels"
     staged_kernels.mkdir(exist_ok=True)
     files = sorted(p for p in kernels_dir.rglob("*") if not p.is_dir())
@@ -139,7 +146,18 @@ def stage_submission(kernels_dir: Path, stage: Path) -> list[Path]:
         s.name.endswith("_binding.cpp") for s in sources
     ):
         raise SubmissionError("kernels/ has no .cu or _binding.cpp source to build")
-    return [stage / "binding.cpp", *sources]
+    return [stage / "binding.cpp", stage / driver_gate.UNIT_NAME, *sources]
+
+
+def judge_units(stage: Path) -> tuple[Path, Path]:
+    """The judge's own units in a stage: linked into every submission, never the submission's code."""
+    return stage / "binding.cpp", stage / driver_gate.UNIT_NAME
+
+
+# NVTX ranges (nvtx3 headers, and CUB's and thrust's own ranges) compiled to no-ops whose header code loads
+# no injection library: without them every object that includes NVTX imports dlopen, dlsym and getenv,
+# which the import rules refuse (nothing a judged run needs comes through an NVTX tool).
+NVTX_DEFINES = ("-DNVTX_DISABLE", "-DNVTX_SUPPORT_DYNAMIC_INJECTION_LIBRARY=0")
 
 
 def _common_defines(tc: Toolchain) -> list[str]:
@@ -147,6 +165,7 @@ def _common_defines(tc: Toolchain) -> list[str]:
         f"-DTORCH_EXTENSION_NAME={MODULE_NAME}",
         "-DTORCH_API_INCLUDE_EXTENSION_H",
         f"-D_GLIBCXX_USE_CXX11_ABI={tc.cxx11_abi}",
+        *NVTX_DEFINES,
         *[f"-I{d}" for d in tc.include_dirs],
     ]
 
@@ -423,9 +442,9 @@ def _compile_and_link(
     # Which units take the PCH, and where it is (or will be): its folder is a pure function of the
     # judge's header, the toolchain and the flags, so objects made with it can be found in the cache
     # before it exists, and an all-cached build never waits for it.
-    # The judge's own unit: never from (or through) a shared cache, unless no verdict trusts this build.
-    judge_binding = stage / "binding.cpp" if config.private_judge_binding else None
-    wanting = {s for s in sources if config.precompiled_header and s != judge_binding and _wants_pch(s)}
+    # The judge's own units: never from (or through) a shared cache, unless no verdict trusts this build.
+    private = set(judge_units(stage)) if config.private_judge_binding else set()
+    wanting = {s for s in sources if config.precompiled_header and s not in private and _wants_pch(s)}
     pch = _Pch(None)
     planned: Path | None = None
     shared_pch = _read_only_pch(tc, config) if wanting else None
@@ -443,7 +462,7 @@ def _compile_and_link(
         use = header if source in wanting else None
         command = compile_command(source, stage / (source.name + ".o"), tc, config, use)
         name = f"{_object_key(source, stage, command, tc)}.o"
-        if source == judge_binding:
+        if source in private:
             # Linked into every submission: a forged object in a cache the candidate can write would run
             # in all later ones. Compiled once per judge process, without the shared PCH, into a folder
             # only this process knows (_private_objects).
@@ -567,13 +586,23 @@ def _compile_and_link(
     # make every binding import: torch 2.11's headers, for one, pull PyObject_CallObject into each object.
     # Those symbols say nothing about the submission, so they are subtracted; the rules judge only the rest
     # (a submission that calls them on purpose is left to the source rules on the preprocessed text).
-    judge_binding = stage / "binding.cpp"
+    judge_binding, gate = judge_units(stage)
     toolchain_baseline = imported_symbols(plans[judge_binding][1]) if judge_binding in plans else set()
     imports = {
-        _display(s, stage): imported_symbols(plans[s][1]) - toolchain_baseline for s in sources if s != judge_binding
+        _display(s, stage): imported_symbols(plans[s][1]) - toolchain_baseline
+        for s in sources
+        if s not in (judge_binding, gate)
     }
+    # What the linked extension still imports of the names the gate defines: nothing, unless a call got
+    # past the gate (a versioned reference, a new variant); static_checks.check_imports refuses it.
+    imports[driver_gate.LINKED_MODULE] = {s for s in imported_symbols(module_path) if _base(s) in driver_gate.GATED}
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
                        False, (*commands, " ".join(link)), used_pch, pch_note, imports, steps)  # fmt: skip
+
+
+def _base(symbol: str) -> str:
+    """A symbol without its version (`cudaSetDevice@libcudart.so.13` -> `cudaSetDevice`)."""
+    return symbol.split("@", 1)[0]
 
 
 @functools.cache

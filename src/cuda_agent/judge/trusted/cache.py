@@ -5,14 +5,14 @@ files, and `objects/pch/<digest>/` with the judge's precompiled header, ~570 MB)
 
 Episodes share what does not depend on their code. A *shared* root (`cuda-agent cache warm`, default
 ~/.cache/cuda-agent/shared, or the folder `solve --cache-seed` names) is written only by a trusted host
-process (never from inside an episode) with the judge's PCH and the objects of the judge's own
-`binding.cpp`, and is handed to each episode's builds as a read-only layer (`$CUDA_AGENT_SHARED_CACHE`):
-a build looks an object or the PCH up there, uses it in place (no copy, no link, so nothing in the
-episode's workspace is the same file as a shared entry), and writes only to its own cache. An episode so
-adds only its own objects (~1 MB per compile) instead of a PCH of its own. Entries are content-addressed
-(their names are digests of everything they are made from: header text, compiler, flags, torch), written
-to a temporary name and renamed (readers see a whole entry or none), and made read-only (files 0444,
-folders 0755) in the shared root. The judge's final verdicts never read a shared layer: a forged entry
+process (never from inside an episode) with the judge's PCH and the objects of the judge's own units
+(`binding.cpp`, the driver gate), and is handed to each episode's builds as a read-only layer
+(`$CUDA_AGENT_SHARED_CACHE`): a build looks an object or the PCH up there, uses it in place (no copy, no
+link, so nothing in the episode's workspace is the same file as a shared entry), and writes only to its
+own cache. An episode so adds only its own objects (~1 MB per compile) instead of a PCH of its own.
+Entries are content-addressed (their names are digests of everything they are made from: header text,
+compiler, flags, torch), written to a temporary name and renamed (readers see a whole entry or none), and
+made read-only (files 0444, folders 0755) in the shared root. The judge's final verdicts never read a shared layer: a forged entry
 there could only mislead the agent's own compiles, and under bubblewrap the layer is read-only anyway.
 
 Caches are capped: after a build that wrote to a cache, at most once a minute, the least recently used
@@ -309,7 +309,8 @@ class Warmed:
 
 
 def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
-    """Put the judge's PCH and binding.cpp object into the shared root `root` and seal them read-only.
+    """Put the judge's PCH and its own objects (binding.cpp, the driver gate) into the shared root `root`
+    and seal them read-only.
 
     Call from a trusted process (the `solve` host, `cuda-agent cache warm`), never from inside an episode.
     Content-addressed and idempotent: a second call finds everything and compiles nothing."""

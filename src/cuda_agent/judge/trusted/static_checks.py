@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_agent.judge.trusted.module_aliases import ModuleAliases
+from cuda_agent.judge.trusted import driver_gate, library_rules
+from cuda_agent.judge.trusted.library_rules import CONV_OPS, GEMM_OPS
 
 ALLOWED_IMPORTS = frozenset(
     {"torch", "torch.nn", "torch.nn.functional", "cuda_extension", "math", "typing", "__future__",
@@ -216,8 +218,13 @@ MUTATING_METHODS = frozenset(
 
 def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
     """forward() must be a pure function of its inputs and parameters: state kept between calls is how
-    outputs get cached and replayed, or honest behaviour limited to the calls being checked."""
+    outputs get cached and replayed, or honest behaviour limited to the calls being checked.
+
+    A method named like a mutation called on an imported module itself (`cuda_extension.add(x, y)`, an
+    extension function named `add`) is a call of the module's function, not a mutation: state is what
+    forward reaches through `self` or a module-level name, or through an attribute of a module."""
     findings = []
+    imported = _imported_names(tree)
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         for fn in cls.body:
             if not (isinstance(fn, ast.FunctionDef) and fn.name == "forward"):
@@ -248,10 +255,20 @@ def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
                     and isinstance(node.func, ast.Attribute)
                     and node.func.attr in MUTATING_METHODS
                     and _root_name(node.func.value) not in (None, *local)
+                    and not (isinstance(node.func.value, ast.Name) and node.func.value.id in imported)
                 ):
                     findings.append(Finding(path, node.lineno, f"forward mutates {ast.unparse(node.func.value)} "
                                             f"with .{node.func.attr}(): forward must not keep state between calls"))  # fmt: skip
     return findings
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    """Names an `import` binds at module level (`cuda_extension`, `ext` of `import cuda_extension as ext`)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
 
 
 def _locals(fn: ast.FunctionDef) -> set[str]:
@@ -306,8 +323,9 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(dlopen|dlmopen|dlsym|dlvsym)\s*\("), "loads libraries at run time"),
     (re.compile(r"\b(socket|connect|getaddrinfo)\s*\("), "opens network connections"),
     (
-        re.compile(r"\bcudaGetDriverEntryPoint\w*|\bcuGetProcAddress\w*"),
-        "reaches the CUDA driver API by name (contexts, streams and memory the judge does not see)",
+        re.compile(r"\bcuGetProcAddress\w*"),
+        "reaches the CUDA driver API by name; ask cudaGetDriverEntryPointByVersion for one of the allowed "
+        "driver functions instead (SKILL.md, Libraries and build)",
     ),
     (
         re.compile(
@@ -344,16 +362,9 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "changes L2 cache persistence or device limits",
     ),
     (
-        re.compile(
-            # A static tensor (or container of tensors) *variable*; a static function returning one,
-            # `static torch::Tensor my_op(torch::Tensor x) {`, is the normal binding and is not matched.
-            r"\bstatic\s+(?:const\s+)?(?:(?:torch|at)::Tensor\b|std::\w+\s*<[^;(){}]*?(?:torch|at)::Tensor"
-            r"[^;(){}]*?>)(?!\s*[&*]?\s*\w+\s*\([^;{]*\)\s*(?:const\s*|noexcept\s*)*\{)"
-        ),
-        "keeps tensors or containers across calls (cached outputs); forward must not keep state",
-    ),
-    (
-        re.compile(r"cudaMemcpy\w*\s*\([^;]*DeviceToHost|cudaMemcpyDefault"),
+        # cudaMemcpyDefault (the direction from the pointers) is allowed: between device tensors it is a
+        # device copy, and the trace names every copy's direction.
+        re.compile(r"cudaMemcpy\w*\s*\([^;]*DeviceToHost"),
         "copies device data to the host during forward",
     ),
     (
@@ -361,7 +372,7 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "changes PyTorch's global math settings (TF32, precision); the reference runs with the defaults",
     ),
     (
-        re.compile(r"\bcudaDeviceReset\b|\bcudaSetDevice\b|\bcudaDeviceSetCacheConfig\b|\bcuCtxCreate\w*"),
+        re.compile(r"\bcudaDeviceReset\b|\bcudaDeviceSetCacheConfig\b|\bcuCtxCreate\w*"),
         "changes device state or creates a CUDA context",
     ),
     (
@@ -373,31 +384,25 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
             r"\bat::native::|\bat::_ops::|\bat::cuda::blas::|\bat::cpu::|\bc10::Dispatcher\b|\bfindSchema\w*\s*\(|"
             r"\bat::cuda::(?!(?:getCurrentCUDA\w*Handle|getCurrentCUDABlasLtHandle|getCurrentCUDAStream|"
             r"getDefaultCUDAStream|getStreamFromPool|getStreamFromExternal|getCurrentDeviceProperties|"
+            r"getCUDABlasLtWorkspace|getCUDABlasLtWorkspaceSize|getChosenWorkspaceSize|"
             r"getDeviceProperties|warp_size|CUDAStream|CUDAEvent|OptionalCUDAGuard|CUDAGuard|CUDAStreamGuard|"
             r"OptionalCUDAStreamGuard|device_count|current_device|is_available)\b)\w+\s*\("
         ),
         "calls PyTorch's operator implementations directly; write the kernel",
     ),
     (
-        re.compile(
-            r"\bcublas[SDCZH](axpy|scal|copy|swap|dot\w*|nrm2|asum|amax|amin|rot\w*|ger\w*|sym\w*|hem\w*|"
-            r"tr[ms][mv]\w*|geam|dgmm)(_v2)?\b|\bcublasLt?(Axpy|Scal|Dot|Nrm2)Ex\b"
-        ),
-        "uses cuBLAS for something other than a matrix product (cuBLAS is allowed for GEMM/GEMV only)",
+        library_rules.SOURCE_CALL,
+        "uses cuBLAS or cuDNN for something other than a matrix product or a convolution (elementwise work, "
+        "reductions, softmax, normalisation: write those kernels yourself)",
     ),
     (
-        re.compile(r"CUBLAS_COMPUTE_32F_FAST_\w+|CUBLAS_TF32_TENSOR_OP_MATH|CUBLAS_COMPUTE_32F_FAST_TF32"),
+        library_rules.REDUCED_PRECISION_MODES,
         "lowers the precision of an fp32 GEMM (fast fp16/bf16/tf32 modes) beyond what the reference uses",
     ),
     (
         re.compile(r"\bprofilerEnabled\b|\bhas(Global|ThreadLocal)?Callbacks\b|\bisRecordFunctionEnabled\b|"
                    r"\bcupti[A-Z]\w*|\blibkineto\b|\bautograd::profiler\b|\btorch::profiler\b"),
         "inspects the profiler (behaving differently while traced is phase detection)",
-    ),
-    (
-        re.compile(r"\bcublas(Lt)?Create(_v2)?\b"),
-        "creates a private cuBLAS handle; use at::cuda::getCurrentCUDABlasHandle() (bound to torch's "
-        "current stream, workspace and default math mode)",
     ),
     # Issue 33 (what runs): a function found at run time is called without being imported, and code loaded
     # at run time is in no binary the judge read; the coverage gate attributes both (their kernels are
@@ -423,16 +428,10 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
 STREAM_CREATE = re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(")
 STREAM_JOIN = re.compile(r"\bcudaStreamWaitEvent\s*\(|\bcuStreamWaitEvent\s*\(|\.wait\s*\(")
 CUBLAS_USE = re.compile(r"\bcublas\w*\s*\(")
-CUBLAS_GEMV = re.compile(r"\bcublas[SDCZH]gemv\w*|\bcublasGemv\w*")
 CUDNN_USE = re.compile(r"\bcudnn\w*\s*\(")
-GEMM_OPS = frozenset(
-    {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "_scaled_mm", "addbmm", "einsum",
-     "tensordot", "dot", "vdot"}
-)  # fmt: skip
-CONV_OPS = frozenset(
-    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-     "conv_transpose3d", "cudnn_convolution", "cudnn_convolution_transpose"}
-)  # fmt: skip
+# A driver function asked for by a literal name: refused at run time by the judge's gate unless allowed
+# (driver_gate.py); named here too, with the line, for a reason before anything runs.
+DRIVER_ENTRY_LITERAL = re.compile(r"\b(?:cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)\s*\(\s*\"(\w+)\"")
 CPP_SUFFIXES = (".cu", ".cpp", ".h", ".cuh", ".hpp", ".inc", ".inl")
 
 
@@ -488,12 +487,14 @@ def _file_rules(code: _Code, reference_ops: set[str] | None) -> list[Finding]:
                                 "creates a CUDA stream it never joins to the caller's stream (cudaStreamWaitEvent); "
                                 "use at::cuda::getStreamFromPool() and join it with events, or launch on the "
                                 "current stream"))  # fmt: skip
+    for asked in DRIVER_ENTRY_LITERAL.finditer(full):
+        if not driver_gate.is_allowed(asked.group(1)):
+            findings.append(Finding(code.path, code.line_of(asked.start(), full),
+                                    f"asks for the driver function {asked.group(1)}, which the judge's gate refuses at "
+                                    f"run time (allowed: {driver_gate.allowed_list()})"))  # fmt: skip
     if reference_ops is not None:
-        gemm = bool(reference_ops & GEMM_OPS)
-        if CUBLAS_USE.search(text) and not gemm:
+        if CUBLAS_USE.search(text) and not reference_ops & GEMM_OPS:
             findings.append(Finding(code.path, 0, "uses cuBLAS but the task has no matrix product"))
-        elif (gemv := CUBLAS_GEMV.search(text)) and not ({"mv", "addmv", "matmul", "linear"} & reference_ops or gemm):
-            findings.append(Finding(code.path, code.line_of(gemv.start(), text), "uses cuBLAS gemv without a matrix product"))
         if CUDNN_USE.search(text) and not (reference_ops & CONV_OPS):
             findings.append(Finding(code.path, 0, "uses cuDNN but the task has no convolution"))
     return findings
@@ -572,18 +573,14 @@ _IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^(pthread_create|thrd_create|_ZNSt6thread\w*_M_start_thread\w*)$"), "starts threads"),
     (re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$"), "loads libraries at run time"),
     (re.compile(r"^(socket|connect|getaddrinfo)$"), "opens network connections"),
-    (re.compile(r"^(cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)$"), "reaches the CUDA driver API by name"),
+    (re.compile(r"^cudaGetExportTable$"), "reaches the CUDA runtime's internal tables"),
     (re.compile(r"^(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|__open\w*|__openat\w*|"
                 r"renameat2?|_ZNSt13basic_filebuf\w*|_ZNSt\d+basic_[io]?fstream\w*|_ZNSt10filesystem\w*)$"),
      "opens or changes files"),
     (re.compile(r"^(getenv|secure_getenv|setenv|putenv|unsetenv)$"), "reads or changes the environment"),
-    (re.compile(r"^(cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache|cudaDeviceReset|cudaSetDevice|cuCtxCreate\w*|"
-                r"cudaMallocManaged|cudaHostAlloc|cudaMallocHost|cuMemAllocManaged)$"),
+    (re.compile(r"^(cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache|cudaDeviceReset|cudaMallocManaged|"
+                r"cudaHostAlloc|cudaMallocHost)$"),
      "changes device state, limits or memory kinds"),
-    (re.compile(r"^cublas[SDCZH](axpy|scal|copy|swap|dot\w*|nrm2|asum|amax|amin|rot\w*|ger\w*|sym\w*|hem\w*|"
-                r"tr[ms][mv]\w*|geam|dgmm)(_v2)?(_64)?$"),
-     "uses cuBLAS for something other than a matrix product"),
-    (re.compile(r"^cublas(Lt)?Create(_v2)?$"), "creates a private cuBLAS handle"),
     # Issue 33: run-time symbol lookup (a PyTorch operator called without importing it), device code loaded
     # at run time (in no binary the judge read), and the profiler's state (behaving differently when traced).
     (re.compile(r"^(dl_iterate_phdr|dladdr1?|dlinfo|_dl_find_object|_r_debug|_DYNAMIC|__ehdr_start|getauxval|"
@@ -596,6 +593,9 @@ _IMPORT_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^.*(profiler|Profiler|kineto|Kineto|cupti|RecordFunction|hasCallbacks|hasGlobalCallbacks|"
                 r"hasThreadLocalCallbacks|isRecordFunctionEnabled|StepCallbacks)"),
      "inspects the profiler (behaving differently while traced is phase detection)"),
+    # ATen's GEMM wrappers launch cuBLAS kernels that the coverage gate credits to a submission linking
+    # cuBLAS (02_linked_cublas_aten_mm_cpp): ATen's work, not the submission's.
+    (re.compile(r"^_ZN2at4cuda4blas"), "calls PyTorch's cuBLAS wrappers (at::cuda::blas): call cuBLAS yourself"),
 ]
 # Registering device code by hand: nvcc's objects of .cu files do it for their own kernels; any other
 # object that does registers code the judge's build did not make.
@@ -603,11 +603,28 @@ _HAND_REGISTRATION = re.compile(r"^__cuda(RegisterFatBinary|RegisterFunction|Reg
 
 
 def check_imports(imports: dict[str, set[str]], reference_ops: set[str] | None = None) -> list[Finding]:
-    """Findings for what each submission object (by its source under kernels/) imports from the linker."""
+    """Findings for what each submission object (by its source under kernels/) imports from the linker, and
+    for what the linked extension still imports of the names the judge's driver gate defines (build.py's
+    `LINKED_MODULE` entry). Symbols are judged by their base name (`name@version` is `name`)."""
     from cuda_agent.judge.trusted.aten_calls import forbidden_operators
 
     findings = []
-    for source, symbols in sorted(imports.items()):
+    for source, versioned in sorted(imports.items()):
+        symbols = {s.split("@", 1)[0] for s in versioned}
+        if source == driver_gate.LINKED_MODULE:
+            if bypassed := sorted(s for s in symbols if s in driver_gate.GATED):
+                findings.append(Finding(source, 0, f"the linked extension imports {', '.join(bypassed)} from the CUDA "
+                                        "runtime: a call got past the judge's driver gate (call these functions "
+                                        "by their plain names)"))  # fmt: skip
+            continue
+        if driver := sorted(s for s in symbols if driver_gate.is_driver_function(s) and not driver_gate.is_allowed(s)):
+            findings.append(Finding(source, 0, f"the built object calls the CUDA driver API ({', '.join(driver[:4])}): "
+                                    "contexts, streams and memory the judge does not see; allowed driver functions: "
+                                    f"{driver_gate.allowed_list()}"))  # fmt: skip
+        if routines := sorted(s for s in symbols if library_rules.refused_routine(s)):
+            what = library_rules.refused_routine(routines[0])
+            findings.append(Finding(source, 0, f"the built object calls {', '.join(routines[:4])} ({what}): cuBLAS is "
+                                    "allowed for matrix products and cuDNN for convolutions; write the rest as kernels"))  # fmt: skip
         for pattern, message in _IMPORT_RULES:
             hits = sorted(s for s in symbols if pattern.match(s))
             if hits:

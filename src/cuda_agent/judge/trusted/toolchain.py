@@ -10,6 +10,7 @@ flags and include paths of every build are the judge's own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -78,14 +79,16 @@ def _version(command: list[str]) -> str:
 
 
 def _nvidia_wheel_dirs() -> tuple[list[Path], list[Path]]:
-    """Include and lib folders of the nvidia-* wheels installed beside torch (in this interpreter's site
-    folders, or the one torch itself is in: a venv that reaches torch through a .pth file has none)."""
-    import torch
-
+    """Include and lib folders of the nvidia-* wheels installed beside torch (in the site folder that holds
+    torch, which a virtual environment reaching torch through a .pth file does not have as its own)."""
     includes: list[Path] = []
     libs: list[Path] = []
-    beside_torch = str(Path(torch.__file__).resolve().parents[1])
-    for site in sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], beside_torch}):
+    sites = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    with contextlib.suppress(ImportError):
+        import torch
+
+        sites.append(str(Path(torch.__file__).resolve().parents[1]))
+    for site in dict.fromkeys(str(Path(s).resolve()) for s in sites):
         nvidia = Path(site) / "nvidia"
         if not nvidia.is_dir():
             continue

@@ -1,0 +1,95 @@
+"""Which routines of the allowed libraries a submission may call, by what the task has: rule tables as data.
+
+Rule (stated in SKILL.md, "Libraries and build"): library work counts as the submission's own only in the
+kind of op the library is allowed for: cuBLAS and cuBLASLt in the task's matrix products (`GEMM_OPS`),
+cuDNN in its convolutions (`CONV_OPS`). Matrix products are BLAS-2 and BLAS-3: gemv/ger, gemm in every
+form (Ex, batched, strided-batched, cuBLASLt with its epilogues), symm/hemm, syrk/herk/syr2k, trmm and
+trsm; a convolution is cuDNN's convolution family (with its fused bias and activation), or a cuDNN graph.
+A submission that is only a library call, where the task is only a matrix product or a convolution, is
+allowed: it competes on the configuration it picks, and the bar (faster than torch.compile, which calls the
+same libraries) is what makes it worth a reward. The precision is the task's: the precision audit measures
+every output against a float64 evaluation (TF32, fp16 or bf16 math inside an fp32 task is refused there,
+whatever enum value selected it).
+
+What is refused here, and why nothing dynamic sees it: the routines below do elementwise work, reductions or
+factorisations, the work the submission's own kernels are for. Their kernels run inside cuBLAS/cuDNN
+under names (`axpy_kernel_val<...>(cublasAxpyParamsVal...)`, `cudnn::...`) that the coverage gate cannot
+tell from the library's GEMM or convolution kernels, so the symbol the built object imports is the
+evidence (whatever the source spelled), and the source text gives the line.
+
+Trust boundary: parent, on source text and on the symbols of objects the judge built.
+"""
+
+from __future__ import annotations
+
+import re
+
+GEMM_OPS = frozenset(
+    {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "_scaled_mm", "addbmm", "einsum",
+     "tensordot", "dot", "vdot"}
+)  # fmt: skip
+CONV_OPS = frozenset(
+    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+     "conv_transpose3d", "cudnn_convolution", "cudnn_convolution_transpose"}
+)  # fmt: skip
+
+# cuBLAS routines that are not matrix products: (routine name pattern, what it is). Names are matched with
+# the type letter (S, D, C, Z, H; I for the index routines) and the _v2/_64 suffixes around them.
+CUBLAS_REFUSED: list[tuple[str, str]] = [
+    (r"(axpy|scal|copy|swap)", "BLAS-1 vector update (elementwise work)"),
+    (r"(dot[uc]?|nrm2|asum)", "BLAS-1 reduction"),
+    (r"(am(?:ax|in))", "BLAS-1 index reduction (cublasIsamax)"),
+    (r"(rot[gm]{0,2})", "BLAS-1 plane rotation (elementwise work)"),
+    (r"(geam)", "matrix addition/transposition (elementwise work)"),
+    (r"(dgmm)", "diagonal scaling (elementwise work)"),
+    (r"(getr[fis]|geqrf|gels|matinv|tpttr|trttp)\w*", "factorisation, inversion or format conversion"),
+]
+# The *Ex forms of BLAS-1 (cublasAxpyEx, cublasDotcEx, cublasNrm2Ex, cublasIamaxEx...).
+_CUBLAS_EX_REFUSED = r"(Axpy|Scal|Copy|Swap|Dot[uc]?|Nrm2|Asum|Iamax|Iamin|Rot[gm]{0,2})Ex"
+
+# cuDNN routines outside the convolution family: (pattern, what it is). Allowed besides the convolution
+# routines: handles, descriptors, workspace queries, cudnnAddTensor (a convolution's bias), layout
+# transforms and fills (data movement), and the graph (backend) API.
+CUDNN_REFUSED: list[tuple[str, str]] = [
+    (r"cudnnSoftmax\w*", "softmax"),
+    (r"cudnnPooling\w*", "pooling"),
+    (r"cudnn(BatchNormalization|Normalization|LRN|DivisiveNormalization)\w*", "normalisation"),
+    (r"cudnnActivation(Forward|Backward)\w*", "a standalone activation (elementwise work)"),
+    (r"cudnn(OpTensor|ReduceTensor|ScaleTensor)\w*", "elementwise arithmetic or a reduction"),
+    (r"cudnn(RNN|MultiHeadAttn|CTCLoss|Dropout|SpatialTf)\w*", "a layer that is not a convolution"),
+]
+
+
+def _cublas_symbol(routine: str) -> str:
+    return rf"cublas(?:[SDCZH]|I[sdcz]){routine}(?:_v2)?(?:_64)?"
+
+
+def cublas_refusals() -> list[tuple[re.Pattern[str], str]]:
+    """(exact-symbol pattern, reason) for every refused cuBLAS routine."""
+    rules = [(re.compile(rf"^{_cublas_symbol(r)}$"), what) for r, what in CUBLAS_REFUSED]
+    rules.append((re.compile(rf"^cublas{_CUBLAS_EX_REFUSED}(?:_64)?$"), "BLAS-1 routine (elementwise work or a reduction)"))
+    return rules
+
+
+def cudnn_refusals() -> list[tuple[re.Pattern[str], str]]:
+    """(exact-symbol pattern, reason) for every refused cuDNN routine."""
+    return [(re.compile(rf"^{p}$"), what) for p, what in CUDNN_REFUSED]
+
+
+def refused_routine(symbol: str) -> str | None:
+    """What a refused library routine is (for the reason), or None for an allowed one or another symbol."""
+    for pattern, what in (*cublas_refusals(), *cudnn_refusals()):
+        if pattern.match(symbol):
+            return what
+    return None
+
+
+# The same routines as calls in source text (a line number for the reason; the symbols are the evidence).
+SOURCE_CALL = re.compile(
+    r"\b(?:" + "|".join([*(_cublas_symbol(r) for r, _ in CUBLAS_REFUSED), rf"cublas{_CUBLAS_EX_REFUSED}",
+                         *(p for p, _ in CUDNN_REFUSED)]) + r")\s*\("
+)  # fmt: skip
+
+# Routine names that, spelled in source, select reduced-precision math for fp32 operands. Kept as a fast,
+# readable reason; the line is the precision audit (a compute type given by number is caught there).
+REDUCED_PRECISION_MODES = re.compile(r"\bCUBLAS_COMPUTE_32F_FAST_\w+|\bCUBLAS_TF32_TENSOR_OP_MATH\b")
