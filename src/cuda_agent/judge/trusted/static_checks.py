@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_agent.judge.trusted.module_aliases import ModuleAliases
 from cuda_agent.judge.trusted import driver_gate, library_rules
 from cuda_agent.judge.trusted.library_rules import CONV_OPS, GEMM_OPS
+from cuda_agent.judge.trusted.module_aliases import ModuleAliases
 
 ALLOWED_IMPORTS = frozenset(
     {"torch", "torch.nn", "torch.nn.functional", "cuda_extension", "math", "typing", "__future__",
