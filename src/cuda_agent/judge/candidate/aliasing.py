@@ -1,9 +1,14 @@
-"""Which of a call's outputs share memory with its inputs or with each other (for the layout rule).
+"""Which of a call's outputs share memory with its inputs, each other, or memory kept between calls.
 
 Loaded in both workers. In the reference worker it computes the reference's own aliasing (a fact); in the
 candidate worker it computes the candidate's, which the parent passes to the reference worker as a
 **claim**: code in the candidate's process is the candidate's to patch. The rule itself is decided in the
 reference worker (`trusted/layout.py`); defence in depth only, see docs/design/trust_boundary.md.
+
+Memory kept between calls (`KEPT`) is seen where it is sound to look: a timed round keeps every call's
+output alive until the parent has chosen its checks (candidate/sampler.py), so two of them sharing memory
+means a buffer the candidate keeps, never the allocator reusing a freed block. For the reference, its
+output overlapping the model's own tensors (a parameter or buffer returned) is memory kept between calls.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+KEPT = "memory kept between calls"
 
 
 def _extent(t: torch.Tensor) -> tuple[int, int] | None:
@@ -38,4 +45,19 @@ def aliases(outputs: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
         hits += [f"output {i}" for i, (r, dev) in enumerate(ranges_out)
                  if i != j and dev == t.device and _overlap(mine, r)]  # fmt: skip
         found.append(hits)
+    return found
+
+
+def kept(outputs: list[torch.Tensor], memory: list[torch.Tensor]) -> list[list[str]]:
+    """For each output, [KEPT] if it overlaps any tensor of `memory` (the outputs of the round's other
+    calls, or the model's own tensors), else []."""
+    ranges = [(_extent(m), m.device) for m in memory if isinstance(m, torch.Tensor)]
+    return [[KEPT] if any(dev == t.device and _overlap(_extent(t), r) for r, dev in ranges) else [] for t in outputs]
+
+
+def model_memory(model: Any) -> list[torch.Tensor]:
+    """The tensors a module keeps between calls: its parameters, buffers and tensor attributes."""
+    found = [*model.parameters(), *model.buffers()]
+    for module in model.modules():
+        found += [v for v in vars(module).values() if isinstance(v, torch.Tensor)]
     return found

@@ -16,7 +16,7 @@ task's magnitudes, changes the output by less than the tolerance.
   names of those that do not are reported in the verdict's checks.
 
 The degenerate answers themselves (zeros, constants, an input returned as it is, a low-order polynomial
-of an input) are in compare.degenerate_baselines; a task for which one passes on every input set is a
+of an input) are in degeneracy.py; a task for which one passes on every input set is a
 task_error, so a candidate can never be rewarded for matching one.
 """
 

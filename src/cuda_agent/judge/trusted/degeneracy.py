@@ -1,0 +1,238 @@
+"""The degeneracy audit: trivial answers that pass the comparison on every input set.
+
+A task whose output a trivial stand-in matches on every input set cannot tell a kernel that does the
+work from one that does not; the judgment then ends with `task_error` (the task is unusable, not the
+candidate wrong) instead of rewarding the stand-in. The stand-ins, with why each is trivial and the
+margin it must pass by, are the table `STAND_INS`.
+
+Three rules keep the audit from refusing honest tasks (issue 35, class 6):
+- **One stand-in for the whole judgment.** What a stand-in fits to the answer (a constant, a polynomial's
+  coefficients) it fits on the first input set and applies unchanged to the others: a candidate cannot
+  know the answer of a set it has not computed. Refitted on each set, the polynomial "passed" a global
+  abs-max normalisation, `x / max|x|`, which is linear in x on every set but with a coefficient only the
+  reduction over all of x gives.
+- **A clear margin for approximations.** Answers that need no work (zeros, a constant, an input returned,
+  one slice repeated) make the task degenerate when they pass at the judge's own tolerance: a candidate
+  returning one would be rewarded for nothing. (A margin there would let the uniform 1/32768 through on
+  a softmax over 32768 standard-normal logits: its largest error is 0.43 of the tolerance, and it passes
+  on every set.) The polynomial still reads every input and writes every output, so it only shows that
+  the task cannot tell right from trivial when it passes with its error below a quarter of the tolerance
+  everywhere: the task's nonlinearity is then invisible at the tolerance. MinGPT's tanh GELU on inputs
+  in [0, 1) (KernelBench level1/88) is matched by a quadratic with 0.47 of the tolerance to spare, not a
+  clear margin: a task to judge kernels on, where a candidate returning the quadratic is refused by the
+  precision audit (its error against a float64 evaluation is far above the reference's).
+- **Inputs as drawn.** The audit compares with copies of the inputs taken before the reference runs
+  (`snapshot`): a forward that updates an input in place and returns it made the input, read after the
+  forward, equal the output ("input 0 returned as it is").
+
+Trust boundary: runs in the reference worker only (never candidate code), on the reference's outputs and
+the inputs the judge drew; `scripts/kernelbench_degeneracy.py` runs the same audit over KernelBench
+(`audit_task`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.trusted.compare import Tolerance, passes_with
+
+# A task running only these (and allocation, views) is a polynomial of its inputs: a fitted polynomial
+# is then the task itself, not a trivial answer (`low_order` off).
+POLYNOMIAL_OPS = frozenset({"mul", "add", "sub", "rsub", "neg", "clone", "copy_", "_to_copy", "contiguous"})
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A trivial answer: `margin` is how many times tighter than the judge's tolerance it must pass."""
+
+    name: str
+    margin: float
+    why: str
+
+
+STAND_INS: dict[str, StandIn] = {
+    s.name: s
+    for s in (
+        StandIn("zeros", 1.0, "no work at all"),
+        StandIn("constant", 1.0, "no work: one value (the first set's mean, else its median) everywhere"),
+        StandIn("slice", 1.0, "a fraction of the work: the output's first slice along a dimension, repeated"),
+        StandIn("input", 1.0, "no work: an input (as drawn, before the reference ran) returned as it is"),
+        StandIn(
+            "polynomial", 4.0,
+            "a cheaper formula, not no work: a quadratic of one input with coefficients fitted on the first "
+            "set; degenerate only when its error stays below a quarter of the tolerance",
+        ),
+    )
+}  # fmt: skip
+
+
+def snapshot(inputs: Sequence[Any]) -> list[Any]:
+    """Copies of an input set's tensors, taken before the reference runs (it may update inputs in place)."""
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+@dataclass(frozen=True)
+class Polynomial:
+    """c0 + c1 z + c2 z^2 + ... with z = x / scale."""
+
+    coefficients: tuple[float, ...]
+    scale: float
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        z = x.double() / self.scale
+        value = torch.zeros_like(z)
+        for c in reversed(self.coefficients):  # Horner
+            value = value * z + c
+        return value
+
+
+def fit_polynomial(x: torch.Tensor, y: torch.Tensor, degree: int) -> Polynomial | None:
+    """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`, from
+    the normal equations (power sums on the tensors' device; only a tiny system is solved on the CPU)."""
+    xd, yd = x.double().flatten(), y.double().flatten()
+    keep = torch.isfinite(xd) & torch.isfinite(yd)
+    if int(keep.sum()) <= degree + 1:
+        return None
+    xs, ys = xd[keep], yd[keep]
+    scale = float(xs.abs().max()) or 1.0
+    xs = xs / scale
+    sums = [float(xs.pow(p).sum()) for p in range(2 * degree + 1)]
+    gram = torch.tensor([[sums[i + j] for j in range(degree + 1)] for i in range(degree + 1)], dtype=torch.float64)
+    rhs = torch.tensor([[float((ys * xs.pow(i)).sum())] for i in range(degree + 1)], dtype=torch.float64)
+    coefficients = torch.linalg.lstsq(gram, rhs).solution.flatten().tolist()
+    return Polynomial(tuple(coefficients), scale)
+
+
+def _constants(ref: torch.Tensor) -> tuple[float, ...]:
+    finite = ref[torch.isfinite(ref)]
+    if not finite.numel():
+        return ()
+    return float(finite.double().mean()), float(finite.double().median())
+
+
+class Audit:
+    """The degeneracy audit over a judgment's input sets: `add` each set's outputs and inputs (as drawn),
+    then `always` names the stand-ins that passed on every set."""
+
+    def __init__(self, tol: Tolerance) -> None:
+        self.tol = tol
+        self.sets = 0
+        self._fits: dict[tuple[int, str], Any] = {}  # (output, stand-in) -> what the first set fitted
+        self._always: set[str] | None = None
+
+    def _passes(self, kind: str, ref: torch.Tensor, fake: torch.Tensor) -> bool:
+        margin = STAND_INS[kind].margin
+        return passes_with(ref, fake, Tolerance(self.tol.atol / margin, self.tol.rtol / margin))
+
+    def _fit(self, key: tuple[int, str], make: Any) -> Any:
+        if key not in self._fits:
+            self._fits[key] = make()
+        return self._fits[key]
+
+    def add(self, outputs: Sequence[torch.Tensor], inputs: Sequence[Any] = (), low_order: bool = True) -> list[str]:
+        """The stand-ins that pass on this set (`low_order`: try the polynomial; off for tasks that are
+        themselves polynomial in their inputs, where the fit is the task, not a trivial answer)."""
+        found: set[str] = set()
+        for k, ref in enumerate(outputs):
+            prefix = f"output {k}: " if len(outputs) > 1 else ""
+            found |= {prefix + name for name in self._output(k, ref, inputs, low_order)}
+        self.sets += 1
+        self._always = found if self._always is None else self._always & found
+        return sorted(found)
+
+    def always(self) -> list[str]:
+        return sorted(self._always or ())
+
+    def _output(self, k: int, ref: torch.Tensor, inputs: Sequence[Any], low_order: bool) -> list[str]:
+        if ref.numel() == 0:
+            return ["empty output"]
+        passing = []
+        if self._passes("zeros", ref, torch.zeros_like(ref)):
+            passing.append("all zeros")
+        if ref.is_floating_point():
+            mean_median = self._fit((k, "constant"), lambda: _constants(ref))
+            for label, value in zip(("the constant mean", "the constant"), mean_median, strict=False):
+                if self._passes("constant", ref, torch.full_like(ref, value)):
+                    passing.append(f"{label} {value:.4g}")
+                    break
+        for dim, size in enumerate(ref.shape):
+            if size > 1 and self._passes("slice", ref, ref.narrow(dim, 0, 1).expand_as(ref).contiguous()):
+                passing.append(f"its first slice along dim {dim} repeated")
+                break
+        for j, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor) or x.numel() != ref.numel() or x.device != ref.device:
+                continue
+            same = x.reshape(ref.shape)
+            comparable = x.dtype == ref.dtype or (x.is_floating_point() and ref.is_floating_point())
+            if comparable and self._passes("input", ref, same.to(ref.dtype)):
+                passing.append(f"input {j} returned as it is")
+                continue
+            if low_order and ref.is_floating_point() and x.is_floating_point():
+                fit = self._fit((k, f"polynomial {j}"), lambda same=same: fit_polynomial(same, ref, degree=2))
+                if fit is not None and self._passes("polynomial", ref, fit(same).to(ref.dtype)):
+                    passing.append(f"a quadratic polynomial of input {j}")
+        return passing
+
+
+def degenerate_baselines(
+    ref: torch.Tensor, tol: Tolerance, inputs: Sequence[Any] = (), low_order: bool = True
+) -> list[str]:
+    """The stand-ins that pass for one output on one input set (a one-set `Audit`)."""
+    return Audit(tol).add([ref], inputs, low_order)
+
+
+@dataclass
+class TaskAudit:
+    """What `audit_task` found for one task."""
+
+    degenerate: list[str]  # stand-ins that passed on every set
+    per_set: list[list[str]]  # stand-ins that passed on each set
+    outputs: list[dict[str, Any]]  # shape and dtype of each output
+    ops: list[str]  # the reference's ATen ops
+    low_order: bool
+    input_bytes: int
+    seconds: float
+    parameter_audit: dict[str, Any] = field(default_factory=dict)
+
+
+def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Tolerance, device: str = "cuda",
+               init_seed: int = 0) -> TaskAudit:  # fmt: skip
+    """The reference worker's degeneracy audit on a task module, the judge's way (`prepare`): the model
+    built from `init_seed`, its constant state varied and every parameter made to matter, each input set
+    drawn from its seed on `device`, copied before the forward, and audited with the same `Audit`."""
+    from cuda_agent.judge.candidate.inputs import draw_inputs
+    from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
+    from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
+    from cuda_agent.task import build_model, check_inputs, flatten_tensors, tensor_bytes
+
+    began = time.monotonic()
+    torch.manual_seed(init_seed)
+    model, _ = build_model(module, name)
+    vary_constant_state(model)
+    model = model.to(device).eval()
+    drawn = [check_inputs(draw_inputs(module, seed, device=device), name) for seed in seeds]
+    parameter_audit = make_parameters_matter(model, drawn[0], tol)
+    audit = Audit(tol)
+    recorder = OpGate(poison=False)
+    per_set, specs, low_order = [], [], True
+    for index, inputs in enumerate(drawn):
+        pristine = snapshot(inputs)
+        with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
+            outputs = [t.detach() for t in flatten_tensors(model(*inputs))]
+        if not outputs:
+            raise ValueError("Model.forward returned no tensors")
+        specs = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in outputs]
+        low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
+        per_set.append(audit.add(outputs, pristine, low_order))
+        del pristine, outputs
+    return TaskAudit(
+        degenerate=audit.always(), per_set=per_set, outputs=specs, ops=sorted(recorder.seen), low_order=low_order,
+        input_bytes=tensor_bytes(drawn[0]), seconds=time.monotonic() - began, parameter_audit=parameter_audit,
+    )  # fmt: skip
