@@ -143,12 +143,12 @@ def get_init_inputs():
 """
     found = audit_task(_module(source, "new_gelu"), "new_gelu", [3, 4][: 2 if side < 8192 else 1], TOL, device="cpu")
     assert found.degenerate == [] and all(s == [] for s in found.per_set), found.per_set
-    assert found.low_order and found.outputs == [{"shape": [side, side], "dtype": "float32"}]
+    assert found.low_order and found.outputs[0]["shape"] == [side, side] and found.outputs[0]["max_abs"] > 0.8
     # what the old audit (a quadratic refitted to each set, at the tolerance itself) said
     x = torch.rand(side, side, generator=torch.Generator().manual_seed(0))
     y = 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
     fit = fit_polynomial(x, y, 2)
-    assert fit is not None and passes_with(y, fit(x).float(), TOL)
+    assert fit is not None and passes_with(y, fit(x, torch.float32), TOL)
 
 
 def test_true_degenerate_tasks_stay_degenerate(cpu_worker: Any) -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -78,6 +78,9 @@ def snapshot(inputs: Sequence[Any]) -> list[Any]:
     return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+CHUNK = 1 << 24  # elements per step of the polynomial's sums and evaluation: float64 temporaries stay small
+
+
 @dataclass(frozen=True)
 class Polynomial:
     """c0 + c1 z + c2 z^2 + ... with z = x / scale."""
@@ -85,29 +88,51 @@ class Polynomial:
     coefficients: tuple[float, ...]
     scale: float
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        z = x.double() / self.scale
-        value = torch.zeros_like(z)
-        for c in reversed(self.coefficients):  # Horner
-            value = value * z + c
-        return value
+    def __call__(self, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The polynomial of every element of `x`, as `dtype` (computed in float64, CHUNK at a time)."""
+        flat = x.reshape(-1)
+        out = torch.empty(flat.shape, dtype=dtype, device=x.device)
+        for start in range(0, flat.numel(), CHUNK):
+            z = flat[start : start + CHUNK].double() / self.scale
+            value = torch.zeros_like(z)
+            for c in reversed(self.coefficients):  # Horner
+                value = value * z + c
+            out[start : start + CHUNK] = value
+        return out.reshape(x.shape)
 
 
 def fit_polynomial(x: torch.Tensor, y: torch.Tensor, degree: int) -> Polynomial | None:
     """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`, from
-    the normal equations (power sums on the tensors' device; only a tiny system is solved on the CPU)."""
-    xd, yd = x.double().flatten(), y.double().flatten()
-    keep = torch.isfinite(xd) & torch.isfinite(yd)
-    if int(keep.sum()) <= degree + 1:
+    the normal equations: power sums on the tensors' device, CHUNK elements at a time, and only a tiny
+    system solved on the CPU."""
+    xf, yf = x.reshape(-1), y.reshape(-1)
+
+    def chunks() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for i in range(0, xf.numel(), CHUNK):
+            yield xf[i : i + CHUNK].double(), yf[i : i + CHUNK].double()
+
+    scale, count = 0.0, 0
+    for xs, ys in chunks():
+        keep = torch.isfinite(xs) & torch.isfinite(ys)
+        count += int(keep.sum())
+        if bool(keep.any()):
+            scale = max(scale, float(xs[keep].abs().max()))
+    if count <= degree + 1:
         return None
-    xs, ys = xd[keep], yd[keep]
-    scale = float(xs.abs().max()) or 1.0
-    xs = xs / scale
-    sums = [float(xs.pow(p).sum()) for p in range(2 * degree + 1)]
+    scale = scale or 1.0
+    sums, rhs = [0.0] * (2 * degree + 1), [0.0] * (degree + 1)
+    for xs, ys in chunks():
+        keep = torch.isfinite(xs) & torch.isfinite(ys)
+        z, t = xs[keep] / scale, ys[keep]
+        power = torch.ones_like(z)
+        for p in range(2 * degree + 1):
+            sums[p] += float(power.sum())
+            if p <= degree:
+                rhs[p] += float((t * power).sum())
+            power = power * z
     gram = torch.tensor([[sums[i + j] for j in range(degree + 1)] for i in range(degree + 1)], dtype=torch.float64)
-    rhs = torch.tensor([[float((ys * xs.pow(i)).sum())] for i in range(degree + 1)], dtype=torch.float64)
-    coefficients = torch.linalg.lstsq(gram, rhs).solution.flatten().tolist()
-    return Polynomial(tuple(coefficients), scale)
+    solution = torch.linalg.lstsq(gram, torch.tensor(rhs, dtype=torch.float64).unsqueeze(1)).solution
+    return Polynomial(tuple(solution.flatten().tolist()), scale)
 
 
 def _constants(ref: torch.Tensor) -> tuple[float, ...]:
@@ -176,7 +201,7 @@ class Audit:
                 continue
             if low_order and ref.is_floating_point() and x.is_floating_point():
                 fit = self._fit((k, f"polynomial {j}"), lambda same=same: fit_polynomial(same, ref, degree=2))
-                if fit is not None and self._passes("polynomial", ref, fit(same).to(ref.dtype)):
+                if fit is not None and self._passes("polynomial", ref, fit(same, ref.dtype)):
                     passing.append(f"a quadratic polynomial of input {j}")
         return passing
 
@@ -188,13 +213,23 @@ def degenerate_baselines(
     return Audit(tol).add([ref], inputs, low_order)
 
 
+def _spec(t: torch.Tensor) -> dict[str, Any]:
+    """Shape, dtype and, for a float output, the largest and the mean magnitude of its finite values."""
+    spec: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+    if t.is_floating_point() and t.numel():
+        finite = t[torch.isfinite(t)].abs()
+        if finite.numel():
+            spec["max_abs"], spec["mean_abs"] = float(finite.max()), float(finite.double().mean())
+    return spec
+
+
 @dataclass
 class TaskAudit:
     """What `audit_task` found for one task."""
 
     degenerate: list[str]  # stand-ins that passed on every set
     per_set: list[list[str]]  # stand-ins that passed on each set
-    outputs: list[dict[str, Any]]  # shape and dtype of each output
+    outputs: list[dict[str, Any]]  # shape, dtype and magnitude (first set) of each output
     ops: list[str]  # the reference's ATen ops
     low_order: bool
     input_bytes: int
@@ -228,7 +263,8 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
             outputs = [t.detach() for t in flatten_tensors(model(*inputs))]
         if not outputs:
             raise ValueError("Model.forward returned no tensors")
-        specs = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in outputs]
+        if index == 0:
+            specs = [_spec(t) for t in outputs]
         low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
         per_set.append(audit.add(outputs, pristine, low_order))
         del pristine, outputs
