@@ -73,6 +73,8 @@ def cpu_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
     monkeypatch.setattr(rw, "draw_inputs", functools.partial(candidate_inputs.draw_inputs, device="cpu"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    load = tensorfile.load
+    monkeypatch.setattr(rw.tensorfile, "load", lambda path, device="cpu", trusted=True: load(path, "cpu", trusted))
 
     def prepare(source: str, name: str = "task") -> tuple[rw.ReferenceWorker, dict[str, Any]]:
         task = tmp_path / f"{name}.py"
@@ -98,6 +100,20 @@ def test_inplace_task_is_not_degenerate_in_prepare(cpu_worker: Any) -> None:
     x, y = candidate_inputs.draw_inputs(worker.module, 11, device="cpu")
     truth = x * 0.5 + y
     assert judge_outputs(worker.outputs[0], [truth], TOL, worker.aliases[0], [["input 0"]], None, None)["match"]
+
+
+def test_inplace_timed_check_allows_returning_the_input(cpu_worker: Any, tmp_path: Path) -> None:
+    """A timed call's check runs the reference on copies of the redrawn inputs: its output is one of those
+    copies, so the candidate's output may be its own input (it was refused as aliasing input 0)."""
+    worker, _ = cpu_worker(INPLACE_TASK, "inplace_timed")
+    x, y = candidate_inputs.draw_inputs(worker.module, 99, device="cpu")
+    out = x.mul_(0.5).add_(y)  # what an honest in-place candidate returns: its updated input
+    tensorfile.save([out], tmp_path / "timed.tensors")
+    verdict = worker.compare_timing(99, str(tmp_path / "timed.tensors"), TOL.atol, TOL.rtol, aliases=[["input 0"]])
+    assert verdict["match"], verdict
+    tensorfile.save([out], tmp_path / "timed.tensors")
+    verdict = worker.compare_timing(99, str(tmp_path / "timed.tensors"), TOL.atol, TOL.rtol, aliases=[["input 1"]])
+    assert not verdict["match"] and "input 1" in verdict["reason"]
 
 
 def test_audit_reads_inputs_as_drawn() -> None:
@@ -284,3 +300,15 @@ def test_cuts_found_for_comparisons_and_arg_reductions_only() -> None:
     (alts,) = cuts.alternatives(count, count(), TOL)  # type: ignore[misc]
     assert bool((alts[0] >= count()[0]).all() and (alts[1] <= count()[0]).all())
     assert bool(cuts.ambiguous(count()[0], alts).any())
+
+
+def test_an_expanded_output_passes_where_the_reference_returns_one() -> None:
+    row = torch.randn(1, 32)
+    ref = row.expand(64, 32)  # the reference itself returns a broadcast view of a fresh row
+    ref_aliases = aliasing.aliases([ref], [])
+    assert ref_aliases == [[aliasing.ITSELF]]
+    mine = row.clone().expand(64, 32)
+    assert judge_outputs([ref.clone()], [mine], TOL, ref_aliases, aliasing.aliases([mine], []), None, None)["match"]
+    # a report that hides the overlap changes nothing: the strides in the hand-over show it
+    decided = judge_outputs([ref.clone()], [mine], TOL, [[]], [[]], None, None)
+    assert not decided["match"] and "share memory" in decided["reason"]

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 KEPT = "memory kept between calls"
+ITSELF = "itself"
 
 
 def _extent(t: torch.Tensor) -> tuple[int, int] | None:
@@ -33,8 +34,21 @@ def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
     return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
 
 
+def overlaps_itself(t: torch.Tensor) -> bool:
+    """Do two of the tensor's elements share memory? Dimensions sorted by stride, each stride must pass
+    the reach of the smaller ones (a sufficient test of no overlap: a layout failing it is taken as
+    overlapping, as every stride-0 (expanded) dimension does)."""
+    reach = 0
+    for stride, size in sorted((abs(t.stride(d)), t.shape[d]) for d in range(t.dim()) if t.shape[d] > 1):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
+
+
 def aliases(outputs: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
-    """For each output, the inputs ('input k') and other outputs ('output j') whose memory it overlaps."""
+    """For each output, the inputs ('input k') and other outputs ('output j') whose memory it overlaps,
+    and 'itself' where its own elements share memory (an expanded view)."""
     flat_inputs = [x for x in inputs if isinstance(x, torch.Tensor)]
     ranges_in = [(k, _extent(x), x.device) for k, x in enumerate(flat_inputs)]
     ranges_out = [(_extent(t), t.device) for t in outputs]
@@ -44,7 +58,7 @@ def aliases(outputs: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
         hits = [f"input {k}" for k, r, dev in ranges_in if dev == t.device and _overlap(mine, r)]
         hits += [f"output {i}" for i, (r, dev) in enumerate(ranges_out)
                  if i != j and dev == t.device and _overlap(mine, r)]  # fmt: skip
-        found.append(hits)
+        found.append([*hits, ITSELF] if overlaps_itself(t) else hits)
     return found
 
 

@@ -16,8 +16,9 @@ returned).
 
 Where each fact is established: the aliasing reports are computed by `candidate/aliasing.py` in the
 candidate worker (from data pointers of the call's inputs, outputs and the round's other outputs) and,
-for the reference, in the reference worker; the strides that show an output's own overlap travel in the
-tensor file's header. The rule is decided here, in the reference worker (`problem`), but its inputs about
+for the reference, in the reference worker (from its raw outputs: the copy it keeps of an expanded output
+is contiguous); the strides that show a candidate output's own overlap travel in the tensor file's header
+too, and are checked whatever the report says. The rule is decided here, in the reference worker (`problem`), but its inputs about
 the candidate are written by judge code in the candidate's process: they are **claims**, as trustworthy
 as that code once the candidate patches it. This rule is defence in depth (docs/design/trust_boundary.md,
 "What is still a claim"); the values must still be right.
@@ -27,22 +28,12 @@ from __future__ import annotations
 
 import torch
 
+from cuda_agent.judge.candidate.aliasing import ITSELF, overlaps_itself
+
 
 def significant_strides(t: torch.Tensor) -> tuple[tuple[int, int], ...]:
     """(dimension, stride) for every dimension longer than one: the others' strides carry no meaning."""
     return tuple((d, st) for d, (s, st) in enumerate(zip(t.shape, t.stride(), strict=True)) if s > 1)
-
-
-def overlaps_itself(t: torch.Tensor) -> bool:
-    """Do two of the tensor's elements share memory? Dimensions sorted by stride, each stride must pass
-    the reach of the smaller ones (a sufficient test of no overlap: a layout failing it is taken as
-    overlapping, as every stride-0 (expanded) dimension does)."""
-    reach = 0
-    for stride, size in sorted((abs(t.stride(d)), t.shape[d]) for d in range(t.dim()) if t.shape[d] > 1):
-        if stride <= reach:
-            return True
-        reach += (size - 1) * stride
-    return False
 
 
 def problem(ref: torch.Tensor, got: torch.Tensor, ref_aliases: list[str], got_aliases: list[str],
@@ -54,7 +45,7 @@ def problem(ref: torch.Tensor, got: torch.Tensor, ref_aliases: list[str], got_al
             f"{label} shares memory with {', '.join(extra)}, which the reference's output does not: write "
             "the result into memory of its own, allocated in this call"
         )
-    if overlaps_itself(got) and not overlaps_itself(ref):
+    if overlaps_itself(got) and ITSELF not in ref_aliases:  # from the header's strides, whatever the report
         return (
             f"{label} has elements that share memory (strides {tuple(got.stride())} for shape "
             f"{tuple(got.shape)}, an expanded or broadcast view) where the reference's output has its own "

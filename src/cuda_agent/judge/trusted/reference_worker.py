@@ -201,9 +201,10 @@ class ReferenceWorker:
         if inputs is None:
             inputs = draw_inputs(self.module, seed)
         exact = self.exact.outputs(inputs) if self.exact and precision_k else None
+        fresh = degeneracy.snapshot(inputs)  # the reference may update them; `inputs` stay as drawn
         with torch.no_grad():
-            raw = flatten_tensors(self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-        ref_aliases = self._reference_aliases(raw, inputs)
+            raw = flatten_tensors(self.model(*fresh))
+        ref_aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
         expected = [t.detach() for t in raw]
         alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
