@@ -150,11 +150,29 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
     ]  # fmt: skip
     flagged = [r for r in records if r["status"] == "degenerate"]
     lines += [f"| {r['task']} | {explain(r)} |" for r in flagged] or ["| (none) | |"]
+    audited = [r for r in records if r["status"] == "ok"]
+    lines += ["", "## Audited, not flagged", "", ", ".join(f"`{r['task']}`" for r in audited) or "(none)"]
     others = [r for r in records if r["status"] in ("skipped", "timeout", "error")]
     if others:
         lines += ["", "## Not audited in this run", "", "| task | status | why |", "|---|---|---|"]
         lines += [f"| {r['task']} | {r['status']} | {r.get('reason', '')} |" for r in others]
     return "\n".join(lines) + "\n"
+
+
+def merge(args: argparse.Namespace) -> int:
+    """Several runs' records as one (e.g. a CPU run and a retry of some tasks with a longer timeout)."""
+    runs = [json.loads(path.read_text()) for path in args.merge]
+    by_task: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for record in run["tasks"]:
+            by_task[record["task"]] = record
+    order = {task: i for i, task in enumerate(r["task"] for r in runs[0]["tasks"])}
+    records = sorted(by_task.values(), key=lambda r: order.get(r["task"], len(order)))
+    device, started, args.sets = runs[-1]["device"], runs[-1]["started"], runs[-1]["sets"]
+    args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets, "tasks": records}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(records, args, device, started))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,11 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smallest-first", action="store_true", help="order tasks by their meta-device size")
     parser.add_argument("--json", type=Path, default=Path("kb_degeneracy.json"))
     parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="audit nothing: merge these --json files (later ones win per task) into --json/--markdown")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--task-id", default="task", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         return child(args)
+    if args.merge:
+        return merge(args)
     if args.kernelbench is None:
         parser.error("give the KernelBench folder")
     device = args.device
