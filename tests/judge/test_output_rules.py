@@ -312,3 +312,16 @@ def test_an_expanded_output_passes_where_the_reference_returns_one() -> None:
     # a report that hides the overlap changes nothing: the strides in the hand-over show it
     decided = judge_outputs([ref.clone()], [mine], TOL, [[]], [[]], None, None)
     assert not decided["match"] and "share memory" in decided["reason"]
+
+
+def test_a_reference_that_cannot_run_shifted_gets_the_exact_comparison() -> None:
+    x = torch.randn(64)
+    calls = []
+
+    def run() -> list[torch.Tensor]:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("a forward that breaks under a dispatch mode")
+        return [x > 0]
+
+    assert cuts.alternatives(run, [x > 0], TOL) is None
