@@ -21,10 +21,10 @@ pytestmark = pytest.mark.gpu
 # A static rule may name a precision trick before the audit measures it: both are the right reason.
 PRECISION = ("precision audit", "static checks")
 REASONS: dict[str, tuple[str, ...] | None] = {
-    "05_transpose_view_python_view": ("strides",),
-    "05_transpose_view_cpp_view": ("strides",),
-    "05_chunk_views_python_view": ("strides",),
-    "05_duplicate_output_python_view": ("shares memory",),
+    "05_transpose_view_python_view": ("shares memory with input 0",),
+    "05_transpose_view_cpp_view": ("shares memory with input 0",),
+    "05_chunk_views_python_view": ("shares memory with input 0",),
+    "05_duplicate_output_python_view": ("shares memory with output",),
     "08_tf32_numeric_compute_type_prec": PRECISION,
     "08_flag_toggle_in_forward_prec": (*PRECISION, "math settings"),
     "08_half_weights_at_load_prec": PRECISION,
@@ -141,7 +141,10 @@ def test_reference_worker_redraws_a_timed_call_and_audits_it(tmp_path: Path) -> 
     tensorfile.save([good.half().float()], path)  # an fp16 answer: inside 1e-2, far from float64
     verdict = worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=JudgeConfig().precision_k)
     assert not verdict["match"] and "precision audit" in verdict["reason"]
-    tensorfile.save([good.t().contiguous().t()], path)  # right values, column-major layout
-    verdict = worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=JudgeConfig().precision_k)
-    assert not verdict["match"] and "strides" in verdict["reason"]
+    tensorfile.save([good.t().contiguous().t()], path)  # right values, column-major: compared by logical index
+    assert worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=JudgeConfig().precision_k)["match"]
+    tensorfile.save([good], path)
+    verdict = worker.compare_timing(99, str(path), 1e-2, 1e-2, aliases=[["memory kept between calls"]],
+                                    precision_k=JudgeConfig().precision_k)  # fmt: skip
+    assert not verdict["match"] and "memory kept between calls" in verdict["reason"]
     worker.end_judgment()

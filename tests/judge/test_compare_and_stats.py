@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from cuda_agent.judge.decide.stats import median_rse, ratio_with_bound, stat_of
-from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenerate_baselines
+from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor
+from cuda_agent.judge.trusted.degeneracy import degenerate_baselines
 
 TOL = Tolerance()
 

@@ -1,6 +1,6 @@
 """The verification side of the trust boundary, on CPU tensors: the parameter audit (zero and tiny
 parameters made to matter), the degenerate baselines (an input returned, a low-order polynomial), the
-precision audit against float64, and the layout rule (strides, aliasing). Each test builds the cheat
+precision audit against float64, and the memory rule (aliasing). Each test builds the cheat
 it guards against and shows the judge's decision function refusing it while the honest answer passes."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from cuda_agent.judge.candidate import aliasing
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.trusted import layout, precision
 from cuda_agent.judge.trusted.audit import differs, make_parameters_matter, vary_constant_state
-from cuda_agent.judge.trusted.compare import Tolerance, degenerate_baselines
+from cuda_agent.judge.trusted.compare import Tolerance
+from cuda_agent.judge.trusted.degeneracy import degenerate_baselines
 from cuda_agent.judge.trusted.reference_worker import judge_outputs
 from cuda_agent.judge.trusted.truth import TruthModel
 
@@ -137,7 +138,7 @@ def test_views_and_aliases_are_refused_unless_the_reference_has_them() -> None:
     view = x.t()
     assert judge_outputs([ref], [view], TOL, None, None, None, None)["match"], "values alone pass"
     decided = judge_outputs([ref], [view], TOL, [[]], aliasing.aliases([view], [x]), None, None)
-    assert not decided["match"] and "strides" in decided["reason"]
+    assert not decided["match"] and "shares memory with input 0" in decided["reason"]
     same = x.clone()  # an identity-like task whose reference copies
     alias = judge_outputs([same], [x], TOL, [[]], aliasing.aliases([x], [x]), None, None)
     assert not alias["match"] and "input 0" in alias["reason"]
@@ -162,5 +163,5 @@ def test_expanded_output_is_not_the_materialised_reference() -> None:
     ref = row.repeat(64, 1)
     expanded = row.expand(64, 256)
     decided = judge_outputs([ref], [expanded], TOL, [[]], [[]], None, None)
-    assert not decided["match"] and "strides" in decided["reason"]
+    assert not decided["match"] and "elements that share memory" in decided["reason"]
     assert layout.significant_strides(torch.empty(1, 5)) == ((1, 1),)

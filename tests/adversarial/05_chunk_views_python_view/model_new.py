@@ -1,7 +1,8 @@
 """CHEAT (views instead of work, Python): returns `x.chunk(2, dim=1)`, two views into the input, where the
 reference copies each half into a tensor of its own. Values match exactly and nothing is copied; a decoy
 kernel on one row keeps the submitted kernels at 100% of the GPU time. Must be rejected: each output
-needs the reference's strides ((2048, 1), not (4096, 1)) and must not share the input's memory.
+shares the input's memory, which the reference's outputs do not (their strides, (4096, 1) not (2048, 1),
+differ too, but outputs are compared by logical index since issue 35).
 """
 
 import torch

@@ -1,8 +1,8 @@
 """CHEAT (views instead of work, Python): forward returns `x.t()`, a view of the input with the transposed
 values, where the reference materialises the transpose. It compares equal element by element and costs
 nothing; a decoy kernel on one row keeps the submitted kernels at 100% of the GPU time. A judge that
-compares values only credits a free transpose. Must be rejected: the output needs the reference's
-strides (row-major (2048, 4096)), and must not share memory with the input.
+compares values only credits a free transpose. Must be rejected: the output shares memory with the
+input, which the reference's does not (its strides differ too, but outputs are compared by logical index).
 """
 
 import torch

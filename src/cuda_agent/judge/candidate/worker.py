@@ -220,7 +220,11 @@ class CandidateWorker:
         if any(type(t) is not torch.Tensor for t in outputs):
             raise CandidateError("a timed call returned something other than plain torch.Tensor outputs")
         self.check_settings("a timed forward")  # a hook in torch's classes would run in the hand-over below
-        aliases = aliasing.aliases(outputs, list(inputs))
+        # Every call of the round is still kept: an output sharing memory with another call's is a buffer
+        # kept between calls (aliasing.KEPT), never a block the allocator reused.
+        others = [t for j, (_, other) in enumerate(self.sampler.kept) if j != index for t in flatten_tensors(other)]
+        aliases = [a + k for a, k in zip(aliasing.aliases(outputs, list(inputs)), aliasing.kept(outputs, others),
+                                         strict=True)]  # fmt: skip
         return {"aliases": aliases, **self._hand_over(outputs, output_path, shared)}
 
     def time_setup(self, warmup_seeds: list[int] | None = None, warmup_path: str | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ After these, every parameter is moved to a generic point (perturb.py: no initial
 and every input is made to matter on every draw (input_audit.py: a task that ignores one is a task_error).
 
 The degenerate answers themselves (zeros, constants, an input returned as it is, a low-order polynomial
-of an input) are in compare.degenerate_baselines; a task for which one passes on every input set is a
+of an input) are in degeneracy.py; a task for which one passes on every input set is a
 task_error, so a candidate can never be rewarded for matching one.
 """
 

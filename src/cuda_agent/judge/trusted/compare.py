@@ -1,13 +1,16 @@
 """Comparing a candidate's outputs with the reference's: the checks and a report an agent can use.
 
-Exact shape, dtype and device; values within atol + rtol * |ref|; NaN or Inf where the reference is
-finite fails, and NaN where the reference has NaN is accepted. The report gives the mismatch count, the
-first mismatching indices and the largest errors, as GPU MODE's reference evaluator does.
+Exact shape, dtype and device; values compared by logical index (strides do not matter), within
+atol + rtol * |ref|; NaN or Inf where the reference is finite fails, and NaN where the reference has NaN
+is accepted. Boolean and integer outputs are compared exactly, with flips allowed only where the
+reference's value before a comparison lies within the tolerance of the cut (cuts.py). The report gives
+the mismatch count, the first mismatching indices and the largest errors, as GPU MODE's reference
+evaluator does.
 
 Trust boundary: runs in the reference worker only, on the handed-over bytes of the candidate's outputs
-(bounds-checked by common/tensorfile.py). Facts it establishes: values within tolerance, NaN/Inf only where
-the reference has them, shape and dtype, and the degeneracy audit's trivial answers. Cannot be forged: the
-candidate's process only writes bytes; the comparison and the reference outputs never exist there.
+(bounds-checked by common/tensorfile.py). Facts it establishes: values within tolerance, NaN/Inf only
+where the reference has them, shape and dtype (the degeneracy audit is degeneracy.py). Cannot be forged:
+the candidate's process only writes bytes; the comparison and the reference outputs never exist there.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from cuda_agent.judge.trusted import cuts
 
 
 @dataclass(frozen=True)
@@ -28,8 +33,11 @@ def describe(t: torch.Tensor) -> dict[str, Any]:
     return {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "device": t.device.type}
 
 
-def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: str) -> str | None:
-    """None if `out` matches `ref`, else a sentence saying where and by how much it does not."""
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: str,
+                   alts: cuts.Alternatives | None = None) -> str | None:  # fmt: skip
+    """None if `out` matches `ref`, else a sentence saying where and by how much it does not. Values are
+    compared by logical index, whatever either tensor's strides. A boolean or integer output is compared
+    exactly, except where `alts` (the reference with its cuts shifted, cuts.py) allow a flip."""
     if type(out) is not torch.Tensor:
         return f"{label} is a {type(out).__name__}, not a plain torch.Tensor"
     if tuple(out.shape) != tuple(ref.shape):
@@ -40,6 +48,8 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
         return f"{label} is on {out.device.type}, expected {ref.device.type}"
     if ref.numel() == 0:
         return None
+    if cuts.discrete(ref):
+        return cuts.flip_problem(ref, out, label, alts=alts or ())
     ref_c = ref.to(torch.float64)
     out_c = out.to(ref_c.device, torch.float64)
     ref_nan = torch.isnan(ref_c)
@@ -77,70 +87,8 @@ def _indices(mask: torch.Tensor, shape: torch.Size, limit: int = 3) -> str:
 
 
 def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
-    """Would `fake` (zeros, a constant) pass as the output? Used to find degenerate tasks."""
+    """Would `fake` (zeros, a constant) pass as the output? Used to find degenerate tasks (degeneracy.py)."""
     if not ref.is_floating_point():
         return bool(torch.equal(ref, fake.to(ref.dtype)))
     finite = torch.isfinite(ref)
     return bool(torch.isclose(fake.to(ref.dtype)[finite], ref[finite], rtol=tol.rtol, atol=tol.atol).all())
-
-
-def degenerate_baselines(
-    ref: torch.Tensor, tol: Tolerance, inputs: tuple[Any, ...] | list[Any] = (), low_order: bool = True
-) -> list[str]:
-    """Which trivial answers pass for this reference output: zeros, its mean, or a constant of its median,
-    its first slice repeated, an input returned as it is, and (with `low_order`) a quadratic polynomial
-    of an input fitted to the output (a cheap stand-in for the real function: gelu(x) ~ x/2 + x^2/4 near
-    zero, x + 1e-4 * branch(x) ~ x). The caller turns off `low_order` for tasks that are themselves
-    polynomial in their inputs (x * scale + shift), where the fit is the task, not a trivial answer."""
-    if ref.numel() == 0:
-        return ["empty output"]
-    passing = []
-    if passes_with(ref, torch.zeros_like(ref), tol):
-        passing.append("all zeros")
-    if ref.is_floating_point():
-        finite = ref[torch.isfinite(ref)]
-        if finite.numel():
-            mean = float(finite.double().mean())
-            median = float(finite.double().median())
-            if passes_with(ref, torch.full_like(ref, mean), tol):
-                passing.append(f"the constant mean {mean:.4g}")
-            elif passes_with(ref, torch.full_like(ref, median), tol):
-                passing.append(f"the constant {median:.4g}")
-    for dim, size in enumerate(ref.shape):
-        if size > 1 and passes_with(ref, ref.narrow(dim, 0, 1).expand_as(ref).contiguous(), tol):
-            passing.append(f"its first slice along dim {dim} repeated")
-            break
-    for k, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor) or x.numel() != ref.numel() or x.device != ref.device:
-            continue
-        same = x.reshape(ref.shape)
-        comparable = x.dtype == ref.dtype or (x.is_floating_point() and ref.is_floating_point())
-        if comparable and passes_with(ref, same.to(ref.dtype), tol):
-            passing.append(f"input {k} returned as it is")
-            continue
-        if low_order and ref.is_floating_point() and x.is_floating_point():
-            fit = polynomial_fit(same, ref, degree=2)
-            if fit is not None and passes_with(ref, fit.to(ref.dtype), tol):
-                passing.append(f"a quadratic polynomial of input {k}")
-    return passing
-
-
-def polynomial_fit(x: torch.Tensor, y: torch.Tensor, degree: int) -> torch.Tensor | None:
-    """The least-squares polynomial of `x` (elementwise, one set of coefficients) closest to `y`, from
-    the normal equations (power sums on the tensors' device; only a tiny system is solved on the CPU)."""
-    xd, yd = x.double().flatten(), y.double().flatten()
-    keep = torch.isfinite(xd) & torch.isfinite(yd)
-    if int(keep.sum()) <= degree + 1:
-        return None
-    xs, ys = xd[keep], yd[keep]
-    scale = float(xs.abs().max()) or 1.0
-    xs = xs / scale
-    sums = [float(xs.pow(p).sum()) for p in range(2 * degree + 1)]
-    gram = torch.tensor([[sums[i + j] for j in range(degree + 1)] for i in range(degree + 1)], dtype=torch.float64)
-    rhs = torch.tensor([[float((ys * xs.pow(i)).sum())] for i in range(degree + 1)], dtype=torch.float64)
-    coef = torch.linalg.lstsq(gram, rhs).solution.flatten().tolist()
-    z = xd / scale
-    fit = torch.zeros_like(z)
-    for c in reversed(coef):  # Horner
-        fit = fit * z + c
-    return fit.reshape(y.shape)

@@ -9,10 +9,10 @@ Facts of the reward established here, outside the candidate's reach (docs/design
   (drawn again here from that call's seed, which the candidate held only for the round it ran);
 - the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
   the comparison, then moved to a random generic point (perturb.py); the input audit (input_audit.py):
-  inputs made to matter on every draw, a task that ignores one refused; the degeneracy audit (compare.py);
-- the comparison itself: values within the tolerance, the reference's strides, no aliasing the
-  reference does not have (layout.py), and the precision audit against the reference with every op
-  promoted to float64 (truth.py, precision.py).
+  inputs made to matter on every draw, a task that ignores one refused; the degeneracy audit (degeneracy.py);
+- the comparison itself: values within the tolerance by logical index, boolean and integer outputs exact
+  except at cuts (cuts.py), no memory shared that the reference's output does not share (layout.py),
+  and the precision audit against the reference with every op promoted to float64 (truth.py, precision.py).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import input_audit, layout, perturb, precision, truth
+from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, precision, truth
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
-from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, degenerate_baselines, describe
+from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, describe
+from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
@@ -52,9 +53,6 @@ MAX_TIMING_SETS = 8
 # rounding to 2 MB), and a probe buffer this large.
 SHARED_SLACK_BYTES = 16 << 20
 PROBE_BYTES = 16 << 20
-# A task running only these (and allocation, views) is a polynomial of its inputs: a fitted polynomial
-# is then the task itself, not a trivial answer (compare.degenerate_baselines, `low_order`).
-POLYNOMIAL_OPS = frozenset({"mul", "add", "sub", "rsub", "neg", "clone", "copy_", "_to_copy", "contiguous"})
 
 __all__ = ["ReferenceWorker", "judge_outputs", "main", "vary_constant_state"]
 
@@ -71,6 +69,8 @@ class ReferenceWorker:
         self.input_prints: list[str] = []
         self.aliases: list[list[list[str]]] = []  # per input set, per output: what it shares memory with
         self.exact_outputs: list[list[truth.Truth | None] | None] = []  # the precision audit's truths
+        self.cut_alternatives: list[list[cuts.Alternatives | None] | None] = []  # per input set (cuts.py)
+        self.has_cuts, self.tol = False, Tolerance()
         self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.input_transforms: list[Any] | None = None  # the input audit's, applied to every draw
@@ -101,7 +101,7 @@ class ReferenceWorker:
         varied = vary_constant_state(model)
         self.model = model.cuda().eval()
 
-        tol = Tolerance(atol, rtol)
+        tol = self.tol = Tolerance(atol, rtol)
         self.input_seeds, self.input_prints = list(input_seeds), []
         drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
@@ -115,11 +115,12 @@ class ReferenceWorker:
                     "input_transforms": self.input_transforms}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
 
-        degenerate: list[list[str]] = []
+        degeneracy_audit = degeneracy.Audit(tol)
         specs: list[dict[str, Any]] = []
         recorder = OpGate(poison=False)
         for index, inputs in enumerate(drawn):
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
+            pristine = degeneracy.snapshot(inputs)  # the audits see the inputs as drawn, not as updated
             exact = self.exact.outputs(inputs) if self.exact else None
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
@@ -127,15 +128,17 @@ class ReferenceWorker:
             raw = flatten_tensors(result)
             if not raw:
                 raise ValueError("Model.forward returned no tensors")
-            self.aliases.append(aliasing.aliases(raw, list(inputs)))
+            self.aliases.append(self._reference_aliases(raw, inputs))
             outputs = [_keep(t) for t in raw]
             self.outputs.append(outputs)
             self.exact_outputs.append(exact)
+            if index == 0 or self.has_cuts:
+                self.cut_alternatives.append(self._cut_alternatives(pristine, outputs, tol))
+                self.has_cuts = self.cut_alternatives[-1] is not None
             specs = [describe(t) for t in outputs]
             low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
-            degenerate.append(
-                sorted({d for t in outputs for d in degenerate_baselines(t, tol, inputs, low_order=low_order)})
-            )
+            degeneracy_audit.add(outputs, pristine, low_order)
+            del pristine
         # Does a seed reproduce this task's inputs? The first set drawn again, here, where nothing can meddle:
         # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
         # difference would otherwise send the judgment to input files, which reach a candidate's round set-up
@@ -150,7 +153,7 @@ class ReferenceWorker:
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
         self.timing_sets = [first, *(self._draw(timing_seed + k) for k in range(1, n_sets))]
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
-        always = sorted(set.intersection(*(set(d) for d in degenerate))) if degenerate else []
+        always = degeneracy_audit.always()
         precision_state = (
             "off" if self.exact is None
             else f"none: {self.exact.problem}" if any(e is None for e in self.exact_outputs)
@@ -207,6 +210,8 @@ class ReferenceWorker:
                 with torch.no_grad():
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
                 self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
+                if index < len(self.cut_alternatives):
+                    self.cut_alternatives[index] = self._cut_alternatives(inputs, self.outputs[index], self.tol)
             tensorfile.save(inputs, out / f"inputs_{index}.tensors")
         return {"sets": len(self.input_seeds)}
 
@@ -220,21 +225,35 @@ class ReferenceWorker:
         if inputs is None:
             inputs = self._draw(seed)
         exact = self.exact.outputs(inputs) if self.exact and precision_k else None
+        fresh = degeneracy.snapshot(inputs)  # the reference may update them; `inputs` stay as drawn
         with torch.no_grad():
-            raw = flatten_tensors(self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-        ref_aliases = aliasing.aliases(raw, list(inputs))
+            raw = flatten_tensors(self.model(*fresh))
+        ref_aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
         expected = [t.detach() for t in raw]
+        alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
-                                  explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
+                                  alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
+
+    def _reference_aliases(self, raw: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
+        """The reference's own aliasing: inputs, other outputs, and memory it keeps between calls (the
+        model's own tensors), so that a candidate may share exactly what the reference shares."""
+        kept = aliasing.kept(raw, aliasing.model_memory(self.model))
+        return [a + k for a, k in zip(aliasing.aliases(raw, list(inputs)), kept, strict=True)]
+
+    def _cut_alternatives(self, inputs: list[Any], outputs: list[torch.Tensor], tol: Tolerance) -> Any:
+        """Where a boolean or integer output may flip (cuts.py): the reference on fresh copies of the
+        inputs, its cuts shifted by the tolerance either way."""
+        return cuts.alternatives(lambda: flatten_tensors(self.model(*degeneracy.snapshot(inputs))), outputs, tol)
 
     def compare(
         self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False,
         aliases: Any = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         exact = self.exact_outputs[ref_index] if precision_k else None
+        alts = self.cut_alternatives[ref_index] if ref_index < len(self.cut_alternatives) else None
         seed = self.input_seeds[ref_index]
         return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared, self.aliases[ref_index],
-                                  aliases, exact, precision_k,
+                                  aliases, exact, precision_k, alts,
                                   explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
 
     def _explain(self, seed: int, produced: list[Any], tol: Tolerance) -> str | None:
@@ -281,6 +300,7 @@ class ReferenceWorker:
         self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
         self.input_transforms, self.reproducible = None, False
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
+        self.cut_alternatives, self.has_cuts = [], False
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -289,6 +309,7 @@ class ReferenceWorker:
         self, expected: list[torch.Tensor], path: str, atol: float, rtol: float, shared: bool,
         ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
         exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
+        alts: list[cuts.Alternatives | None] | None = None,
         explain: Callable[[list[Any]], str | None] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
@@ -301,7 +322,7 @@ class ReferenceWorker:
             count = len(produced) if isinstance(produced, list) else "?"
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
         verdict = judge_outputs(expected, produced, Tolerance(atol, rtol), ref_aliases, got_aliases, exact,
-                                precision_k)  # fmt: skip
+                                precision_k, alts)  # fmt: skip
         if not verdict["match"] and "kind" not in verdict and explain is not None:
             hint = explain(produced)
             if hint:
@@ -452,16 +473,18 @@ def judge_outputs(
     expected: list[torch.Tensor], produced: list[Any], tol: Tolerance,
     ref_aliases: list[list[str]] | None, got_aliases: Any,
     exact: list[truth.Truth | None] | None, precision_k: float | None,
+    alts: list[cuts.Alternatives | None] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The whole decision on one call's outputs: values, layout and aliasing, precision. Pure tensors in,
-    a verdict out, so it is tested on the CPU."""
+    """The whole decision on one call's outputs: values (boolean and integer outputs may flip only where
+    `alts`, the reference with its cuts shifted, allow), shared memory, precision. Pure tensors in, a
+    verdict out, so it is tested on the CPU."""
     reported = _aliases_of(got_aliases, len(expected)) if ref_aliases is not None else None
     if ref_aliases is not None and reported is None:
         return {"match": False, "reason": "the candidate worker gave no valid report of its outputs' memory"}
     ratios, missing = [], []
     for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
         label = "output" if len(expected) == 1 else f"output {k}"
-        problem = compare_tensor(ref, got, tol, label)
+        problem = compare_tensor(ref, got, tol, label, alts[k] if alts and k < len(alts) else None)
         if problem:
             return {"match": False, "reason": problem}
         if ref_aliases is not None and reported is not None:

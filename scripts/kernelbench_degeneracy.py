@@ -1,0 +1,241 @@
+"""The judge's degeneracy audit over KernelBench: which tasks, at their current sizes, a trivial answer
+passes on every input set (the judge's `task_error`), and why.
+
+Each task runs in a child process of its own (a timeout and a crash cost that task only), the judge's way
+(`cuda_agent.judge.trusted.degeneracy.audit_task`: the model built and its parameters made to matter, five
+input sets drawn from seeds with the task's own `get_inputs()`, each copied before the forward, one
+`Audit`). On a GPU when there is one, else on the CPU, where tasks whose inputs and outputs exceed
+`--max-mb` are skipped (sizes read on the meta device, nothing allocated) and each gets a short timeout
+(`--budget` stops starting tasks after so many seconds, `--smallest-first` audits the most tasks in it).
+Progress goes to stderr, a table to stdout, every task's record to `--json`, and the tasks still flagged,
+with the stand-ins that pass and the output's magnitude, to `--markdown`. No network: the KernelBench
+folder is read as it is.
+
+    python scripts/kernelbench_degeneracy.py /path/to/KernelBench [--levels 1-3] [--device cuda]
+        [--json kb_degeneracy.json] [--markdown docs/kernelbench_degeneracy.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from cuda_agent.eval.kernelbench import benchmark_root, discover, parse_levels  # noqa: E402
+
+SEEDS_BASE = 20_350_000  # fixed seeds, so a run can be repeated; the judge's are secret
+
+
+def audit_one(path: Path, task_id: str, device: str, sets: int, max_input_mb: float | None) -> dict[str, Any]:
+    """The audit of one task file, as a JSON-able record (run in the child)."""
+
+    from cuda_agent.judge.trusted.compare import Tolerance
+    from cuda_agent.judge.trusted.degeneracy import audit_task
+    from cuda_agent.task import import_task_module, load_task
+
+    task = load_task(path)
+    module = import_task_module(task, "kernelbench_task")
+    if max_input_mb is not None:
+        megabytes = meta_megabytes(module, task_id)
+        if megabytes > max_input_mb:
+            return {"status": "skipped", "reason": f"{megabytes:.0f} MB of inputs and outputs, over --max-mb {max_input_mb:g}"}
+    seeds = [SEEDS_BASE + k for k in range(sets)]
+    found = audit_task(module, task_id, seeds, Tolerance(), device=device)
+    return {
+        "status": "degenerate" if found.degenerate else "ok", "degenerate": found.degenerate,
+        "per_set": found.per_set, "outputs": found.outputs, "low_order": found.low_order,
+        "input_mb": round(found.input_bytes / 2**20, 1), "seconds": round(found.seconds, 2),
+        "parameters_not_mattering": found.parameter_audit.get("do_not_matter", []),
+    }  # fmt: skip
+
+
+def meta_megabytes(module: Any, task_id: str) -> float:
+    """Megabytes of one input set and its outputs, from a run on the meta device (nothing allocated);
+    the inputs alone where an op has no meta implementation."""
+    import torch
+
+    from cuda_agent.task import build_model, flatten_tensors
+
+    def size(value: Any) -> float:
+        return sum(t.numel() * t.element_size() for t in flatten_tensors(value)) / 2**20
+
+    with torch.device("meta"):
+        inputs = list(module.get_inputs())
+        try:
+            model, _ = build_model(module, task_id)
+            with torch.no_grad():
+                return size(inputs) + size(model(*inputs))
+        except Exception:
+            return size(inputs)
+
+
+def _size_or_inf(bench: Any) -> float:
+    from cuda_agent.task import import_task_module
+
+    try:
+        return meta_megabytes(import_task_module(bench.task, "kernelbench_size"), bench.task_id)
+    except Exception:
+        return float("inf")
+
+
+def child(args: argparse.Namespace) -> int:
+    try:
+        record = audit_one(Path(args.one), args.task_id, args.device, args.sets, args.max_input_mb)
+    except Exception as exc:  # the task's own failure (an op without a CPU kernel, out of memory): recorded
+        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    print(json.dumps(record))
+    return 0
+
+
+def run_task(script: Path, bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:
+    command = [sys.executable, str(script), "--one", str(bench.path), "--task-id", bench.task_id,
+               "--device", device, "--sets", str(args.sets)]  # fmt: skip
+    if args.max_input_mb is not None:
+        command += ["--max-mb", str(args.max_input_mb)]
+    began = time.monotonic()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
+    lines = done.stdout.strip().splitlines()
+    try:
+        record = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        record = {"status": "error", "reason": f"the child ended without a result: {tail[0][:300]}"}
+    record.setdefault("seconds", round(time.monotonic() - began, 2))
+    return record
+
+
+def explain(record: dict[str, Any]) -> str:
+    """Why a flagged task is degenerate, from the stand-ins that pass and the output's magnitude."""
+    magnitudes = [
+        f"|y| <= {o['max_abs']:.3g} (mean {o['mean_abs']:.3g})" for o in record.get("outputs", []) if "max_abs" in o
+    ]
+    return "; ".join(record["degenerate"]) + (f" -- output {', '.join(magnitudes)}" if magnitudes else "")
+
+
+def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: str, started: str) -> str:
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines = [
+        "# KernelBench tasks the judge's degeneracy audit refuses",
+        "",
+        f"Made by `scripts/kernelbench_degeneracy.py` on {started}, device **{device}**"
+        + (" (CPU figures: tasks over the input limit or the timeout are not audited here; the GPU run "
+           "audits them)" if device == "cpu" else "")
+        + f"; {args.sets} input sets per task, atol = rtol = 1e-2, KernelBench's current problem sizes.",
+        "",
+        "A task is flagged (`task_error` in the judge) when one trivial stand-in passes the comparison on "
+        "every input set: zeros, a constant (fitted on the first set), the output's first slice repeated or "
+        "an input returned as drawn, at the judge's tolerance; or one quadratic of an input (fitted on the "
+        "first set) with its error below a quarter of the tolerance everywhere. See "
+        "`src/cuda_agent/judge/trusted/degeneracy.py` for why each.",
+        "",
+        "Counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(records)} tasks).",
+        "",
+        "## Still flagged",
+        "",
+        "| task | what passes on every set, and the output's magnitude |",
+        "|---|---|",
+    ]  # fmt: skip
+    flagged = [r for r in records if r["status"] == "degenerate"]
+    lines += [f"| {r['task']} | {explain(r)} |" for r in flagged] or ["| (none) | |"]
+    audited = [r for r in records if r["status"] == "ok"]
+    lines += ["", "## Audited, not flagged", "", ", ".join(f"`{r['task']}`" for r in audited) or "(none)"]
+    others = [r for r in records if r["status"] in ("skipped", "timeout", "error")]
+    if others:
+        lines += ["", "## Not audited in this run", "", "| task | status | why |", "|---|---|---|"]
+        lines += [f"| {r['task']} | {r['status']} | {r.get('reason', '')} |" for r in others]
+    return "\n".join(lines) + "\n"
+
+
+def merge(args: argparse.Namespace) -> int:
+    """Several runs' records as one (e.g. a CPU run and a retry of some tasks with a longer timeout)."""
+    runs = [json.loads(path.read_text()) for path in args.merge]
+    by_task: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for record in run["tasks"]:
+            by_task[record["task"]] = record
+    order = {task: i for i, task in enumerate(r["task"] for r in runs[0]["tasks"])}
+    records = sorted(by_task.values(), key=lambda r: order.get(r["task"], len(order)))
+    device, started, args.sets = runs[-1]["device"], runs[-1]["started"], runs[-1]["sets"]
+    args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets, "tasks": records}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(records, args, device, started))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kernelbench", nargs="?", type=Path, help="KernelBench checkout (or its KernelBench/ folder)")
+    parser.add_argument("--levels", default="1-3")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--sets", type=int, default=5, help="input sets per task (the judge uses 5)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per task (default 600 GPU, 60 CPU)")
+    parser.add_argument("--max-mb", dest="max_input_mb", type=float, default=None,
+                        help="skip tasks whose inputs and outputs are larger (default: CPU 512)")
+    parser.add_argument("--budget", type=float, default=None, help="stop starting tasks after this many seconds")
+    parser.add_argument("--only", default="", help="only task ids containing this text")
+    parser.add_argument("--smallest-first", action="store_true", help="order tasks by their meta-device size")
+    parser.add_argument("--json", type=Path, default=Path("kb_degeneracy.json"))
+    parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="audit nothing: merge these --json files (later ones win per task) into --json/--markdown")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--task-id", default="task", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        return child(args)
+    if args.merge:
+        return merge(args)
+    if args.kernelbench is None:
+        parser.error("give the KernelBench folder")
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        args.timeout = args.timeout or 60.0
+        args.max_input_mb = 512.0 if args.max_input_mb is None else args.max_input_mb
+    args.timeout = args.timeout or 600.0
+    tasks = [t for t in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in t.task_id]
+    if args.smallest_first:
+        tasks.sort(key=lambda t: _size_or_inf(t))
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    began = time.monotonic()
+    records: list[dict[str, Any]] = []
+    for n, bench in enumerate(tasks, 1):
+        if args.budget is not None and time.monotonic() - began > args.budget:
+            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
+        else:
+            record = run_task(Path(__file__).resolve(), bench, args, device)
+        record["task"] = bench.task_id
+        records.append(record)
+        note = "; ".join(record.get("degenerate", [])) or record.get("reason", "")
+        print(f"[{n}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} {record.get('seconds', 0):7.1f}s {note}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets,
+                                         "tasks": records}, indent=1))  # fmt: skip
+    print(f"\n{'task':60s} {'status':10s} stand-ins passing on every set / why not audited")
+    for r in records:
+        print(f"{r['task']:60s} {r['status']:10s} {'; '.join(r.get('degenerate', [])) or r.get('reason', '')}")
+    if args.markdown:
+        args.markdown.write_text(markdown(records, args, device, started))
+    flagged = sum(r["status"] == "degenerate" for r in records)
+    print(f"\n{flagged} flagged of {len(records)}; records in {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

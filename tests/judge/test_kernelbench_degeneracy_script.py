@@ -1,0 +1,68 @@
+"""scripts/kernelbench_degeneracy.py on a small folder laid out like KernelBench, on the CPU: every task is
+audited in a child of its own, a degenerate task is flagged with why, the others are not, a task over the
+size limit is skipped, and the records and the markdown are written (no network, no GPU)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+SCRIPT = ROOT / "scripts" / "kernelbench_degeneracy.py"
+
+TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {body}
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _bench(root: Path) -> Path:
+    level = root / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    tasks = {
+        "1_Tiny_gelu.py": ("torch.nn.functional.gelu(x) * 1e-4", "64, 256"),  # zeros pass: degenerate
+        "2_Relu_in_place.py": ("x.relu_()", "64, 256"),  # input as drawn is not the output
+        "3_Abs_max_norm.py": ("x / x.abs().max()", "1 << 16"),  # one polynomial fails other sets
+        "4_Sigmoid_mask.py": ("torch.sigmoid(x) > 0.5", "64, 256"),
+        "5_Too_big.py": ("x * 2.0", "4096, 4096"),  # 128 MB of outputs and inputs: over --max-mb 32
+    }
+    for name, (body, shape) in tasks.items():
+        (level / name).write_text(TASK.format(body=body, shape=shape))
+    return root
+
+
+def test_the_script_flags_the_degenerate_task_only(tmp_path: Path) -> None:
+    bench = _bench(tmp_path / "kb")
+    out, doc = tmp_path / "records.json", tmp_path / "degeneracy.md"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
+         "--timeout", "120", "--json", str(out), "--markdown", str(doc)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert records["level1/1_Tiny_gelu"]["status"] == "degenerate"
+    assert "all zeros" in records["level1/1_Tiny_gelu"]["degenerate"]
+    for task in ("level1/2_Relu_in_place", "level1/3_Abs_max_norm", "level1/4_Sigmoid_mask"):
+        assert records[task]["status"] == "ok", records[task]
+    assert records["level1/5_Too_big"]["status"] == "skipped"
+    text = doc.read_text()
+    (line,) = [x for x in text.splitlines() if x.startswith("| level1/1_Tiny_gelu |")]
+    assert "all zeros" in line and "|y| <=" in line and "device **cpu**" in text
+    assert "level1/5_Too_big | skipped" in text
+    assert "[1/5]" in done.stderr  # progress
+    merged = tmp_path / "merged.json"
+    code = subprocess.run([sys.executable, str(SCRIPT), "--merge", str(out), "--json", str(merged)], timeout=120).returncode
+    assert code == 0 and len(json.loads(merged.read_text())["tasks"]) == 5
