@@ -1,31 +1,37 @@
 """Does anything staged into L2 after the judge's flush survive into the timed call? A/B of the v5 and v6
 pads (issue 33, timing class 5; H200 device probe, about 20 s).
 
-The call is a GEMM that reads a weight of `--weight-mib` (16 MiB: x (8, 4096) @ W^T, cuBLAS through
-`F.linear`), memory-bound on the weight, so a weight already in L2 makes it faster. It is timed by the
-judge's own Sampler (pads, events, device-wide tail, calibration samples) with two pads:
+The call is a GEMV that streams a weight of `--weight-mib` (24 MiB: W (1536, 4096) @ x, cuBLAS through
+`torch.mv`): it reads each weight element once and does 2 flops with it, so its time is the weight's read
+from DRAM (~4.8 TB/s on an H200, ~5 us) plus launch, and a weight already in L2 (50 MB on an H200; 24 MiB
+and the copies' 4 MiB scratch fit) makes it much faster. (The first version timed a GEMM x (8, 4096) @ W^T
+of a 16 MiB weight: 0.024 ms on the H200, not bound by its weight read, so staging gained nothing even under
+v5 -- 1.06x honest -- and the probe proved nothing; device1/probes of issue 33.) A `warm` row (the honest
+call after a pad with no flush) shows what the weight in L2 is worth on this GPU; the probe checks it first.
+It is timed by the judge's own Sampler (pads, events, device-wide tail, calibration samples) with two pads:
 
 - `v5`: the pad of protocol v5, flush first, then a spin to the same nominal length (its PTX is kept here);
 - `v6`: the protocol's pad (candidate/sampler.py: PAD_PTX): spin first, flush last, flush stamped.
 
 and five callables, all computing the same output:
 
-- `honest`: the GEMM alone (the honest cold time every ratio is taken against: honest with the v6 pad);
+- `honest`: the GEMV alone (the honest cold time every ratio is taken against: honest with the v6 pad);
 - `stage at issue`: the call first copies the weight, in 4 MiB chunks, into a scratch buffer on a side
   stream that waits for nothing: the copy engines run it at once, during the pad (the issue's cheat);
-- `stage at pad end`: the call queues the GEMM, waits on the host, then issues the same copy so that it
+- `stage at pad end`: the call queues the GEMV, waits on the host, then issues the same copy so that it
   ends with the pad (10 us before: the host must be done first), i.e. during v6's flush (what the flush
-  stamps must charge);
+  stamps must charge; the pad's hold keeps every SM until the whole flush is done);
 - `stage mid-flush`: the same, ending half a flush earlier;
 - `side prefetch`: a reduction over the weight on a side stream that waits for nothing (SM work: it runs
-  when the pad's blocks leave, v6's flush ending block by block).
+  when the pad's blocks leave: with the hold, all together at the pad's end).
 
 Each row: per call, median over rounds of the events alone, of the charged time (the round's work per call
 as the judge takes it: events, tail and flush charges) and of the flush charge, and the charged time over
-the honest v6 time. What it must show: with the v5 pad `stage at issue` reads well below 1 (else the probe
-shows nothing on this GPU); with the v6 pad every staged row's charged ratio is at least about 1.
+the honest v6 time. What it must show: `warm` well below 1 (the subject is bound by its weight read, else
+the probe shows nothing on this GPU); with the v5 pad `stage at issue` well below 1 (v5 is fooled); with
+the v6 pad every staged row's charged ratio at least about 1.
 
-    PYTHONPATH=src python3 scripts/device/l2_after_flush_probe.py [--rounds 40] [--weight-mib 16] [--json F]
+    PYTHONPATH=src python3 scripts/device/l2_after_flush_probe.py [--rounds 40] [--weight-mib 24] [--json F]
 
 Writes $OUT/l2_after_flush_probe.json when OUT is set (and --json is not).
 """
@@ -43,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from cuda_agent.judge.candidate.sampler import (
     PAD_SPIN_FLUSH_SHARE,
@@ -123,8 +128,20 @@ class V5Pad:
         return None
 
 
+class NoFlushPad(V5Pad):
+    """The pad's spin of the same nominal length with no flush: the `warm` row, the weight left in L2."""
+
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+        self.kernel.launch(stream, spin_ms + (self.allowance_ms if flush else 0.0), False)
+
+
+def subject(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """What every variant computes: a GEMV, bound by reading `weight` once."""
+    return torch.mv(weight, x)
+
+
 class Calls:
-    """The GEMM and the ways of staging its weight, as callables of x."""
+    """The GEMV and the ways of staging its weight, as callables of x."""
 
     def __init__(self, weight: torch.Tensor, spin_ms: float, flush_ms: float) -> None:
         self.weight = weight
@@ -154,16 +171,16 @@ class Calls:
         return statistics.median(times)
 
     def honest(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight)
+        return subject(self.weight, x)
 
     def stage_at_issue(self, x: torch.Tensor) -> torch.Tensor:
         self._stage()
-        return F.linear(x, self.weight)
+        return subject(self.weight, x)
 
     def _stage_ending(self, before_pad_end_ms: float) -> Callable[[torch.Tensor], torch.Tensor]:
         def call(x: torch.Tensor) -> torch.Tensor:
             entered = time.perf_counter()
-            y = F.linear(x, self.weight)  # queued behind the pad first: the host is done before it ends
+            y = subject(self.weight, x)  # queued behind the pad first: the host is done before it ends
             issue_at = entered + (self.spin_ms + self.flush_ms - self.copy_ms - before_pad_end_ms) / 1000
             while time.perf_counter() < issue_at:
                 pass
@@ -175,7 +192,7 @@ class Calls:
     def side_prefetch(self, x: torch.Tensor) -> torch.Tensor:
         with torch.cuda.stream(self.side):
             self.weight.sum()  # reads the whole weight on SMs, waiting for nothing
-        return F.linear(x, self.weight)
+        return subject(self.weight, x)
 
     def variants(self) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
         return {
@@ -187,12 +204,12 @@ class Calls:
         }
 
 
-def run(rounds: int, samples: int, weight_mib: int, k: int, m: int) -> dict[str, Any]:
+def run(rounds: int, samples: int, weight_mib: int, k: int) -> dict[str, Any]:
     torch.manual_seed(0)
     n = (weight_mib << 20) // (4 * k)
     weight = torch.randn(n, k, device="cuda")
-    x = torch.randn(m, k, device="cuda")
-    probe = Sampler(lambda a: F.linear(a, weight), [[x]])
+    x = torch.randn(k, device="cuda")
+    probe = Sampler(lambda a: subject(weight, a), [[x]])
     probe.warmup()
     allowance = probe.flush_ms
     # One pad for every row, long enough for the host to wait inside it before issuing a late copy.
@@ -210,6 +227,11 @@ def run(rounds: int, samples: int, weight_mib: int, k: int, m: int) -> dict[str,
                 sampler.kernel = V5Pad(allowance)  # type: ignore[assignment]
             sampler.set_pad(pad, allowance)
             samplers[(name, kind)] = sampler
+    warm = Sampler(calls.honest, [[x]])
+    warm.warmup()
+    warm.kernel = NoFlushPad(allowance)  # type: ignore[assignment]
+    warm.set_pad(pad, allowance)
+    samplers[("honest", "warm")] = warm
     got: dict[tuple[str, str], dict[str, list[float]]] = {
         key: {"events": [], "charged": [], "flush_charge": [], "flush": []} for key in samplers
     }
@@ -229,7 +251,7 @@ def run(rounds: int, samples: int, weight_mib: int, k: int, m: int) -> dict[str,
                      "flush_charge_ms": med["flush_charge"], "flush_ms": med["flush"],
                      "ratio_events": med["events"] / honest, "ratio_charged": med["charged"] / honest})  # fmt: skip
     return {
-        "gpu": torch.cuda.get_device_name(), "weight_mib": weight_mib, "gemm": [m, k, n], "rounds": rounds,
+        "gpu": torch.cuda.get_device_name(), "weight_mib": weight_mib, "gemv": [n, k], "rounds": rounds,
         "samples": samples, "pad_ms": pad, "flush_allowance_ms": allowance, "copy_ms": calls.copy_ms,
         "honest_v6_ms": honest, "rows": rows,
     }  # fmt: skip
@@ -239,6 +261,8 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, bool]]:
     row = {(r["variant"], r["pad"]): r for r in result["rows"]}
     staged = ("stage at issue", "stage at pad end", "stage mid-flush", "side prefetch")
     return [
+        ("the subject is bound by its weight read: warm (no flush) < 0.8 x honest",
+         row[("honest", "warm")]["ratio_charged"] < 0.8),
         ("v5 pad: the copy during the pad warms L2 (stage at issue < 0.9 x honest)",
          row[("stage at issue", "v5")]["ratio_charged"] < 0.9),
         ("v6 pad: no staging is charged less than 0.95 x honest",
@@ -252,14 +276,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--samples", type=int, default=10)
-    parser.add_argument("--weight-mib", type=int, default=16)
+    parser.add_argument("--weight-mib", type=int, default=24)
     parser.add_argument("--k", type=int, default=4096)
-    parser.add_argument("--m", type=int, default=8)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     began = time.monotonic()
-    result = run(args.rounds, args.samples, args.weight_mib, args.k, args.m)
-    print(f"{result['gpu']}: GEMM {result['gemm']} ({result['weight_mib']} MiB weight), pad {result['pad_ms']:.3f} ms, "
+    result = run(args.rounds, args.samples, args.weight_mib, args.k)
+    print(f"{result['gpu']}: GEMV {result['gemv']} ({result['weight_mib']} MiB weight), pad {result['pad_ms']:.3f} ms, "
           f"flush allowance {result['flush_allowance_ms']:.4f} ms, staging copy {result['copy_ms']:.4f} ms, "
           f"honest (v6) {result['honest_v6_ms']:.4f} ms per call")  # fmt: skip
     print(f"{'variant':<18}{'pad':<5}{'events ms':>11}{'charged ms':>12}{'flush chg':>11}{'flush ms':>10}"

@@ -109,6 +109,10 @@ class Kernels:
             src.write_text(KERNELS_CU)
             subprocess.run([nvcc, "--ptx", f"-arch=sm_{major}{minor}", "-O3", "-o", str(ptx), str(src)], check=True)
             text = ptx.read_bytes()
+        # The driver calls below need a current context: torch creates the primary one lazily, so make it
+        # (and make it current on this thread) first. Without this: cuModuleLoadData's CUresult 201.
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
         self.driver = _Driver()
         lib = self.driver.lib
         self.module = ctypes.c_void_p()

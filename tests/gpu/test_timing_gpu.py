@@ -357,13 +357,16 @@ def test_work_moved_between_the_calls_of_a_round_is_timed_by_the_rounds_work() -
 
 
 def test_a_copy_staged_during_the_pad_is_evicted_by_the_flush() -> None:
-    """Class 5: a copy-engine copy of a GEMM's 16 MiB weight, issued by the call (it runs during the pad).
+    """Class 5: a copy-engine copy of a GEMV's 24 MiB weight, issued by the call (it runs during the pad).
     With v5's pad (flush, then spin) it warms L2 for the call; with v6's (spin, then flush) it is evicted
     and the call reads the weight as cold as an honest one. A copy timed to end with the pad runs during
-    v6's flush: what it stages there is charged through the flush's stamps."""
+    v6's flush: what it stages there is charged through the flush's stamps. (A GEMM of a 16 MiB weight,
+    0.024 ms on the H200, was not bound by its weight read: v5 was not fooled, 1.06x, and the test showed
+    nothing; the `warm` row, the call after a pad without flush, checks the subject first.)"""
     probe = _probe("l2_after_flush_probe")
-    result = probe.run(rounds=10, samples=10, weight_mib=16, k=4096, m=8)
+    result = probe.run(rounds=10, samples=10, weight_mib=24, k=4096)
     row = {(r["variant"], r["pad"]): r for r in result["rows"]}
+    assert row[("honest", "warm")]["ratio_charged"] < 0.8, result  # the weight in L2 is worth something
     assert row[("stage at issue", "v5")]["ratio_charged"] < 0.9, result  # the test can fail: v5 is fooled
     for variant in ("stage at issue", "stage at pad end", "stage mid-flush", "side prefetch"):
         assert row[(variant, "v6")]["ratio_charged"] >= 0.95, (variant, result)

@@ -19,6 +19,7 @@ import pytest
 from cuda_agent.judge.candidate import sampler as sampler_module
 from cuda_agent.judge.candidate.sampler import (
     FLUSH_SLACK_SHARE,
+    PAD_HOLD_TIMEOUT_NS,
     PAD_PTX,
     PAD_SPIN_FLUSH_SHARE,
     TAIL_RESOLUTION_MS,
@@ -250,21 +251,69 @@ def _flush_loops(lines: list[str]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in _loops(lines) if any(line.startswith("st.global") for line in lines[a : b + 1])]
 
 
+def _spin_loops(lines: list[str]) -> list[tuple[int, int]]:
+    """Loops that read %globaltimer and poll no memory: the spin to the deadline."""
+    return [(a, b) for a, b in _loops(lines)
+            if any("%globaltimer" in line for line in lines[a : b + 1])
+            and not any(line.startswith(("ld.", "atom.")) for line in lines[a : b + 1])]  # fmt: skip
+
+
 def test_the_pad_kernel_spins_first_and_flushes_last() -> None:
-    """Parsed from PAD_PTX: the only loop that reads %globaltimer (the spin) ends before the loops that
-    store (the flush, in two halves) begin, every store is in them, and after the last nothing waits: the
-    kernel returns, so the start event follows the last store."""
+    """Parsed from PAD_PTX: the only loop that reads %globaltimer and no memory (the spin) ends before the
+    loops that store (the flush, in two halves) begin, every store is in them, and after the last nothing
+    but the hold waits, which stores nothing: the start event follows the last store."""
     assert re.search(r"\.visible\s+\.entry\s+judge_pad_flush\s*\(", PAD_PTX), "coverage treats the name as neutral"
     lines = _instructions(PAD_PTX)
-    spins = [(a, b) for a, b in _loops(lines) if any("%globaltimer" in line for line in lines[a : b + 1])]
+    spins = _spin_loops(lines)
     flushes = _flush_loops(lines)
     assert len(spins) == 1 and len(flushes) == 2 and not set(spins) & set(flushes), (spins, flushes)
     assert spins[0][1] < flushes[0][0], "the flush must come after the spin"
     stores = [i for i, line in enumerate(lines) if line.startswith("st.global")]
     assert all(any(a <= i <= b for a, b in flushes) for i in stores), "every L2-evicting store is in the flush"
     after = lines[flushes[-1][1] + 1 :]
-    assert not _loops(after) and after[-1] == "ret;", after
-    assert not any(line.startswith(("ld.global", "st.global", "prefetch")) for line in after)
+    assert len(_loops(after)) == 1 and after[-1] == "ret;", after  # the hold
+    assert not any(line.startswith(("st.global", "prefetch", "ld.global.nc")) for line in after)
+    reads = [line for line in after if line.startswith("ld.global") or line.startswith("ld.volatile")]
+    assert reads == ["ld.volatile.global.u64 %rd25, [%rd18];"], "the hold reads its counter only"
+
+
+def _holds_until_every_block_flushed(lines: list[str]) -> bool:
+    """After the flush: one counter add per block (thread 0), a wait for the next multiple of the grid
+    (nctaid) polling the counter, bounded by PAD_HOLD_TIMEOUT_NS, then every thread at a barrier, then ret."""
+    flushes = _flush_loops(lines)
+    adds = [i for i, line in enumerate(lines) if line.startswith("atom.global.add.u64")]
+    if not flushes or len(adds) != 1 or adds[0] < flushes[-1][1] or "@%p5 bra RELEASE;" not in lines:
+        return False
+    guard = lines.index("@%p5 bra RELEASE;")
+    if not (flushes[-1][1] < guard < adds[0] and "setp.ne.u32 %p5, %r3, 0;" in lines[:guard]):
+        return False
+    loops = _loops(lines[adds[0] :])
+    if len(loops) != 1:
+        return False
+    first, last = adds[0] + loops[0][0], adds[0] + loops[0][1]
+    target = ["cvt.u64.u32 %rd22, %r4;", "div.u64 %rd23, %rd19, %rd22;", "add.u64 %rd23, %rd23, 1;",
+              "mul.lo.u64 %rd23, %rd23, %rd22;"]  # fmt: skip
+    return (lines[adds[0] + 1 : adds[0] + 5] == target and "mov.u32 %r4, %nctaid.x;" in lines
+            and "mov.u32 %r3, %tid.x;" in lines and lines[first] == "HOLD:"
+            and "ld.volatile.global.u64 %rd25, [%rd18];" in lines[first:last]
+            and f"add.u64 %rd24, %rd24, {PAD_HOLD_TIMEOUT_NS};" in lines[adds[0] : first]
+            and lines[last + 1 :] == ["RELEASE:", "barrier.sync 0;", "ret;"])  # fmt: skip
+
+
+def test_the_pad_kernel_holds_every_block_until_the_whole_flush_is_done() -> None:
+    """H200, v6 without the hold: SMs freed as the flush's blocks finished ran a side-stream kernel before
+    the start event (11% of it hidden). After the flush every block adds 1 to the launch counter once
+    (thread 0), waits there for the next multiple of the grid, and all its threads wait at a barrier for
+    it: no block exits before every block of the grid finished its flush."""
+    assert _holds_until_every_block_flushed(_instructions(PAD_PTX))
+
+
+def test_a_pad_without_the_hold_fails_the_parse() -> None:
+    """The test can fail: v6 as first run on the H200 (blocks exit right after their flush part), and a
+    hold whose thread 0 leaves while the others do not wait (no barrier) are refused."""
+    lines = _instructions(PAD_PTX)
+    assert not _holds_until_every_block_flushed([*lines[:lines.index("setp.ne.u32 %p5, %r3, 0;")], "ret;"])
+    assert not _holds_until_every_block_flushed([*[line for line in lines if line != "RELEASE:"][:-2], "ret;"])
 
 
 def test_the_pad_kernel_stamps_its_flushs_second_half_between_barriers() -> None:
@@ -288,7 +337,7 @@ def test_the_old_order_fails_the_parse() -> None:
     lines = _instructions(PAD_PTX)
     spin, spin_end = lines.index("SPIN:"), next(i for i, line in enumerate(lines) if "bra SPIN;" in line)
     v5 = lines[:spin] + lines[spin_end + 1 : -1] + lines[spin : spin_end + 1] + ["ret;"]  # spin moved last
-    spins = [(a, b) for a, b in _loops(v5) if any("%globaltimer" in line for line in v5[a : b + 1])]
+    spins = _spin_loops(v5)
     assert len(spins) == 1 and not spins[0][1] < _flush_loops(v5)[0][0]
 
 

@@ -109,7 +109,14 @@ PAD_SPIN_FLUSH_SHARE = 0.2
 CALIBRATE_EVERY = 3
 # The reward's margin: "more than 5% faster" beyond the measured spread of the baseline.
 
-PAD_PTX = r"""
+# After its flush part, every block of the pad waits (thread 0 polling a launch counter, the others at a
+# barrier) until every block of the grid finished its flush, so all SMs are released together right before
+# the start event (H200, v6 without it: a side-stream kernel started on SMs the flush freed and hid 11% of
+# itself, tests/gpu/test_timing_gpu.py). The wait is bounded: where some pad block could not be resident (a
+# stranger holding SMs at launch; the GPU is idle there in the protocol) it gives up after this long.
+PAD_HOLD_TIMEOUT_NS = 2_000_000
+
+_PAD_PTX_TEXT = r"""
 .version 7.0
 .target sm_70
 .address_size 64
@@ -118,13 +125,14 @@ PAD_PTX = r"""
 	.param .u64 p_buf,
 	.param .u64 p_n16,
 	.param .u64 p_spin_ns,
-	.param .u64 p_stamps
+	.param .u64 p_stamps,
+	.param .u64 p_hold
 )
 .maxnreg 32
 {
-	.reg .pred %p<5>;
+	.reg .pred %p<8>;
 	.reg .b32 %r<6>;
-	.reg .b64 %rd<22>;
+	.reg .b64 %rd<30>;
 
 	mov.u64 %rd10, %globaltimer;
 	ld.param.u64 %rd1, [p_buf];
@@ -175,9 +183,29 @@ DONE:
 	barrier.sync 0;
 	@%p3 mov.u64 %rd16, %globaltimer;
 	@%p3 atom.global.max.u64 %rd17, [%rd13+8], %rd16;
+	setp.ne.u32 %p5, %r3, 0;
+	@%p5 bra RELEASE;
+	ld.param.u64 %rd18, [p_hold];
+	atom.global.add.u64 %rd19, [%rd18], 1;
+	cvt.u64.u32 %rd22, %r4;
+	div.u64 %rd23, %rd19, %rd22;
+	add.u64 %rd23, %rd23, 1;
+	mul.lo.u64 %rd23, %rd23, %rd22;
+	mov.u64 %rd24, %globaltimer;
+	add.u64 %rd24, %rd24, HOLD_TIMEOUT_NS;
+HOLD:
+	ld.volatile.global.u64 %rd25, [%rd18];
+	setp.ge.u64 %p6, %rd25, %rd23;
+	@%p6 bra RELEASE;
+	mov.u64 %rd26, %globaltimer;
+	setp.lt.u64 %p7, %rd26, %rd24;
+	@%p7 bra HOLD;
+RELEASE:
+	barrier.sync 0;
 	ret;
 }
 """
+PAD_PTX = _PAD_PTX_TEXT.replace("HOLD_TIMEOUT_NS", str(PAD_HOLD_TIMEOUT_NS))
 
 
 def work_per_call(samples: Sequence[float]) -> float:
@@ -277,12 +305,16 @@ class PadKernel:
     write that evicts L2 right before the call's start event, in two halves with the second one stamped
     (protocol v6: the flush is the pad's last act, so nothing staged into L2 while it spins survives; v5
     flushed first and spun after, and a copy on the copy engines, which the pad does not occupy, warmed L2
-    for the call during the spin)."""
+    for the call during the spin). Then the hold: every block stays resident until all blocks finished
+    their flush part, so no SM is free for another stream's kernel before the whole pad ends (the grid is
+    what the occupancy query says fits at once, launched on an idle GPU, so all its blocks are resident)."""
 
     THREADS = 1024
 
     def __init__(self, buffer: Any, sm_count: int, ptx: str = PAD_PTX) -> None:
         """`ptx`: the kernel's text (another only in A/B probes, scripts/device/l2_after_flush_probe.py)."""
+        import torch
+
         self.driver = _Driver()
         lib, check = self.driver.lib, self.driver.check
         module, func, per_sm = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
@@ -295,6 +327,10 @@ class PadKernel:
         self.grid = sm_count * self.blocks_per_sm
         self.buffer_ptr = int(buffer.data_ptr())
         self.n16 = buffer.numel() // 16
+        # The hold's launch counter: every block adds 1, so after k launches it holds k x grid and a block
+        # of launch k waits for (k + 1) x grid; launches on one stream never overlap, so it needs no reset.
+        self.hold = torch.zeros(1, dtype=torch.int64, device=buffer.device)
+        self.hold_ptr = int(self.hold.data_ptr())
 
     def new_stamps(self, slots: int) -> FlushStamps:
         """Fresh flush stamps for a round of `slots` event slots."""
@@ -304,8 +340,9 @@ class PadKernel:
         """Spin `spin_ms` after start, then flush (unless `flush` is False: a pure spin, the draw's cover),
         writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere)."""
         args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
-                ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0)]  # fmt: skip
-        params = (ctypes.c_void_p * 4)(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
+                ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0),
+                ctypes.c_uint64(self.hold_ptr)]  # fmt: skip
+        params = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
         self.driver.check(
             self.driver.lib.cuLaunchKernel(self.func, self.grid, 1, 1, self.THREADS, 1, 1, 0,
                                            ctypes.c_void_p(stream), params, None),
