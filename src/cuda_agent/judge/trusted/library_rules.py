@@ -26,7 +26,9 @@ import re
 
 GEMM_OPS = frozenset(
     {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "_scaled_mm", "addbmm", "einsum",
-     "tensordot", "dot", "vdot"}
+     "tensordot", "dot", "vdot",
+     # a triangular solve is BLAS-3 (cuBLAS's trsm): 00_honest_cublas_trsm_solve_triangular was refused
+     "linalg_solve_triangular", "triangular_solve"}
 )  # fmt: skip
 CONV_OPS = frozenset(
     {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
