@@ -36,6 +36,13 @@ from cuda_agent.train.verl.data import AGENT, convert
 LONG_OUTPUT = "seq 900 | sed 's/.*/line &: the quick brown fox/'"
 
 
+# The tiny tokenizer's 1,024-token vocabulary spends about one token per two characters, so the opening messages
+# (SKILL.md, the environment, the task, ten tool schemas: about 22,000 characters, 10,300 tiny tokens) need more
+# room than the recipe's 8,192 (sized for real tokenizers, about 6,000 tokens). Too small a limit is not a quiet
+# left-truncation: the prompt assertions below would fail.
+TINY_PROMPT_LEN = 16384
+
+
 @pytest.fixture(scope="module")
 def stage4(tiny_model: Path, tmp_path_factory) -> dict:
     """Stage 4's composed config (test-sized context) and its data, one task per row."""
@@ -46,7 +53,8 @@ def stage4(tiny_model: Path, tmp_path_factory) -> dict:
     report = convert([tasks], root / "data", fmt=AGENT, val_size=0)
     assert report.written == {"train": 1}
     lines = recipe_lines("stage4_agentic_ppo.sh", ACTOR=str(tiny_model), CRITIC=str(tiny_model),
-                         DATA=str(root / "data"), CONTEXT="49152", PROMPT_LEN="8192", SP="1", NGPUS="1")  # fmt: skip
+                         DATA=str(root / "data"), CONTEXT="49152", PROMPT_LEN=str(TINY_PROMPT_LEN), SP="1",
+                         NGPUS="1")  # fmt: skip
     assert lines[0] == "verl.trainer.main_ppo"
     return {"config": compose("ppo_trainer", lines[1:]), "data": root / "data" / "train.parquet"}
 
