@@ -29,6 +29,7 @@ from cuda_agent.judge.trusted.library_kernels import (
     library_binaries,
     torch_binaries,
 )
+from cuda_agent.judge.trusted.name_templates import NameTemplate
 
 SECRET = b"judge-test-secret-0123456789abcdef"
 TORCH_CUDA = next((p for p in torch_binaries() if p.name == "libtorch_cuda.so"), None)
@@ -202,7 +203,7 @@ def test_the_cache_is_authenticated_and_keyed_by_the_files_identity(tmp_path: Pa
     identity = library_kernels._identity(binary)
     ListCache(b"x" * 32, tmp_path / "cache").put(identity, ["_Z15flash_fwd_kernelv"])
     library_kernels._memory.clear()
-    names, _ = library_kernels.file_kernels(binary, cache)
+    names = library_kernels.file_kernels(binary, cache)[0]
     assert "flash_fwd_kernel()" not in names and len(read) == 2 and cache.rejected == 1
     # the file changed: its old record does not apply
     time.sleep(0.01)
@@ -215,3 +216,62 @@ def test_the_cache_is_authenticated_and_keyed_by_the_files_identity(tmp_path: Pa
     volatile = ListCache(SECRET, tmp_path / "volatile", persistent=False)
     library_kernels.file_kernels(binary, volatile)
     assert len(read) == 4 and not (tmp_path / "volatile").exists()
+
+
+NVJET = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"  # what the H200 ran for an honest fp16 cublasGemmEx
+
+
+def test_run_time_named_kernels_match_only_the_templates_the_library_holds(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuBLASLt assembles its nvjet GEMMs at run time: no fat binary holds their names, only printf templates
+    in the library's read-only data. A name the templates can make is cuBLAS's; a near miss stays foreign."""
+    binary = tmp_path / "libcublasLt.so.13"
+    binary.write_bytes(b"\x7fELF junk\0nvjet_sm%d_%s%s%s_%dx%d_%dx%d_%dx%d_%s_%s_%s\0nvjet_sm90_plain\0"
+                       b"nvjet_sm%p_bad\0other_%s\0nvjet_sm%d_tail")  # the last is not NUL-terminated
+    assert library_kernels.runtime_templates(binary, "cublas") == ["nvjet_sm%d_%s%s%s_%dx%d_%dx%d_%dx%d_%s_%s_%s"]
+    assert library_kernels.runtime_templates(binary, "cudnn") == []  # no run-time names listed for cuDNN
+    monkeypatch.setattr(library_kernels, "library_entries", lambda path: {"_Z10gemm_innerPf"})
+    monkeypatch.setattr(library_kernels, "_memory", {})
+    names, count, templates = library_kernels.file_kernels(binary, ListCache(SECRET, tmp_path / "cache"), "cublas")
+    assert count == 1 and templates == ("nvjet_sm%d_%s%s%s_%dx%d_%dx%d_%dx%d_%s_%s_%s",)
+    library_kernels._memory.clear()  # the record keeps the templates
+    assert library_kernels.file_kernels(binary, ListCache(SECRET, tmp_path / "cache"), "cublas")[2] == templates
+    template = NameTemplate.parse(templates[0])
+    lists = KernelLists(libraries={"cublas": names}, templates={"cublas": (template,)})
+    assert lists.library_of(NVJET) == "cublas"
+    for foreign in ("nvjet_smXX_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_sm90_hsh_256x128", "my_nvjet_sm90_a_1x2_3x4_5x6_a_b_c",
+                    "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT(float*)"):  # fmt: skip
+        assert lists.library_of(foreign) is None, foreign
+
+def test_a_crafted_name_is_refused_in_linear_time() -> None:
+    """Names a backtracking regular expression of the real cuBLASLt template took 9-45 s to refuse."""
+    real = NameTemplate.parse("nvjet_sm%d_%s_%dx%d_%dx%d_%dx%d%s_%c_%s%s%s%s%s%s%s%s_%c%c%c")
+    assert real is not None and real.matches(NVJET)
+    started = time.perf_counter()
+    for crafted in ("nvjet_sm90_" + "1x1_" * 60 + "!", "nvjet_sm90_" + "1x1_" * 20 + "_" * 150 + "!",
+                    "nvjet_sm9_" + "_9x9" * 55 + "!", "nvjet_sm90_" + "a_" * 200):  # fmt: skip
+        assert not real.matches(crafted)
+    assert time.perf_counter() - started < 0.5
+    assert NameTemplate.parse("x_%f") is None and NameTemplate.parse("x_%p") is None
+    percent = NameTemplate.parse("x_%d%%")
+    assert percent is not None and percent.matches("x_12%") and not percent.matches("x_%")
+
+
+def test_an_nvjet_kernel_counts_only_where_the_submission_calls_cublas(tmp_path: Path) -> None:
+    """The template makes the name cuBLAS's, but cuBLAS's work is the candidate's only on a matrix-product
+    task whose own objects call cuBLAS (PyTorch's torch.mm would launch the same kernel)."""
+    template = NameTemplate.parse("nvjet_sm%d_%s%s%s_%dx%d_%dx%d_%dx%d_%s_%s_%s")
+    lists = KernelLists(libraries={"cublas": frozenset()}, templates={"cublas": (template,)})
+    assert CUBLAS_KERNEL.search(NVJET)
+    assert coverage_report({NVJET: 100.0}, set(), {"matmul"}, lists=lists, libraries={"cublas"}).share == 1.0
+    not_linked = coverage_report({NVJET: 100.0}, set(), {"matmul"}, lists=lists, libraries=set())
+    assert not_linked.share == 0.0 and not_linked.origins[NVJET] == "library"
+    assert coverage_report({NVJET: 100.0}, set(), {"relu"}, lists=lists, libraries={"cublas"}).share == 0.0
+
+
+@needs_wheel
+def test_the_wheels_cublaslt_templates_print_the_kernel_the_h200_ran(lists: KernelLists) -> None:
+    """Read from the installed libcublasLt: the H200's honest fp16 cublasGemmEx kernel is cuBLAS's."""
+    assert lists.templates.get("cublas"), "no nvjet template found in the wheel's cuBLASLt"
+    assert lists.library_of(NVJET) == "cublas" and not lists.in_torch(NVJET)
+    assert lists.library_of("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NN") is None  # one letter short

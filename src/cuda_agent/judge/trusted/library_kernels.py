@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import re
 import secrets
@@ -39,6 +40,7 @@ from cuda_agent.judge.trusted.authkey import sign, verify
 from cuda_agent.judge.trusted.build import cache_root
 from cuda_agent.judge.trusted.device_code import demangle, normalise
 from cuda_agent.judge.trusted.fatbin import library_entries
+from cuda_agent.judge.trusted.name_templates import NameTemplate
 
 # The allowed libraries by the name the rules use, and the files that make them up.
 LIBRARY_FILES: dict[str, re.Pattern[str]] = {
@@ -47,6 +49,19 @@ LIBRARY_FILES: dict[str, re.Pattern[str]] = {
 }
 TORCH = "torch"
 MAX_RECORD_BYTES = 64 << 20
+# Kernels a library assembles at run time, so no fat binary holds them, named from printf templates kept in
+# the library's own read-only data: (library, the templates' literal start, why). The templates are read from
+# the binary (`runtime_templates`), never written here, so a name the library could not make stays foreign.
+RUNTIME_NAMED: tuple[tuple[str, bytes, str], ...] = (
+    ("cublas", b"nvjet_sm",
+     "cuBLASLt on Hopper and later builds its nvjet GEMM kernels at run time (the H200 ran an honest fp16 "
+     "cublasGemmEx as nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT, a name in no binary on disk)"),
+)
+# A record holds mangled names and, marked so, the templates; no symbol contains a space.
+TEMPLATE_MARK = "template "
+LIST_FORMAT = "2"  # part of each record's file name: records of an older format are listed again
+MAX_TEMPLATE_NAME = 512  # longer names are never matched against templates (no kernel name of theirs is)
+_TEMPLATE_TEXT = re.compile(rb"[A-Za-z0-9_%]{1,200}")
 
 
 class KernelListsUnavailable(RuntimeError):
@@ -60,6 +75,7 @@ class KernelLists:
 
     torch: frozenset[str] = frozenset()
     libraries: dict[str, frozenset[str]] = field(default_factory=dict)
+    templates: dict[str, tuple[NameTemplate, ...]] = field(default_factory=dict)  # run-time names (RUNTIME_NAMED)
     files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # kernels (mangled names) per list
 
@@ -69,7 +85,11 @@ class KernelLists:
     def library_of(self, name: str) -> str | None:
         """The allowed library ("cublas", "cudnn") whose binaries hold a kernel of this name, if any."""
         key = normalise(name)
-        return next((lib for lib, names in sorted(self.libraries.items()) if key in names), None)
+        listed = next((lib for lib, names in sorted(self.libraries.items()) if key in names), None)
+        if listed or len(name) > MAX_TEMPLATE_NAME:
+            return listed
+        return next((lib for lib, found in sorted(self.templates.items()) if any(t.matches(name) for t in found)),
+                    None)  # fmt: skip
 
     def summary(self) -> dict[str, object]:
         return {"files": {k: [Path(f).name for f in v] for k, v in self.files.items()}, "kernels": dict(self.counts)}
@@ -121,7 +141,7 @@ class ListCache:
         self.rejected = 0  # records found but refused (authentication, identity, unreadable)
 
     def _path(self, identity: tuple[str, int, int, int]) -> Path:
-        return self.root / f"{hashlib.sha256(repr(identity).encode()).hexdigest()[:32]}.json"
+        return self.root / f"{hashlib.sha256(repr((LIST_FORMAT, identity)).encode()).hexdigest()[:32]}.json"
 
     @staticmethod
     def _payload(identity: tuple[str, int, int, int], names: list[str]) -> bytes:
@@ -158,21 +178,43 @@ class ListCache:
         os.replace(tmp, path)
 
 
-_memory: dict[tuple[str, int, int, int], tuple[frozenset[str], int]] = {}  # this process's lists, by file identity
+_memory: dict[tuple[str, int, int, int], tuple[frozenset[str], int, tuple[str, ...]]] = {}  # by file identity
 _listing = threading.Lock()  # one listing at a time: parallel builds must not read libtorch_cuda twice
 
 
-def file_kernels(path: Path, cache: ListCache) -> tuple[frozenset[str], int]:
-    """Normalised names (mangled and demangled) of the kernels in one library file, and how many kernels
-    it has: from memory, the cache, or its binary."""
+def runtime_templates(path: Path, library: str) -> list[str]:
+    """The name templates of kernels `library` assembles at run time (RUNTIME_NAMED), as its file holds
+    them: NUL-terminated strings that start with a listed prefix and hold a conversion."""
+    prefixes = [prefix for lib, prefix, _ in RUNTIME_NAMED if lib == library]
+    if not prefixes or path.stat().st_size == 0:
+        return []
+    found: set[str] = set()
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for prefix in prefixes:
+            at = data.find(prefix)
+            while at >= 0:
+                text = _TEMPLATE_TEXT.match(data, at)
+                end = text.end() if text else at
+                if text and end < len(data) and data[end] == 0 and b"%" in text.group():
+                    found.add(text.group().decode())
+                at = data.find(prefix, at + 1)
+    return sorted(t for t in found if NameTemplate.parse(t) is not None)
+
+
+def file_kernels(path: Path, cache: ListCache, library: str = TORCH) -> tuple[frozenset[str], int, tuple[str, ...]]:
+    """Normalised names (mangled and demangled) of the kernels in one library file, how many kernels it
+    has, and the templates of those it names at run time: from memory, the cache, or its binary."""
     identity = _identity(path)
     with _listing:
         if identity not in _memory:
-            names = cache.get(identity)
-            if names is None:
-                names = sorted(library_entries(path))
-                cache.put(identity, names)
-            _memory[identity] = (frozenset(normalise(n) for m in names for n in (m, demangle(m))), len(names))
+            record = cache.get(identity)
+            if record is None:
+                record = sorted(library_entries(path)) + [TEMPLATE_MARK + t for t in runtime_templates(path, library)]
+                cache.put(identity, record)
+            names = [n for n in record if not n.startswith(TEMPLATE_MARK)]
+            templates = tuple(n[len(TEMPLATE_MARK):] for n in record if n.startswith(TEMPLATE_MARK))
+            _memory[identity] = (frozenset(normalise(n) for m in names for n in (m, demangle(m))), len(names),
+                                 templates)  # fmt: skip
         return _memory[identity]
 
 
@@ -187,10 +229,12 @@ def kernel_lists(libraries: Iterable[str], cache: ListCache, root: Path | None =
         if not found:
             raise KernelListsUnavailable(f"no {library} library was found beside torch ({root or site_packages()}): "
                                          "its kernels cannot be attributed")  # fmt: skip
-        read[library] = [(p, file_kernels(p, cache)) for p in found]
-    names = {k: frozenset().union(*(n for _, (n, _) in v)) for k, v in read.items()}
+        read[library] = [(p, file_kernels(p, cache, library)) for p in found]
+    names = {k: frozenset().union(*(n for _, (n, _, _) in v)) for k, v in read.items()}
+    templates = {k: tuple(p for t in sorted({t for _, (_, _, ts) in v for t in ts}) if (p := NameTemplate.parse(t)))
+                 for k, v in read.items() if k != TORCH}  # fmt: skip
     return KernelLists(
-        torch=names.pop(TORCH), libraries=names,
-        files={k: tuple(str(p) for p, (_, count) in v if count) for k, v in read.items()},
-        counts={k: sum(count for _, (_, count) in v) for k, v in read.items()},
+        torch=names.pop(TORCH), libraries=names, templates={k: v for k, v in templates.items() if v},
+        files={k: tuple(str(p) for p, (_, count, _) in v if count) for k, v in read.items()},
+        counts={k: sum(count for _, (_, count, _) in v) for k, v in read.items()},
     )  # fmt: skip
