@@ -201,7 +201,7 @@ def test_a_stuck_judge_times_out_and_the_context_budget_holds(stage4, tokenizer,
     executor = KnownVerdictExecutor(hang=True)
     with judge_server(tmp_path, executor) as url:
         _episode_env(monkeypatch, tmp_path, url, CUDA_AGENT_JUDGE_TIMEOUT_S="2", CUDA_AGENT_FAILURE_REWARD="-0.5",
-                     CUDA_AGENT_CONTEXT_TOKENS="9000")  # fmt: skip
+                     CUDA_AGENT_CONTEXT_TOKENS="14000")  # fmt: skip
         out = _run(stage4["config"], server, _batch(stage4["config"], stage4["data"], tokenizer, "relu"))
     extra = out.non_tensor_batch
     assert extra["cuda_agent"][0]["exit"] == "context_limit"
