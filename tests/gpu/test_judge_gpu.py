@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 
 
 def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
-    """Both expectation styles: examples (`status`, `reward`, `min_reward`, `reason_contains`) and the
+    """Both expectation styles: examples (`status`, `reward`, `min_reward`, `reason_contains`, `reason_any`) and the
     adversarial suite (`expect`: reject / accept / honest_timing, with `min_reward` / `max_reward`)."""
     reward = verdict["reward"]
     ok = True
@@ -37,6 +37,8 @@ def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
         ok &= reward <= expected["max_reward"]
     text = (verdict["reason"] + verdict["compile_log"]).lower()
     ok &= all(fragment.lower() in text for fragment in expected.get("reason_contains", []))
+    if expected.get("reason_any"):  # a refusal for any of several findings (which one fires first varies)
+        ok &= any(fragment.lower() in text for fragment in expected["reason_any"])
     return bool(ok)
 
 
