@@ -305,6 +305,8 @@ def main() -> int:
         "--aa-reps", type=int, default=5, help="A/A variants judged on an idle machine (default 5)"
     )
     parser.add_argument("--batch", type=int, default=60, help="variants through judge_many (default 60)")
+    parser.add_argument("--sequential-timing", action="store_true",
+                        help="time with TimingConfig.sequential (stop once the reward is decided; issue 34)")
     parser.add_argument("--build-workers", type=int, default=None,
                         help="the service's parallel builds (default: the service's, cpu_count - 2)")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
@@ -335,7 +337,7 @@ def main() -> int:
     cache.mkdir(parents=True, exist_ok=True)
     os.environ["CUDA_AGENT_CACHE"] = str(cache)  # objects, baselines and anything else the judge caches
     try:
-        from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
+        from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable, TimingConfig
         from cuda_agent.judge.decide.service import JudgeService
     except ImportError as exc:
         print(f"FAIL: the judge service is not importable: {exc}", file=sys.stderr)
@@ -370,7 +372,8 @@ def main() -> int:
         print("\n== starting the judge service ==", flush=True)
         t0 = time.monotonic()
         try:
-            service_cm = JudgeService(config=JudgeConfig(), build_workers=args.build_workers)
+            config = JudgeConfig(timing=TimingConfig(sequential=args.sequential_timing))
+            service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:
             print(f"FAIL: the judge cannot run here: {exc}", file=sys.stderr)
@@ -418,7 +421,8 @@ def main() -> int:
             if args.batch > 0:
                 print(f"\n== f. throughput: {args.batch} variants through judge_many ==", flush=True)
                 batch, batch_wall, batch_error = phase_batch(service, journal, jobs, expected)
-            report["batch"] = {"records": batch, "wall_s": round(batch_wall, 3), "error": batch_error}
+            report["batch"] = {"records": batch, "wall_s": round(batch_wall, 3), "error": batch_error,
+                               "sequential_timing": args.sequential_timing}  # fmt: skip
         finally:
             service_cm.__exit__(None, None, None)
     finally:

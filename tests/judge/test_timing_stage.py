@@ -115,9 +115,10 @@ def candidate_process():
     proc.wait()
 
 
-def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference) -> Judgment:
+def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference,
+              timing: TimingConfig | None = None) -> Judgment:  # fmt: skip
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
-    timing = TimingConfig(min_samples=30, min_gpu_ms=5.0, max_rounds=6, compile_builds=3)
+    timing = timing or TimingConfig(min_samples=30, min_gpu_ms=5.0, max_rounds=6, compile_builds=3)
     config = JudgeConfig(scratch_dir=tmp_path / "scratch", cache_dir=tmp_path / "baselines", timing=timing)
     made = Judgment(tmp_path, Task(name="t", source="x = 1\n", path=tmp_path / "model.py"), config)
     made.environment = Environment(gpu="G", compute_capability="9.0", driver="1", torch="t", cuda="c")
@@ -334,3 +335,43 @@ def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
     medians = _split_medians({"candidate": [(0.2, 0.3, 0.0), (0.4, 0.1, 0.02), (0.3, 0.2, 0.01)], "reference": []})
     assert medians == {"candidate": {"in_loop": 0.3, "outside_loop": 0.2, "sample_skew": 0.01},
                        "reference": {"in_loop": None, "outside_loop": None, "sample_skew": None}}
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_a_clear_speedup_stops_timing_once_the_sequence_decides_it(tmp_path, monkeypatch, candidate_process,
+                                                                   sequential: bool) -> None:  # fmt: skip
+    """4x over eager and 2x over compile: with the fixed budget (a target no round count reaches) timing runs
+    every round; with the confidence sequence it stops at its first decision (9 of 9 rounds above the bar),
+    and the bounds the reward compares are the sequence's (issue 34, item 1)."""
+    from cuda_agent.judge.decide.reward import milestone_reward
+
+    timing = TimingConfig(min_samples=30, min_gpu_ms=10_000.0, max_rounds=40, compile_builds=3, target_rse=1e-9,
+                          sequential=sequential, sequential_min_rounds=8)  # fmt: skip
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref, timing)
+    got = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    reward = milestone_reward(True, got.speedup_vs_eager_low, got.speedup_vs_compile_low,
+                              eager_threshold=got.eager_threshold, compile_threshold=got.compile_threshold)  # fmt: skip
+    assert reward == 3
+    if not sequential:
+        assert got.rounds == 40 and "sequential" not in made.checks
+        return
+    seq = made.checks["sequential"]
+    # 9 on an idle host; a loaded one oversleeps, the host clock charges a round or two, and a few more
+    # rounds above the bar are needed
+    assert seq["stopped_early"] and 9 <= got.rounds <= 20, (got.rounds, seq)
+    assert seq["eager"]["answer"] == seq["compile"]["answer"] == "above"
+    assert got.speedup_vs_compile_low == pytest.approx(seq["compile"]["low"], abs=1e-4)
+
+
+def test_a_tie_with_compile_is_decided_below_as_quickly(tmp_path, monkeypatch, candidate_process) -> None:
+    """As fast as torch.compile, 2x eager: rounds at or under the compile bar answer "below" as quickly as
+    clear ones answer "above", so the reward (2) is decided early too."""
+    timing = TimingConfig(min_samples=30, min_gpu_ms=10_000.0, max_rounds=24, compile_builds=3, target_rse=1e-9,
+                          sequential=True, sequential_min_rounds=8)  # fmt: skip
+    ref = Reference(candidate_process.pid, eager_ms=1.0, compile_ms=0.5)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref, timing)
+    got = made.time(ref, Candidate(candidate_process.pid, true_ms=0.5))  # type: ignore[arg-type]
+    seq = made.checks["sequential"]
+    assert seq["eager"]["answer"] == "above" and seq["compile"]["answer"] == "below", seq
+    assert got.speedup_vs_compile_low <= got.compile_threshold < got.speedup_vs_eager_low

@@ -56,6 +56,11 @@ class TimingConfig:
     # host, 1.34x -> 0.86x; recheck of the H200 eval run, 2026-12-01).
     clock_rounds_first: int = 2
     clock_round_every: int = 10
+    # Stop as soon as both rewards' questions are decided by a confidence sequence valid at every round
+    # (decide/sequential.py), instead of the fixed budget above; off until measured on the GPU (issue 34:
+    # the same reward on 5 cold runs, A/A). `sequential_min_rounds` timed rounds at least, before any stop.
+    sequential: bool = False
+    sequential_min_rounds: int = 8
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,10 @@ def median_rse(round_times: Sequence[float]) -> float:
 
 
 def ratio_with_bound(
-    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, paired: bool, seed: int = 0
+    baseline_rounds: Sequence[float], candidate_rounds: Sequence[float], *, paired: bool, seed: int = 0,
+    alpha: float = 0.05,
 ) -> tuple[float, float]:
-    """Median speedup (baseline / candidate) and the 5th percentile of its bootstrap distribution.
+    """Median speedup (baseline / candidate) and the `alpha` percentile (5th) of its bootstrap distribution.
 
     Paired rounds (measured interleaved) give per-round ratios; unpaired ones (cached baseline) compare
     medians of resampled rounds.
@@ -82,7 +83,7 @@ def ratio_with_bound(
             / statistics.median(rng.choices(candidate_rounds, k=len(candidate_rounds)))
             for _ in range(2000)
         )
-    return point, boots[int(0.05 * len(boots))]
+    return point, boots[int(alpha * len(boots))]
 
 
 def per_call_overhead(wall_ms: float, setup_ms: float, samples: Sequence[float]) -> float:

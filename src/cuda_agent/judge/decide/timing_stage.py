@@ -23,6 +23,7 @@ from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.observed_timing import observed_gap, round_busy_ms
+from cuda_agent.judge.decide.sequential import BOOTSTRAP_ALPHA, Decision, decide, round_ratios
 from cuda_agent.judge.decide.stats import (
     HostClock,
     baseline_spread,
@@ -104,6 +105,7 @@ class TimingStage:
         # the process's.
         split: dict[str, list[tuple[float, float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
         froze_last = False
+        decided_early = False  # both rewards' questions answered by the confidence sequence (tc.sequential)
         while True:
             share = 1.0 if owed_trace else trace_p
             round_began = time.monotonic()
@@ -156,7 +158,10 @@ class TimingStage:
             # and the last one before timing ends.
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
             contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
-            if len(rounds["candidate"]) >= tc.max_rounds or self._timing_done(rounds, contenders):
+            if tc.sequential and not decided_early and len(rounds["candidate"]) >= tc.sequential_min_rounds:
+                running = _running_decisions(rounds, walls, cached, reference_rounds)
+                decided_early = all(d.answer != "open" for d in running.values())
+            if len(rounds["candidate"]) >= tc.max_rounds or decided_early or self._timing_done(rounds, contenders):
                 if not checked:
                     self.check_round(ref, cand)
                 if traced_rounds >= tc.min_traced_rounds:
@@ -217,8 +222,17 @@ class TimingStage:
             "split_ms": _split_medians(split),
         }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
-        s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired)
-        s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired)
+        alpha = BOOTSTRAP_ALPHA if tc.sequential else 0.05
+        s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired, alpha=alpha)
+        s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired, alpha=alpha)
+        if tc.sequential:
+            # The confidence sequence's bounds on the final (clock-charged) rounds. Stopped early, they alone
+            # decide (the bootstrap is not valid at a time chosen by looking); at the full budget the larger
+            # of the two bounds, 1% + 4% (decide/sequential.py).
+            seq = _sequential(cand_rounds, {"eager": eager_rounds, "compile": compile_rounds}, paired=paired)
+            s_eager_low = seq["eager"].low if decided_early else max(s_eager_low, seq["eager"].low)
+            s_comp_low = seq["compile"].low if decided_early else max(s_comp_low, seq["compile"].low)
+            self.checks["sequential"] = {"stopped_early": decided_early, **{k: d.summary() for k, d in seq.items()}}
         if s_comp_low > tc.plausible_speedup:
             # Too good to take on trust: time again, checking the output of every round, and keep the
             # slower of the two measurements.
@@ -448,3 +462,34 @@ def _cover(reference: dict, candidate: dict) -> tuple[dict[str, float], float]:
     a candidate can only lengthen it, never shorten the reference's (candidate/sampler.py: `cover_for`)."""
     draws = {"reference": _finite(reference.get("draw_ms")), "candidate": _finite(candidate.get("draw_ms"))}
     return draws, cover_for(max(draws.values()))
+
+
+def _running_clock(reference_rounds: list[tuple[float, float, list[float]]], cached: BaselineRecord | None) -> HostClock:
+    """The host clock as far as this judgment has calibrated it (the final one is made the same way)."""
+    fresh = HostClock.from_reference(reference_rounds)
+    if cached is None:
+        return fresh
+    return HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
+
+
+def _sequential(cand_rounds: list[float], baselines: dict[str, list[float]], *, paired: bool) -> dict[str, Decision]:
+    """Each reward question ("eager", "compile") by the confidence sequence: the candidate's rounds (charged
+    by the host clock as the final figures are) against each baseline's rounds, paired round by round when
+    they were measured in this judgment, else against their median (cached), each against its bar
+    (stats.reward_threshold of the baseline's spread)."""
+    return {who: decide(round_ratios(base, cand_rounds, paired=paired), reward_threshold(baseline_spread(base)))
+            for who, base in baselines.items()}  # fmt: skip
+
+
+def _running_decisions(
+    rounds: dict[str, list[list[float]]], walls: dict[str, list[float]], cached: BaselineRecord | None,
+    reference_rounds: list[tuple[float, float, list[float]]],
+) -> dict[str, Decision]:
+    """The reward questions as the rounds so far answer them, with the host clock as far as this judgment
+    has calibrated it (the final clock is made the same way)."""
+    fresh = HostClock.from_reference(reference_rounds)
+    clock = fresh if cached is None else HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
+    cand = [round_time(r, w, clock)[0] for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
+    if cached is not None:
+        return _sequential(cand, {"eager": cached.eager_rounds, "compile": cached.compile_rounds}, paired=False)
+    return _sequential(cand, {who: [work_per_call(r) for r in rounds[who]] for who in ("eager", "compile")}, paired=True)
