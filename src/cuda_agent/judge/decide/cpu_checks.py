@@ -3,8 +3,9 @@
 `judge --build-only` and the workspace's `utils/compile.sh` call `check_on_cpu`, so "it builds" on a CPU
 means what it means to the judge: the task (DIR/model.py or `--task`) loads and runs on the meta device,
 `model_new.py` and `kernels/` pass the judge's static checks (`static_checks.py`, as the judge applies
-them, including the cuBLAS/cuDNN rules, which need the ops the reference runs), and `kernels/` builds with
-the judge's own build. All three run (the task probe beside the build), so one call reports every problem;
+them, including the cuBLAS/cuDNN rules, which need the ops the reference runs), `ModelNew.forward` can
+reach `cuda_extension` at all (`forward_calls.py`: the op gate that refuses plain PyTorch needs a GPU),
+and `kernels/` builds with the judge's own build. All three run (the task probe beside the build), so one call reports every problem;
 the verdict names the first failing stage in judgment order and has the same JSON schema as a full
 judgment, with the GPU stages marked `skipped`. Status `built` (reward 0) when everything passed.
 
@@ -29,6 +30,7 @@ from cuda_agent.judge.common.procs import GIB, Limits, run_limited, scrubbed_env
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.verdict import FAILED, PASSED, SKIPPED, STAGES, Status, Verdict
 from cuda_agent.judge.trusted.build import BuildResult, build_extension
+from cuda_agent.judge.trusted.forward_calls import forward_never_calls_extension
 from cuda_agent.judge.trusted.python_syntax import SyntaxProblem, syntax_problem
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.trusted.static_checks import describe as describe_findings
@@ -205,7 +207,11 @@ def _static_findings(submission: Path, parsed: bool = True) -> list:
     model_new = submission / "model_new.py"
     if not model_new.is_file():
         return [Finding("model_new.py", 0, "missing: write class ModelNew in model_new.py")]
-    findings = check_model_new(model_new.read_text(errors="replace")) if parsed else []
+    source = model_new.read_text(errors="replace")
+    findings = check_model_new(source) if parsed else []
+    # What the op gate would refuse on a GPU, as far as the text shows it (the only rule of build-only's own).
+    if parsed and (never := forward_never_calls_extension(source)):
+        findings.append(Finding("model_new.py", *never))
     if (submission / "kernels").is_dir():
         findings += check_kernel_sources(submission / "kernels")
     return findings
