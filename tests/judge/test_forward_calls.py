@@ -71,6 +71,10 @@ MAY = {
         "class Base(nn.Module):\n    def forward(self, x):\n        return cuda_extension.relu(x)\n\n"
         "class ModelNew(Base):\n    pass\n"
     ),
+    "a helper defined under a module-level if": (
+        "if True:\n    def run(x):\n        return cuda_extension.relu(x)\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return run(x)\n"
+    ),
     "an overridden __call__": (
         "class ModelNew(nn.Module):\n    def __call__(self, x):\n        return cuda_extension.relu(x)\n\n"
         "    def forward(self, x):\n        return torch.relu(x)\n"

@@ -100,10 +100,13 @@ def _mentioned(node: ast.AST) -> set[str]:
 
 
 def _stored(node: ast.AST) -> set[str]:
-    """Names and attribute names `node` binds (assignment targets, loop and `with` targets, walrus)."""
+    """Names and attribute names `node` binds (assignment targets, loop and `with` targets, walrus, and
+    functions or classes defined inside it, as under a module-level `if`)."""
     out: set[str] = set()
     for child in ast.walk(node):
-        if isinstance(child, ast.Name) and _stores(child):
+        if isinstance(child, (*_DEFS, ast.ClassDef)):
+            out.add(child.name)
+        elif isinstance(child, ast.Name) and _stores(child):
             out.add(child.id)
         elif isinstance(child, ast.Attribute) and _stores(child):
             out.add(child.attr)
@@ -124,20 +127,20 @@ class _Reach:
         # attribute name, and every statement that binds a name outside a function body.
         self.leads: dict[str, list[ast.AST]] = {}
         for node in tree.body:
-            self._index(node, in_class=False)
+            self._index(node)
         for node in ast.walk(tree):  # attribute assignments inside functions: `self.k = ...` leads to them
             if isinstance(node, _DEFS):
                 for name in {a.attr for a in ast.walk(node) if isinstance(a, ast.Attribute) and _stores(a)}:
                     self.leads.setdefault(name, []).append(node)
         self._taint(tree, classes)
 
-    def _index(self, node: ast.stmt, in_class: bool) -> None:
+    def _index(self, node: ast.stmt) -> None:
         if isinstance(node, _DEFS):
             self.leads.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.ClassDef):
             self.leads.setdefault(node.name, []).append(node)
             for child in node.body:
-                self._index(child, in_class=True)
+                self._index(child)
         elif not isinstance(node, ast.Import | ast.ImportFrom):
             for name in _stored(node):
                 self.leads.setdefault(name, []).append(node)
