@@ -282,6 +282,7 @@ def seed_cache(work: Path, env: dict[str, str]) -> None:
             ws = materialize(load_task(TASK.format(op=op), name="seed"), work / f"seed_{behaviour}_{op}", overwrite=True)
             (ws / "kernels" / f"{op}.cu").write_text(kernel(op, behaviour))
             (ws / "kernels" / f"{op}_binding.cpp").write_text(BINDING.format(op=op))
+            (ws / "model_new.py").write_text(MODEL_NEW.format(op=op))  # compile.sh refuses the template's forward
             workspaces.append(ws)
     seed_env = {**env, "CUDA_AGENT_CACHE": str(work / "seed")}
     # the first build makes the precompiled header; the others (which reuse it) build at the same time

@@ -143,3 +143,39 @@ def test_an_episode_reads_its_seed_in_place_and_copies_only_the_baselines(
     assert cache.shared_caches_from_env() == (seed.resolve() / "objects",)
     # ... but the judge's own builds never read a shared layer, whatever the environment says.
     assert BuildConfig().read_only_caches == () and BuildConfig().private_judge_binding
+
+
+@pytest.mark.slow
+def test_warm_links_the_judges_pch_instead_of_copying_it(
+    warm_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cuda-agent cache warm` (issue 32, item 7): the default shared root's ~570 MB header is the judge's
+    own file, hard linked, and `cuda-agent cache` counts it once. (The judge's PCH here is the session's
+    warm root's, linked in: only the small binding units compile, against the header the warm found.)"""
+    judge = tmp_path / "cache"
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(judge))
+    source = next(warm_root.glob("objects/pch/*/torch_binding_pch.h.gch")).parent
+    (judge / "objects" / "pch" / source.name).mkdir(parents=True)
+    for item in source.iterdir():
+        if item.name != ".lock":
+            os.link(item, judge / "objects" / "pch" / source.name / item.name)
+    (judge / "shared" / "objects").mkdir(parents=True)
+    for obj in (warm_root / "objects").glob("*.o"):
+        (judge / "shared" / "objects" / obj.name).write_bytes(obj.read_bytes())
+
+    assert main(["cache", "warm", "--json"]) == 0
+    warmed = json.loads(capsys.readouterr().out)
+    assert warmed["ok"] and warmed["pch"], warmed
+    judges = judge / "objects" / "pch" / source.name / "torch_binding_pch.h.gch"
+    shared = judge / "shared" / "objects" / "pch" / source.name / "torch_binding_pch.h.gch"
+    assert shared.samefile(judges)  # one file on disk, not a second ~570 MB copy
+    assert not stat.S_IMODE(shared.stat().st_mode) & 0o222  # sealed as before
+
+    assert main(["cache", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    by = {(c["name"], c["kind"]): c for c in shown["caches"]}
+    assert by[("shared", "pch")]["linked_bytes"] == by[("shared", "pch")]["bytes"] > 100 << 20
+    assert by[("judge", "pch")]["linked_bytes"] == 0
+    assert shown["total_bytes"] < by[("judge", "pch")]["bytes"] + (5 << 20)  # the header counted once
+    assert main(["cache"]) == 0
+    assert "hard links to the above" in capsys.readouterr().out

@@ -7,7 +7,9 @@
   in the last ten minutes stay: a build may be about to link them).
 - `clear [--kind pch|object|baseline]`: remove every entry (of that kind).
 - `warm`: build the judge's precompiled header and binding object into the shared cache (what `solve`
-  does before its episodes), so that the first compile of every episode reuses them.
+  does before its episodes), so that the first compile of every episode reuses them. The header in the
+  default shared cache is a hard link of the judge's own (compiled there first when missing), not a
+  second ~570 MB copy; `show` counts a hard-linked file once in its total.
 Exit 0, or 2 for bad arguments.
 """
 
@@ -18,6 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from cuda_agent.commands.render import table
 
@@ -80,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     areas = cache.census(roots)
     if args.json:
-        total = sum(a.bytes for a in areas)
+        total = sum(a.bytes - a.linked for a in areas)  # a hard-linked file is on disk once
         print(json.dumps({"caches": [a.to_dict() for a in areas], "total_bytes": total}, sort_keys=True))
         return 0
-    rows = [[a.name, a.kind, str(a.count), cache.format_size(a.bytes), _ago(a.newest), str(a.root)]
+    rows = [[a.name, a.kind, str(a.count), _size(a), _ago(a.newest), str(a.root)]
             for a in areas if a.count or not args.runs]  # fmt: skip
     print(table(["cache", "kind", "entries", "size", "last used", "root"], rows))
-    print(f"\ntotal {cache.format_size(sum(a.bytes for a in areas))}; budget per cache "
+    print(f"\ntotal {cache.format_size(sum(a.bytes - a.linked for a in areas))} on disk; budget per cache "
           f"{cache.format_size(budget)} (prune with `cuda-agent cache prune --budget SIZE`)")  # fmt: skip
     return 0
 
@@ -111,6 +114,17 @@ def _warm(args: argparse.Namespace, roots: dict[str, Path]) -> int:
         print(f"shared cache {state}: {warmed.root} in {warmed.seconds:.1f} s "
               f"({len(warmed.compiled)} compiled){': ' + warmed.message if warmed.message else ''}")  # fmt: skip
     return 0 if warmed.ok else 1
+
+
+def _size(area: Any) -> str:
+    """An area's size, saying how much of it is a hard link of a file shown above (not on disk again)."""
+    from cuda_agent.judge.trusted import cache
+
+    shown = cache.format_size(area.bytes)
+    if not area.linked:
+        return shown
+    return f"{shown} (hard links to the above)" if area.linked == area.bytes else (
+        f"{shown} ({cache.format_size(area.linked)} hard links to the above)")  # fmt: skip
 
 
 def _ago(when: float | None) -> str:

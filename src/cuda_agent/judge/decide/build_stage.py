@@ -23,6 +23,7 @@ from cuda_agent.judge.decide.verdict import Status
 from cuda_agent.judge.trusted.build import MODULE_NAME, build_extension
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.pool import CandidateSlot
+from cuda_agent.judge.trusted.python_syntax import syntax_problem
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.trusted.static_checks import describe as describe_findings
 
@@ -35,7 +36,10 @@ class BuildStage:
         model_new = self.submission / "model_new.py"
         if not model_new.is_file():
             raise self.fail(Status.REJECTED, "no model_new.py in the submission: write class ModelNew there")
-        findings = check_model_new(model_new.read_text(errors="replace"))
+        source = model_new.read_text(errors="replace")
+        if problem := syntax_problem(source):  # the submission does not build: not a refusal of what it does
+            raise self.fail(Status.COMPILE_ERROR, problem.reason, compile_log=problem.log)
+        findings = check_model_new(source)
         # The source rules need the preprocessor (preprocess.py): run beside the compilers, which read the
         # same sources the same way, instead of before them. A finding still decides the verdict (over any
         # build result, with every finding named as before) and cancels the build at once.

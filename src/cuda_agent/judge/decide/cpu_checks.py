@@ -3,8 +3,9 @@
 `judge --build-only` and the workspace's `utils/compile.sh` call `check_on_cpu`, so "it builds" on a CPU
 means what it means to the judge: the task (DIR/model.py or `--task`) loads and runs on the meta device,
 `model_new.py` and `kernels/` pass the judge's static checks (`static_checks.py`, as the judge applies
-them, including the cuBLAS/cuDNN rules, which need the ops the reference runs), and `kernels/` builds with
-the judge's own build. All three run (the task probe beside the build), so one call reports every problem;
+them, including the cuBLAS/cuDNN rules, which need the ops the reference runs), `ModelNew.forward` can
+reach `cuda_extension` at all (`forward_calls.py`: the op gate that refuses plain PyTorch needs a GPU),
+and `kernels/` builds with the judge's own build. All three run (the task probe beside the build), so one call reports every problem;
 the verdict names the first failing stage in judgment order and has the same JSON schema as a full
 judgment, with the GPU stages marked `skipped`. Status `built` (reward 0) when everything passed.
 
@@ -29,6 +30,8 @@ from cuda_agent.judge.common.procs import GIB, Limits, run_limited, scrubbed_env
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.verdict import FAILED, PASSED, SKIPPED, STAGES, Status, Verdict
 from cuda_agent.judge.trusted.build import BuildResult, build_extension
+from cuda_agent.judge.trusted.forward_calls import forward_never_calls_extension
+from cuda_agent.judge.trusted.python_syntax import SyntaxProblem, syntax_problem
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
 from cuda_agent.judge.trusted.static_checks import describe as describe_findings
 from cuda_agent.task import Task, TaskError, load_task
@@ -114,10 +117,11 @@ def check_on_cpu(
         finally:
             seconds["build"] = time.monotonic() - began
 
+    syntax = _syntax(submission)
     with tempfile.TemporaryDirectory(prefix="cuda-agent-build-") as scratch, ThreadPoolExecutor(2) as pool:
         probed = pool.submit(task_stage)
         built = pool.submit(build_stage, Path(out_dir) if out_dir else Path(scratch))
-        static = _static_findings(submission)  # cheap: meanwhile
+        static = _static_findings(submission, parsed=syntax is None)  # cheap: meanwhile
         task_check, result = probed.result(), built.result()
         ops = set(task_check.ops) if task_check.ops is not None else None
         if result.ok and result.module_path is not None:  # before a temporary build folder goes
@@ -136,28 +140,35 @@ def check_on_cpu(
     checks["static"] = [str(f) for f in static] if static else "passed"
     if static:
         reasons["static"] = f"static checks failed: {describe_findings(static)}"
-    outcomes["build"] = PASSED if result.ok else FAILED
+    # model_new.py that Python cannot compile is part of the build failing (python_syntax.py), and comes
+    # first: its static checks could not run, so the stage that failed is the build, not the rules.
+    outcomes["build"] = PASSED if result.ok and syntax is None else FAILED
     checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached), "pch": result.pch,
                        "seconds": dict(result.step_seconds)}  # fmt: skip
     seconds.update({f"build_{step}": s for step, s in result.step_seconds.items()})  # as in a full judgment
+    build_reasons = [syntax.reason] if syntax else []
     if not result.ok:
         first = next((ln for ln in result.log.splitlines() if "error" in ln.lower()), result.log[:300])
-        reasons["build"] = f"build failed: {first.strip()}"
+        build_reasons.append(f"build failed: {first.strip()}")
+    if build_reasons:
+        reasons["build"] = "; ".join(build_reasons)
+    compile_log = "\n".join(log for log in (syntax.log if syntax else "", result.log) if log)
     checks["skipped"] = "reference, verify and timing need a GPU: not run (CPU checks only)"
 
-    failed = [stage for stage in ("task", "static", "build") if outcomes[stage] == FAILED]
+    order = ("task", "build", "static") if syntax else ("task", "static", "build")
+    failed = [stage for stage in order if outcomes[stage] == FAILED]
     if not failed:
         status, reward = Status.BUILT, 0
         reason = "CPU checks passed (task, static checks, build); verification and timing need a GPU"
     else:
         status = {"task": Status.TASK_ERROR, "static": Status.REJECTED, "build": Status.COMPILE_ERROR}[failed[0]]
-        if failed[0] == "build" and result.timed_out:
+        if failed[0] == "build" and result.timed_out and syntax is None:
             status = Status.TIMEOUT
         reward = -1
         reason = "; ".join(reasons[stage] for stage in failed)
         checks["failures"] = {stage: reasons[stage] for stage in failed}
     verdict = Verdict(
-        reward=reward, status=status, reason=reason, compile_log=result.log, timing=None, environment=None,
+        reward=reward, status=status, reason=reason, compile_log=compile_log, timing=None, environment=None,
         tolerance={"atol": config.atol, "rtol": config.rtol}, checks=checks,
         stage_seconds={k: round(v, 3) for k, v in {**seconds, "total": time.monotonic() - start}.items()},
         task=task.name if task is not None else submission.name, stages=outcomes,
@@ -183,14 +194,24 @@ def _binary_findings(result: BuildResult, ops: set[str] | None) -> list:
     return findings
 
 
-def _static_findings(submission: Path) -> list:
-    """The judge's static checks of model_new.py and kernels/ (the rules that need no reference)."""
+def _syntax(submission: Path) -> SyntaxProblem | None:
+    model_new = submission / "model_new.py"
+    return syntax_problem(model_new.read_text(errors="replace")) if model_new.is_file() else None
+
+
+def _static_findings(submission: Path, parsed: bool = True) -> list:
+    """The judge's static checks of model_new.py (when it `parsed`) and kernels/ (the rules that need no
+    reference)."""
     from cuda_agent.judge.trusted.static_checks import Finding
 
     model_new = submission / "model_new.py"
     if not model_new.is_file():
         return [Finding("model_new.py", 0, "missing: write class ModelNew in model_new.py")]
-    findings = check_model_new(model_new.read_text(errors="replace"))
+    source = model_new.read_text(errors="replace")
+    findings = check_model_new(source) if parsed else []
+    # What the op gate would refuse on a GPU, as far as the text shows it (the only rule of build-only's own).
+    if parsed and (never := forward_never_calls_extension(source)):
+        findings.append(Finding("model_new.py", *never))
     if (submission / "kernels").is_dir():
         findings += check_kernel_sources(submission / "kernels")
     return findings

@@ -9,7 +9,8 @@ process (never from inside an episode) with the judge's PCH and the objects of t
 (`binding.cpp`, the driver gate), and is handed to each episode's builds as a read-only layer
 (`$CUDA_AGENT_SHARED_CACHE`): a build looks an object or the PCH up there, uses it in place (no copy, no
 link, so nothing in the episode's workspace is the same file as a shared entry), and writes only to its
-own cache. An episode so adds only its own objects (~1 MB per compile) instead of a PCH of its own.
+own cache. The default shared root's PCH is itself a hard link of the judge's own (`link_judge_pch`), so a
+machine that judges and runs episodes keeps one ~570 MB file, not two. An episode so adds only its own objects (~1 MB per compile) instead of a PCH of its own.
 Entries are content-addressed (their names are digests of everything they are made from: header text,
 compiler, flags, torch), written to a temporary name and renamed (readers see a whole entry or none), and
 made read-only (files 0444, folders 0755) in the shared root. The judge's final verdicts never read a shared layer: a forged entry
@@ -32,6 +33,10 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # build.py imports this module
+    from cuda_agent.judge.trusted.build import BuildConfig
 
 SHARED_ENV = "CUDA_AGENT_SHARED_CACHE"
 BUDGET_ENV = "CUDA_AGENT_CACHE_BUDGET"
@@ -256,15 +261,19 @@ class Area:
     bytes: int
     oldest: float | None
     newest: float | None
+    # Of `bytes`, those of files an earlier row already counted (hard links: the shared root's PCH is the
+    # judge's file, see `link_judge_pch`); on disk once, so totals leave them out.
+    linked: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "root": str(self.root), "kind": self.kind, "count": self.count,
-                "bytes": self.bytes, "oldest": self.oldest, "newest": self.newest}  # fmt: skip
+                "bytes": self.bytes, "linked_bytes": self.linked, "oldest": self.oldest, "newest": self.newest}  # fmt: skip
 
 
 def census(roots: dict[str, Path]) -> list[Area]:
     """Per named root and kind: entry count, bytes, oldest and newest use."""
     areas: list[Area] = []
+    seen: set[tuple[int, int]] = set()  # (device, inode) of every file counted so far
     for name, root in roots.items():
         by_kind: dict[str, list[Entry]] = {}
         for entry in entries(root):
@@ -272,9 +281,24 @@ def census(roots: dict[str, Path]) -> list[Area]:
         for kind in ("pch", "object", "baseline"):
             items = by_kind.get(kind, [])
             times = [e.last_used for e in items]
+            linked = sum(_counted_before(e.path, seen) for e in items)
             areas.append(Area(name, root, kind, len(items), sum(e.bytes for e in items),
-                              min(times) if times else None, max(times) if times else None))  # fmt: skip
+                              min(times) if times else None, max(times) if times else None, linked))  # fmt: skip
     return areas
+
+
+def _counted_before(path: Path, seen: set[tuple[int, int]]) -> int:
+    """Bytes of the files of `path` (a file or a PCH folder) whose inode is in `seen`; adds the others."""
+    linked = 0
+    for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        with contextlib.suppress(OSError):
+            info = item.lstat()
+            if stat.S_ISREG(info.st_mode):
+                key = (info.st_dev, info.st_ino)
+                if key in seen:
+                    linked += info.st_size
+                seen.add(key)
+    return linked
 
 
 def episode_caches(runs_dir: Path) -> dict[str, Path]:
@@ -308,17 +332,23 @@ class Warmed:
     message: str
 
 
-def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
+def warm_shared(root: Path | None = None, arch: str | None = None, share_with: Path | None = None) -> Warmed:
     """Put the judge's PCH and its own objects (binding.cpp, the driver gate) into the shared root `root`
     and seal them read-only.
 
     Call from a trusted process (the `solve` host, `cuda-agent cache warm`), never from inside an episode.
-    Content-addressed and idempotent: a second call finds everything and compiles nothing."""
+    Content-addressed and idempotent: a second call finds everything and compiles nothing.
+
+    The PCH (~570 MB) is the judge's own file, hard linked (`link_judge_pch`): `share_with` is the judge's
+    objects folder, by default its own (`cache_root()/objects`) when `root` is the default shared root;
+    a root elsewhere (tests, `--root`, `solve --cache-seed`) gets a PCH of its own unless told."""
     import tempfile
 
-    from cuda_agent.judge.trusted.build import BuildConfig, build_extension
+    from cuda_agent.judge.trusted.build import BuildConfig, build_extension, default_cache_dir
     from cuda_agent.judge.trusted.toolchain import default_arch
 
+    if share_with is None and (root is None or _same_path(Path(root), default_shared_root())):
+        share_with = default_cache_dir()
     root = Path(root) if root is not None else default_shared_root()
     objects = root / "objects"
     objects.mkdir(parents=True, exist_ok=True)
@@ -328,6 +358,8 @@ def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
     # ends with a PCH rather than a fallback.
     config = BuildConfig(arch=arch or default_arch(), cache_dir=objects, cache_budget_bytes=None,
                          private_judge_binding=False, compile_timeout_s=900.0, total_timeout_s=1200.0)  # fmt: skip
+    if share_with is not None:
+        link_judge_pch(objects, share_with, config)  # the build below then finds the PCH in place
     with tempfile.TemporaryDirectory(prefix="cuda-agent-warm-") as work:
         kernels = Path(work) / "kernels"
         kernels.mkdir()
@@ -340,6 +372,46 @@ def warm_shared(root: Path | None = None, arch: str | None = None) -> Warmed:
     if result.ok and not result.pch:
         message = f"built without the precompiled header: {result.pch_note}"
     return Warmed(root, result.ok, result.seconds, result.compiled, result.pch, message)
+
+
+def link_judge_pch(objects: Path, judge_objects: Path, config: BuildConfig) -> bool:
+    """Make the shared layer's PCH (in `objects`) a hard link of the judge's own (in `judge_objects`,
+    compiled there first when missing): one ~570 MB file on disk for both instead of two. True when linked.
+
+    The direction is the point: the judge's process makes the file and it is linked outward; a shared
+    entry is never linked into the judge's cache, because the judge's builds never read a layer an episode
+    might have written (the module docstring). Sealing the shared entry makes the judge's file read-only
+    too, which the judge never rewrites (a PCH is content-addressed and only ever created). A hard link
+    cannot cross file systems: then nothing is compiled here and the shared layer builds its own as before."""
+    from dataclasses import replace
+
+    from cuda_agent.judge.trusted.build import ensure_pch
+
+    judge_objects.mkdir(parents=True, exist_ok=True)
+    if judge_objects.stat().st_dev != objects.stat().st_dev:
+        return False
+    header = ensure_pch(replace(config, cache_dir=judge_objects))
+    if header is None:  # the judge's PCH failed to compile: the shared build records why
+        return False
+    folder = objects / header.parent.relative_to(judge_objects)
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in (header, header.with_name(header.name + ".gch")):  # the .gch last: readers look for it
+        target = folder / source.name
+        if target.exists() and os.path.samefile(source, target):
+            continue
+        staged = folder / f".{source.name}.{os.getpid()}.link"
+        with contextlib.suppress(FileNotFoundError):
+            staged.unlink()
+        try:
+            os.link(source, staged)
+        except OSError:
+            return False
+        os.replace(staged, target)  # a reader sees the old whole file or the link
+    return True
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    return os.path.abspath(os.path.expanduser(a)) == os.path.abspath(os.path.expanduser(b))
 
 
 # ---- episodes ------------------------------------------------------------------------------------------
