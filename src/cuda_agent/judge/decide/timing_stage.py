@@ -258,6 +258,8 @@ class TimingStage:
             "draw_cover_ms": round(cover, 4), "draw_host_ms": {k: round(v, 4) for k, v in draws.items()},
             "compile_builds_ms": [round(b, 5) for b in builds_ms],
             "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
+            "stopping": ("confidence sequence (1%), bootstrap (4%) at the full budget" if tc.sequential
+                         else "fixed budget, bootstrap (5%)"),
         }  # fmt: skip
         return Timing(
             candidate_ms=cand_stat.median, eager_ms=eager_stat.median, compile_ms=compile_stat.median,
