@@ -6,8 +6,10 @@ admitted judgment is committed to the store before `submit` returns, then laid o
 and handed to the executor. The executor's report is recorded with `Store.finish`, which keeps the first
 verdict only, and wakes whoever waits for it (long polls and event streams, on the app's event loop).
 
-On start, judgments the store holds unfinished (a crash or a restart) are dispatched again; one that has
-already been dispatched `max_attempts` times (its judge died each time) ends as `judge_error` instead.
+A judgment is `queued` until the executor starts on it and calls `began` (then `running`, one attempt
+counted); waiting in the executor's own queue costs nothing. On start, judgments the store holds
+unfinished (a crash or a restart) are dispatched again; one that has already been started `max_attempts`
+times (its judge died each time) ends as `judge_error` instead.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class JobQueue:
     # ---- life --------------------------------------------------------------------------------------
     def start(self) -> None:
         self.scratch.mkdir(parents=True, exist_ok=True)
-        self.executor.start(self._report)
+        self.executor.start(self._report, self._began)
         unfinished = self.store.recover()
         with self._lock:
             self.pending += len(unfinished)
@@ -97,7 +99,9 @@ class JobQueue:
                     if key is not None and self.store.find(client, key) is not None:  # twice in this batch
                         answers[index] = (self.store.find(client, key)[0], False)  # type: ignore[index]
                         continue
-                    judgment_id = self.store.add(client, digest, submission.to_blob(), submission.task_name, key)
+                    judgment_id = self.store.add(
+                        client, digest, submission.to_blob(), submission.task_name, key
+                    )
                     answers[index] = (judgment_id, True)
                     created.append(judgment_id)
             self.pending += len(created)
@@ -112,13 +116,13 @@ class JobQueue:
 
     # ---- running -----------------------------------------------------------------------------------
     def _dispatch(self, judgment_id: str) -> None:
-        started = self.store.start(judgment_id)
-        if started is None:
+        pending = self.store.pending(judgment_id)
+        if pending is None:
             return
-        payload, attempt = started
-        if attempt > self.max_attempts:
+        payload, attempts = pending
+        if attempts >= self.max_attempts:
             self._report(judgment_id, judge_error(
-                f"dispatched {attempt - 1} times without a verdict (its judge died each time); not retried"
+                f"started {attempts} times without a verdict (its judge died each time); not retried"
             ))  # fmt: skip
             return
         folder = self.scratch / judgment_id
@@ -130,11 +134,22 @@ class JobQueue:
                 task = load_task(folder / "model.py", name=submission.task_name or "task")
             except TaskError:
                 task = None  # the judge reports the broken task as its verdict, as it does locally
-            if attempt > 1:
-                self.metrics.retries.inc()
-            self.executor.submit(Job(judgment_id, folder, task, submission, attempt))
+            self.executor.submit(Job(judgment_id, folder, task, submission, attempts + 1))
         except Exception as exc:  # accepted, so it ends with an outcome: this one says why
-            self._report(judgment_id, judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"))
+            self._report(
+                judgment_id,
+                judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"),
+            )
+
+    def _began(self, judgment_id: str) -> bool:
+        """An executor starts judging (any thread): `running` now, one attempt counted. False when the
+        judgment is not queued any more (it has a verdict): the executor skips it."""
+        attempt = self.store.begin(judgment_id)
+        if attempt is None:
+            return False
+        if attempt > 1:
+            self.metrics.retries.inc()
+        return True
 
     def _report(self, judgment_id: str, outcome: dict[str, Any]) -> None:
         """An executor's outcome (any thread). Only the first outcome of a judgment is recorded."""
@@ -174,4 +189,3 @@ class JobQueue:
         for loop, event in watchers:
             with contextlib.suppress(RuntimeError):  # that loop has closed
                 loop.call_soon_threadsafe(event.set)
-

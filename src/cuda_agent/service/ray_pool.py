@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.judge import JudgeConfig, JudgeUnavailable
-from cuda_agent.service.executors import Job, Report, judge_error, outcome_of
+from cuda_agent.service.executors import Began, Job, Report, began_always, judge_error, outcome_of
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import Task, TaskError, load_task
 
@@ -102,7 +102,10 @@ class JudgeLane:
             outcome = dict(record["cpu_outcome"])
             if module is not None and outcome.get("verdict"):
                 checks = outcome["verdict"].setdefault("checks", {})
-                checks["shipped_extension"] = {"bytes": len(module), "sha256": hashlib.sha256(module).hexdigest()}
+                checks["shipped_extension"] = {
+                    "bytes": len(module),
+                    "sha256": hashlib.sha256(module).hexdigest(),
+                }
             return {"node": self.node, "outcome": outcome}
         from cuda_agent.judge import Judgment, Stop
 
@@ -145,7 +148,11 @@ class RayExecutor:
                  ping_timeout_s: float = 10.0) -> None:  # fmt: skip
         self.address, self.config, self.build_only = address, config or JudgeConfig(), build_only
         self.max_attempts = max_attempts
-        self.build_timeout_s, self.lane_timeout_s, self.ping_timeout_s = build_timeout_s, lane_timeout_s, ping_timeout_s
+        self.build_timeout_s, self.lane_timeout_s, self.ping_timeout_s = (
+            build_timeout_s,
+            lane_timeout_s,
+            ping_timeout_s,
+        )
         self.lanes = 0
         self._busy = 0
         self._lock = threading.Lock()
@@ -155,10 +162,10 @@ class RayExecutor:
         self._threads: list[threading.Thread] = []
         self.trail: dict[str, dict[str, list[str]]] = {}  # job id -> nodes of each build / lane attempt
 
-    def start(self, report: Report) -> None:
+    def start(self, report: Report, began: Began = began_always) -> None:
         import ray
 
-        self._report = report
+        self._report, self._began = report, began
         if not ray.is_initialized():
             ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False)
         gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -200,9 +207,13 @@ class RayExecutor:
         """A Ray failure: try again unless the judgment has had its tries (a lane failure keeps the
         build, whose bytes the driver already holds: another lane takes it)."""
         if tries >= self.max_attempts:
-            self._finish(job, judge_error(f"the judge died {tries} times judging this ({why}); not retried"), tries)
+            self._finish(
+                job, judge_error(f"the judge died {tries} times judging this ({why}); not retried"), tries
+            )
             return
-        print(f"judgment {job.id}: {why}; retrying ({tries}/{self.max_attempts})", file=sys.stderr, flush=True)
+        print(
+            f"judgment {job.id}: {why}; retrying ({tries}/{self.max_attempts})", file=sys.stderr, flush=True
+        )
         if built is None:
             self._todo.put((job, tries))
         else:
@@ -221,6 +232,8 @@ class RayExecutor:
             if item is None:
                 return
             job, tries = item
+            if tries == 0 and not self._began(job.id):  # a Ray retry is the same attempt of the server's
+                continue
             ref = self._build_task.remote(job.submission.to_blob(), self.config, self.build_only)
             try:
                 built = ray.get(ref, timeout=self.build_timeout_s)

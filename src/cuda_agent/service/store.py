@@ -6,7 +6,9 @@ server resumes them. The first verdict recorded for a judgment is final (`finish
 yet done), so a retried or duplicated run can never give one judgment two verdicts. An idempotency key is
 unique per client: a resubmission with the same key finds the judgment it made the first time.
 
-States: queued -> running -> done. `attempts` counts how often a judgment was dispatched; a judgment
+States: queued -> running -> done, as a client sees them: `running` from the moment a judge starts on the
+judgment (`begin`), not when it is handed to the executor's queue. `attempts` counts those starts, so a
+restart costs an attempt only to the judgments that were running when the process stopped; a judgment
 that keeps taking its judge down ends as `judge_error` after a bounded number of tries (see jobs.py).
 """
 
@@ -89,7 +91,9 @@ class Store:
             self._db.close()
 
     # ---- accepting ------------------------------------------------------------------------------
-    def add(self, client: str, digest: str, payload: bytes, task_name: str | None, key: str | None = None) -> str:
+    def add(
+        self, client: str, digest: str, payload: bytes, task_name: str | None, key: str | None = None
+    ) -> str:
         """Record a new judgment (committed and fsynced when this returns); its id."""
         judgment_id = secrets.token_hex(12)
         with self._lock:
@@ -109,33 +113,41 @@ class Store:
         return (row[0], row[1]) if row else None
 
     # ---- running --------------------------------------------------------------------------------
-    def start(self, judgment_id: str) -> tuple[bytes, int] | None:
-        """Mark a queued judgment running (one more attempt); its payload and attempt count, or None
-        when it is already done."""
+    def pending(self, judgment_id: str) -> tuple[bytes, int] | None:
+        """The payload of an unfinished judgment and the attempts it has used so far (None when done).
+        Handing a judgment to the executor is not an attempt: only `begin` counts one."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT payload, attempts FROM judgments WHERE id = ? AND state != 'done'", (judgment_id,)
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def begin(self, judgment_id: str) -> int | None:
+        """Mark a queued judgment running, the moment a judge starts on it: one more attempt, its new
+        count; None when it is not queued (done, or running already)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                row = self._db.execute(
-                    "SELECT payload, attempts FROM judgments WHERE id = ? AND state != 'done'", (judgment_id,)
-                ).fetchone()
-                if row is None:
-                    self._db.execute("COMMIT")
-                    return None
-                attempts = row[1] + 1
-                self._db.execute(
-                    "UPDATE judgments SET state = 'running', attempts = ?, started = ? WHERE id = ?",
-                    (attempts, time.time(), judgment_id),
+                cursor = self._db.execute(
+                    "UPDATE judgments SET state = 'running', attempts = attempts + 1, started = ?"
+                    " WHERE id = ? AND state = 'queued'",
+                    (time.time(), judgment_id),
                 )
+                row = self._db.execute(
+                    "SELECT attempts FROM judgments WHERE id = ?", (judgment_id,)
+                ).fetchone()
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            return row[0], attempts
+        return row[0] if cursor.rowcount == 1 and row else None
 
     def requeue(self, judgment_id: str) -> None:
         """Back to the queue (its judge died); the attempt it used stays counted."""
         with self._lock:
-            self._db.execute("UPDATE judgments SET state = 'queued' WHERE id = ? AND state = 'running'", (judgment_id,))
+            self._db.execute(
+                "UPDATE judgments SET state = 'queued' WHERE id = ? AND state = 'running'", (judgment_id,)
+            )
 
     def finish(self, judgment_id: str, result: dict[str, Any]) -> bool:
         """Record the verdict unless one is recorded already; True when this one is the verdict."""
@@ -148,7 +160,8 @@ class Store:
             return cursor.rowcount == 1
 
     def recover(self) -> list[str]:
-        """After a restart: judgments left running go back to the queue; all unfinished ids, oldest first."""
+        """After a restart: judgments left running go back to the queue (the attempt they used stays
+        counted; a queued one never started, so it has used none); all unfinished ids, oldest first."""
         with self._lock:
             self._db.execute("UPDATE judgments SET state = 'queued' WHERE state = 'running'")
             rows = self._db.execute(
