@@ -33,9 +33,7 @@ def test_auth_missing_wrong_and_right_token(server: Server) -> None:
     body = instant(0)
     missing = httpx.post(server.url + "/v1/judgments", json=body)
     wrong = httpx.post(server.url + "/v1/judgments", json=body, headers=auth("not-the-token-" + "y" * 20))
-    not_bearer = httpx.post(
-        server.url + "/v1/judgments", json=body, headers={"Authorization": f"Basic {TOKEN}"}
-    )
+    not_bearer = httpx.post(server.url + "/v1/judgments", json=body, headers={"Authorization": f"Basic {TOKEN}"})
     for response in (missing, wrong, not_bearer):
         assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
     assert httpx.get(server.url + "/metrics").status_code == 401
@@ -93,9 +91,7 @@ UNSAFE = {
 def test_unsafe_archives_are_refused_whole(server: Server, case: str) -> None:
     members, status, words = UNSAFE[case]
     mode = "w:gz" if case == "file too large" else "w"  # compressed under the request limit
-    response = server.http.post(
-        "/judgments", content=_tar(members, mode), headers={"Content-Type": "application/gzip"}
-    )
+    response = server.http.post("/judgments", content=_tar(members, mode), headers={"Content-Type": "application/gzip"})
     assert response.status_code == status, response.text
     assert words in response.json()["error"].lower()
 
@@ -109,14 +105,8 @@ def test_gzip_bomb_stops_at_the_unpacked_budget(server: Server) -> None:
 
 
 def test_a_safe_archive_is_accepted_and_unrelated_files_ignored(server: Server) -> None:
-    members = [
-        _file("./model.py", b"broken ("),
-        _file("model_new.py", b"x = 1\n"),
-        _file("utils/compile.sh", b""),
-    ]
-    response = server.http.post(
-        "/judgments", content=_tar(members), headers={"Content-Type": "application/x-tar"}
-    )
+    members = [_file("./model.py", b"broken ("), _file("model_new.py", b"x = 1\n"), _file("utils/compile.sh", b"")]
+    response = server.http.post("/judgments", content=_tar(members), headers={"Content-Type": "application/x-tar"})
     assert response.status_code == 202, response.text
     assert response.json()["ignored"] == ["utils/compile.sh"]
     record = server.wait_done(response.json()["id"])
@@ -128,18 +118,14 @@ def test_idempotency_429_and_flat_memory_under_a_full_queue(server: Server) -> N
     first = server.http.post("/judgments", json=slow(1), headers={"Idempotency-Key": "job-1"})
     assert first.status_code == 202 and first.json()["created"]
     again = server.http.post("/judgments", json=slow(1), headers={"Idempotency-Key": "job-1"})
-    assert (
-        again.status_code == 200 and again.json()["id"] == first.json()["id"] and not again.json()["created"]
-    )
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"] and not again.json()["created"]
     conflict = server.http.post("/judgments", json=slow(2), headers={"Idempotency-Key": "job-1"})
     assert conflict.status_code == 409
     waiting = [server.http.post("/judgments", json=instant(n)) for n in (1, 2)]
     assert [r.status_code for r in waiting] == [202, 202]
     full = server.http.post("/judgments", json=instant(3))
     assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1
-    assert (
-        server.http.post("/judgments", json=slow(1), headers={"Idempotency-Key": "job-1"}).status_code == 200
-    )
+    assert server.http.post("/judgments", json=slow(1), headers={"Idempotency-Key": "job-1"}).status_code == 200
     assert httpx.get(server.url + "/v1/ready").status_code == 503
 
     before = server.rss_kib()
@@ -186,9 +172,7 @@ def test_remote_judge_loses_no_verdict_under_load(server: Server, tmp_path: Path
     assert sorted(seen) == list(range(24)) and time.monotonic() - start < 100
     assert {v.status.value for v in seen.values()} == {"task_error"}
     assert outcome.status == "task_error" and outcome.reward == -1
-    assert (
-        "missing Model" in outcome.reason
-    )  # the task given was judged, not the folder's own (a syntax error)
+    assert "missing Model" in outcome.reason  # the task given was judged, not the folder's own (a syntax error)
     with pytest.raises(Exception, match="no token"):
         RemoteJudge(server.url, token="")
 
@@ -228,16 +212,7 @@ def test_solve_judge_url_switches_to_the_remote_judge(server: Server, monkeypatc
 
     task_file = tmp_path / "model.py"
     task_file.write_text(TASK)
-    argv = [
-        "solve",
-        str(task_file),
-        "--model",
-        "m",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--judge-url",
-        server.url,
-    ]
+    argv = ["solve", str(task_file), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--judge-url", server.url]
     monkeypatch.delenv("CUDA_AGENT_JUDGE_TOKEN", raising=False)
     assert solve.run(build_parser().parse_args(argv)) == 2
     assert "CUDA_AGENT_JUDGE_TOKEN" in capsys.readouterr().err

@@ -118,9 +118,7 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
                 name = request.query_params.get("task_name")
                 submission = await run_in_threadpool(from_archive, data, limits, None, name)
             else:
-                raise Refused(
-                    415, "send application/json or a tar archive (application/x-tar, application/gzip)"
-                )
+                raise Refused(415, "send application/json or a tar archive (application/x-tar, application/gzip)")
         except SubmissionRejected as exc:
             raise rejected(exc) from exc
         key = key_of(request.headers.get("idempotency-key"))
@@ -195,9 +193,7 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
                     jobs.unwatch(judgment_id, event)
             yield _sse("verdict", record)
 
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-        )
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     # ---- operations --------------------------------------------------------------------------------
     @app.get(f"/{API_VERSION}/health")
@@ -208,12 +204,7 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
     async def ready() -> JSONResponse:
         full = jobs.pending >= jobs.max_pending
         ok = jobs.ready and not full
-        body = {
-            "ready": ok,
-            "lanes": jobs.executor.lanes,
-            "pending": jobs.pending,
-            "max_pending": jobs.max_pending,
-        }
+        body = {"ready": ok, "lanes": jobs.executor.lanes, "pending": jobs.pending, "max_pending": jobs.max_pending}
         if not jobs.ready:
             body["reason"] = "starting"
         elif full:

@@ -44,9 +44,7 @@ class Tokens:
                 text = Path(token_file).read_text(encoding="utf-8")
             except OSError as exc:
                 raise AuthConfigError(f"cannot read the token file {token_file}: {exc.strerror}") from exc
-            tokens += [
-                ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
-            ]
+            tokens += [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
         tokens += environ.get(TOKENS_ENV, "").replace(",", " ").split()
         return cls(tokens)
 

@@ -62,9 +62,7 @@ class RemoteJudge:
             record = self.wait(self.submit(from_folder(Path(workspace), task)))
         except RemoteJudgeError as exc:
             return JudgeOutcome(UNAVAILABLE, None, str(exc))
-        return JudgeOutcome(
-            record["status"], record.get("reward"), record.get("reason", ""), record.get("verdict")
-        )
+        return JudgeOutcome(record["status"], record.get("reward"), record.get("reason", ""), record.get("verdict"))
 
     # ---- the JudgeService interface ---------------------------------------------------------------------
     def judge(self, submission: Path, task: Task | None = None) -> Any:
@@ -74,9 +72,7 @@ class RemoteJudge:
                    ) -> Iterator[tuple[int, Any]]:  # fmt: skip
         work = [(Path(i[0]), i[1]) if isinstance(i, tuple) else (Path(i), task) for i in items]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="remote-judge") as pool:
-            futures = {
-                pool.submit(self.judge, folder, given): index for index, (folder, given) in enumerate(work)
-            }
+            futures = {pool.submit(self.judge, folder, given): index for index, (folder, given) in enumerate(work)}
             for future in as_completed(futures):
                 yield futures[future], future.result()
 
@@ -97,9 +93,7 @@ class RemoteJudge:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RemoteJudgeError(f"no verdict for judgment {judgment_id} within {self.timeout_s:.0f} s")
-            record = self._request(
-                "GET", f"/judgments/{judgment_id}", params={"wait": min(self.poll_s, left)}
-            )
+            record = self._request("GET", f"/judgments/{judgment_id}", params={"wait": min(self.poll_s, left)})
             if record["state"] == "done":
                 return record
 

@@ -99,9 +99,7 @@ class JobQueue:
                     if key is not None and self.store.find(client, key) is not None:  # twice in this batch
                         answers[index] = (self.store.find(client, key)[0], False)  # type: ignore[index]
                         continue
-                    judgment_id = self.store.add(
-                        client, digest, submission.to_blob(), submission.task_name, key
-                    )
+                    judgment_id = self.store.add(client, digest, submission.to_blob(), submission.task_name, key)
                     answers[index] = (judgment_id, True)
                     created.append(judgment_id)
             self.pending += len(created)
@@ -136,10 +134,7 @@ class JobQueue:
                 task = None  # the judge reports the broken task as its verdict, as it does locally
             self.executor.submit(Job(judgment_id, folder, task, submission, attempts + 1))
         except Exception as exc:  # accepted, so it ends with an outcome: this one says why
-            self._report(
-                judgment_id,
-                judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"),
-            )
+            self._report(judgment_id, judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"))
 
     def _began(self, judgment_id: str) -> bool:
         """An executor starts judging (any thread): `running` now, one attempt counted. False when the
@@ -189,3 +184,4 @@ class JobQueue:
         for loop, event in watchers:
             with contextlib.suppress(RuntimeError):  # that loop has closed
                 loop.call_soon_threadsafe(event.set)
+

@@ -60,9 +60,7 @@ class ServerProcess:
                     if httpx.get(self.url + ready, timeout=5).status_code == 200:
                         return
             if time.monotonic() > deadline:
-                raise ServerStartError(
-                    f"the server did not answer {ready} within {timeout_s:.0f} s: {self.log_tail()}"
-                )
+                raise ServerStartError(f"the server did not answer {ready} within {timeout_s:.0f} s: {self.log_tail()}")
             time.sleep(0.2)
 
     def log_tail(self, chars: int = 2000) -> str:

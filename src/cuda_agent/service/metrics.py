@@ -18,17 +18,11 @@ class Metrics:
                  lanes_busy: Callable[[], float], lanes: Callable[[], float]) -> None:  # fmt: skip
         self.registry = CollectorRegistry()
         r = self.registry
-        Gauge("cuda_agent_judge_queue_depth", "Accepted judgments waiting to start", registry=r).set_function(
-            queued
-        )
+        Gauge("cuda_agent_judge_queue_depth", "Accepted judgments waiting to start", registry=r).set_function(queued)
         Gauge("cuda_agent_judge_running", "Judgments being judged now", registry=r).set_function(running)
         Gauge("cuda_agent_judge_lanes_busy", "GPU lanes judging now", registry=r).set_function(lanes_busy)
-        Gauge(
-            "cuda_agent_judge_lanes", "GPU lanes (or CPU workers in build-only mode)", registry=r
-        ).set_function(lanes)
-        self.verdicts = Counter(
-            "cuda_agent_judge_verdicts", "Verdicts reached, by status", ["status"], registry=r
-        )
+        Gauge("cuda_agent_judge_lanes", "GPU lanes (or CPU workers in build-only mode)", registry=r).set_function(lanes)
+        self.verdicts = Counter("cuda_agent_judge_verdicts", "Verdicts reached, by status", ["status"], registry=r)
         self.stages = Histogram(
             "cuda_agent_judge_stage_seconds", "Time per judgment stage (from the verdicts)", ["stage"],
             buckets=STAGE_BUCKETS, registry=r,
@@ -36,9 +30,7 @@ class Metrics:
         self.latency = Histogram(
             "cuda_agent_judge_latency_seconds", "Submit-to-verdict time", buckets=STAGE_BUCKETS, registry=r
         )
-        self.refused = Counter(
-            "cuda_agent_judge_refused", "Requests refused, by reason", ["reason"], registry=r
-        )
+        self.refused = Counter("cuda_agent_judge_refused", "Requests refused, by reason", ["reason"], registry=r)
         self.accepted = Counter("cuda_agent_judge_accepted", "Judgments accepted", registry=r)
         self.retries = Counter("cuda_agent_judge_retries", "Judgments dispatched again after their judge died",
                                registry=r)  # fmt: skip

@@ -102,10 +102,7 @@ class JudgeLane:
             outcome = dict(record["cpu_outcome"])
             if module is not None and outcome.get("verdict"):
                 checks = outcome["verdict"].setdefault("checks", {})
-                checks["shipped_extension"] = {
-                    "bytes": len(module),
-                    "sha256": hashlib.sha256(module).hexdigest(),
-                }
+                checks["shipped_extension"] = {"bytes": len(module), "sha256": hashlib.sha256(module).hexdigest()}
             return {"node": self.node, "outcome": outcome}
         from cuda_agent.judge import Judgment, Stop
 
@@ -148,11 +145,7 @@ class RayExecutor:
                  ping_timeout_s: float = 10.0) -> None:  # fmt: skip
         self.address, self.config, self.build_only = address, config or JudgeConfig(), build_only
         self.max_attempts = max_attempts
-        self.build_timeout_s, self.lane_timeout_s, self.ping_timeout_s = (
-            build_timeout_s,
-            lane_timeout_s,
-            ping_timeout_s,
-        )
+        self.build_timeout_s, self.lane_timeout_s, self.ping_timeout_s = build_timeout_s, lane_timeout_s, ping_timeout_s
         self.lanes = 0
         self._busy = 0
         self._lock = threading.Lock()
@@ -207,13 +200,9 @@ class RayExecutor:
         """A Ray failure: try again unless the judgment has had its tries (a lane failure keeps the
         build, whose bytes the driver already holds: another lane takes it)."""
         if tries >= self.max_attempts:
-            self._finish(
-                job, judge_error(f"the judge died {tries} times judging this ({why}); not retried"), tries
-            )
+            self._finish(job, judge_error(f"the judge died {tries} times judging this ({why}); not retried"), tries)
             return
-        print(
-            f"judgment {job.id}: {why}; retrying ({tries}/{self.max_attempts})", file=sys.stderr, flush=True
-        )
+        print(f"judgment {job.id}: {why}; retrying ({tries}/{self.max_attempts})", file=sys.stderr, flush=True)
         if built is None:
             self._todo.put((job, tries))
         else:

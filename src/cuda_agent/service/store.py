@@ -91,9 +91,7 @@ class Store:
             self._db.close()
 
     # ---- accepting ------------------------------------------------------------------------------
-    def add(
-        self, client: str, digest: str, payload: bytes, task_name: str | None, key: str | None = None
-    ) -> str:
+    def add(self, client: str, digest: str, payload: bytes, task_name: str | None, key: str | None = None) -> str:
         """Record a new judgment (committed and fsynced when this returns); its id."""
         judgment_id = secrets.token_hex(12)
         with self._lock:
@@ -133,9 +131,7 @@ class Store:
                     " WHERE id = ? AND state = 'queued'",
                     (time.time(), judgment_id),
                 )
-                row = self._db.execute(
-                    "SELECT attempts FROM judgments WHERE id = ?", (judgment_id,)
-                ).fetchone()
+                row = self._db.execute("SELECT attempts FROM judgments WHERE id = ?", (judgment_id,)).fetchone()
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -145,9 +141,7 @@ class Store:
     def requeue(self, judgment_id: str) -> None:
         """Back to the queue (its judge died); the attempt it used stays counted."""
         with self._lock:
-            self._db.execute(
-                "UPDATE judgments SET state = 'queued' WHERE id = ? AND state = 'running'", (judgment_id,)
-            )
+            self._db.execute("UPDATE judgments SET state = 'queued' WHERE id = ? AND state = 'running'", (judgment_id,))
 
     def finish(self, judgment_id: str, result: dict[str, Any]) -> bool:
         """Record the verdict unless one is recorded already; True when this one is the verdict."""

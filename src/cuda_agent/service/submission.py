@@ -138,9 +138,7 @@ class _Collector:
             raise SubmissionRejected(f"{path} is larger than {self.limits.max_file_bytes >> 20} MiB", 413)
         self.total += len(data)
         if self.total > self.limits.max_total_bytes:
-            raise SubmissionRejected(
-                f"the submission is larger than {self.limits.max_total_bytes >> 20} MiB", 413
-            )
+            raise SubmissionRejected(f"the submission is larger than {self.limits.max_total_bytes >> 20} MiB", 413)
         self.files[path] = data
         if len(self.files) > self.limits.max_files:
             raise SubmissionRejected(f"more than {self.limits.max_files} judged files in the submission", 413)
@@ -160,9 +158,7 @@ class _Collector:
 def from_json(body: Any, limits: Limits) -> Submission:
     """`{"files": {path: text}, "task": model.py text (optional), "task_name": str (optional)}`."""
     if not isinstance(body, dict) or not isinstance(body.get("files"), dict):
-        raise SubmissionRejected(
-            'expected a JSON object {"files": {"model_new.py": "...", ...}, "task": "..."}'
-        )
+        raise SubmissionRejected('expected a JSON object {"files": {"model_new.py": "...", ...}, "task": "..."}')
     task = body.get("task")
     if task is not None and not isinstance(task, str):
         raise SubmissionRejected("'task' must be the reference model.py as a string")
@@ -195,9 +191,7 @@ class _Budget(io.RawIOBase):
         return len(data)
 
 
-def from_archive(
-    data: bytes, limits: Limits, task_source: str | None = None, task_name: str | None = None
-) -> Submission:
+def from_archive(data: bytes, limits: Limits, task_source: str | None = None, task_name: str | None = None) -> Submission:
     """A tar archive (plain, gzip, bzip2 or xz) of the submission folder."""
     # Headers, padding and ignored members cost bytes too: a budget above the files' own bound.
     budget = _Budget(_decompressed(data), limits.max_total_bytes + (limits.max_files + 64) * 2048 + (1 << 20))
@@ -209,18 +203,12 @@ def from_archive(
                     check_path(member.name)
                     continue
                 if member.issym() or member.islnk():
-                    raise SubmissionRejected(
-                        f"{member.name!r} is a link: archives may hold regular files only"
-                    )
+                    raise SubmissionRejected(f"{member.name!r} is a link: archives may hold regular files only")
                 if not member.isreg():
-                    raise SubmissionRejected(
-                        f"{member.name!r} is a device, FIFO or other special file: not allowed"
-                    )
+                    raise SubmissionRejected(f"{member.name!r} is a device, FIFO or other special file: not allowed")
                 if member.size > limits.max_file_bytes:
                     check_path(member.name)
-                    raise SubmissionRejected(
-                        f"{member.name} is larger than {limits.max_file_bytes >> 20} MiB", 413
-                    )
+                    raise SubmissionRejected(f"{member.name} is larger than {limits.max_file_bytes >> 20} MiB", 413)
                 handle = archive.extractfile(member)
                 collector.add(member.name, handle.read() if handle else b"")
     except tarfile.TarError as exc:
