@@ -156,7 +156,8 @@ class _Collector:
 
 
 def from_json(body: Any, limits: Limits) -> Submission:
-    """`{"files": {path: text}, "task": model.py text (optional), "task_name": str (optional)}`."""
+    """`{"files": {path: text}, "files_base64": {path: base64} (optional, for bytes that are not UTF-8),
+    "task": model.py text (optional), "task_name": str (optional)}`."""
     if not isinstance(body, dict) or not isinstance(body.get("files"), dict):
         raise SubmissionRejected('expected a JSON object {"files": {"model_new.py": "...", ...}, "task": "..."}')
     task = body.get("task")
@@ -165,11 +166,30 @@ def from_json(body: Any, limits: Limits) -> Submission:
     name = body.get("task_name")
     if name is not None and not isinstance(name, str):
         raise SubmissionRejected("'task_name' must be a string")
+    if task is not None and not task.isascii():
+        try:
+            task.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: valid JSON, but no text the judge can write
+            raise SubmissionRejected(f"'task' is not valid Unicode text ({exc.reason})") from None
+    encoded = body.get("files_base64", {})
+    if not isinstance(encoded, dict):
+        raise SubmissionRejected("'files_base64' must map paths to base64 strings")
     collector = _Collector(limits)
     for path, text in body["files"].items():
         if not isinstance(text, str):
-            raise SubmissionRejected(f"files[{path!r}] must be the file's text (use a tar archive for bytes)")
-        collector.add(path, text.encode("utf-8"))
+            raise SubmissionRejected(f"files[{path!r}] must be the file's text (bytes go in files_base64)")
+        try:
+            collector.add(path, text.encode("utf-8"))
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but no UTF-8 text
+            raise SubmissionRejected(f"files[{path!r}] is not valid Unicode text ({exc.reason})") from None
+    for path, text in encoded.items():
+        try:
+            data = base64.b64decode(text, validate=True) if isinstance(text, str) else None
+        except ValueError:
+            data = None
+        if data is None:
+            raise SubmissionRejected(f"files_base64[{path!r}] must be the file's bytes in base64")
+        collector.add(path, data)
     return collector.finish(task, name)
 
 
