@@ -77,10 +77,13 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         return b"".join(chunks)
 
     async def json_of(request: Request) -> Any:
+        body = await body_of(request)
         try:
-            return json.loads(await body_of(request))
+            return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise Refused(400, f"the body is not valid JSON: {exc}") from exc
+        except RecursionError as exc:  # "[[[[...": nested deeper than the parser's stack
+            raise Refused(400, "the body's JSON is nested too deeply") from exc
 
     def rejected(exc: SubmissionRejected) -> Refused:
         metrics.refused.labels("too_large" if exc.status == 413 else "bad_submission").inc()
@@ -91,6 +94,10 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
             return None
         if not isinstance(value, str) or not 1 <= len(value) <= 200:
             raise Refused(400, "an idempotency key is a string of 1 to 200 characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate from JSON: valid JSON, no key SQLite can keep
+            raise Refused(400, "an idempotency key must be valid Unicode text") from exc
         return value
 
     async def admit(client: str, items: list[tuple[Submission, str | None]]) -> list[tuple[str, bool]]:
@@ -140,6 +147,8 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         for index, item in enumerate(items):
             try:
                 parsed.append((from_json(item, limits), key_of(item.get("idempotency_key"))))
+            except Refused as exc:
+                raise Refused(exc.status, f"submissions[{index}]: {exc.reason}") from exc
             except SubmissionRejected as exc:
                 raise rejected(SubmissionRejected(f"submissions[{index}]: {exc.reason}", exc.status)) from exc
         answers = await admit(client, parsed)

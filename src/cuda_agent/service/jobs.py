@@ -83,6 +83,10 @@ class JobQueue:
         conflict refuses the batch before anything of it is added."""
         digests = [s.digest() for s, _ in items]
         answers: list[tuple[str, bool] | None] = []
+        in_batch: dict[str, str] = {}
+        for (_, key), digest in zip(items, digests, strict=True):
+            if key is not None and in_batch.setdefault(key, digest) != digest:
+                raise KeyConflict(None, key)  # one key, two contents: refused as a resubmission would be
         with self._lock:
             for (_, key), digest in zip(items, digests, strict=True):
                 found = self.store.find(client, key) if key is not None else None

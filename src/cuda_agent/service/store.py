@@ -47,8 +47,9 @@ CREATE INDEX IF NOT EXISTS judgments_state ON judgments (state, submitted);
 class KeyConflict(ValueError):
     """The idempotency key was used before for a different submission."""
 
-    def __init__(self, judgment_id: str) -> None:
-        super().__init__(f"idempotency key already used for judgment {judgment_id} with different content")
+    def __init__(self, judgment_id: str | None, key: str | None = None) -> None:
+        super().__init__(f"idempotency key already used for judgment {judgment_id} with different content"
+                         if judgment_id else f"idempotency key {key!r} used twice in one batch, for different content")
         self.judgment_id = judgment_id
 
 
