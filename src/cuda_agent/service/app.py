@@ -67,14 +67,23 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
             metrics.refused.labels("too_large").inc()
             raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limits.max_request_bytes:
-                metrics.refused.labels("too_large").inc()
-                raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
-            chunks.append(chunk)
-        return b"".join(chunks)
+
+        async def read() -> bytes:
+            chunks, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_request_bytes:
+                    metrics.refused.labels("too_large").inc()
+                    raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+        try:
+            return await asyncio.wait_for(read(), timeout=limits.body_timeout_s)
+        except asyncio.TimeoutError as exc:  # a client trickling its body holds a connection, not the server
+            metrics.refused.labels("slow_body").inc()
+            raise Refused(408, f"the request body did not arrive within {limits.body_timeout_s:g} s",
+                          {"Connection": "close"}) from exc  # fmt: skip
 
     async def json_of(request: Request) -> Any:
         body = await body_of(request)

@@ -55,6 +55,7 @@ class Limits:
     max_file_bytes: int = 4 << 20
     max_total_bytes: int = 16 << 20  # everything unpacked
     max_batch: int = 256  # submissions in one batch request
+    body_timeout_s: float = 60.0  # to send a request's body: a client trickling bytes is answered 408
 
 
 @dataclass(frozen=True)
