@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from cuda_agent.service.auth import AuthConfigError, Tokens
     from cuda_agent.service.guard import guarded_protocol
     from cuda_agent.service.jobs import JobQueue
+    from cuda_agent.service.logs import configure as configure_logging
     from cuda_agent.service.store import Store
     from cuda_agent.service.submission import Limits
 
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         app, log_level="info", ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key, timeout_graceful_shutdown=5,
         http=guarded_protocol(args.header_timeout_s, args.max_half_open),
     ))  # fmt: skip
+    configure_logging()  # after uvicorn.Config, which sets up uvicorn's own loggers
     try:
         server.run(sockets=[sock])
     finally:
@@ -131,8 +133,11 @@ def _executor(args: argparse.Namespace, config: object):
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only when the proto says TCP,
+    # and without it every small answer on a kept-alive connection waited 40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(128)
     sock.set_inheritable(True)

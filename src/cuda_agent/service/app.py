@@ -10,7 +10,8 @@ token; a judgment is visible only to the token that submitted it.
                                    its verdict.
   GET  /v1/judgments/{id}/events   server-sent events: `state` now, then `verdict` when reached.
   GET  /v1/health, /v1/ready       liveness; readiness (503 while starting or with a full queue).
-  GET  /metrics                    Prometheus metrics.
+  GET  /metrics                    Prometheus metrics (the queue's and the process's).
+  GET  /openapi.json               the API's OpenAPI schema (behind auth, as everything but health).
 
 Bodies are read through a byte limit before anything is parsed; contents and tokens are never logged.
 """
@@ -47,7 +48,8 @@ class Refused(Exception):
 
 def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
-    app = FastAPI(title="cuda-agent judge", version=API_VERSION, docs_url=None, redoc_url=None)
+    # The schema is served behind auth (below), not at FastAPI's open /openapi.json.
+    app = FastAPI(title="cuda-agent judge", version=API_VERSION, docs_url=None, redoc_url=None, openapi_url=None)
     metrics = jobs.metrics
 
     @app.exception_handler(Refused)
@@ -228,6 +230,11 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         elif full:
             body["reason"] = "queue full"
         return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_schema(request: Request) -> JSONResponse:
+        client_of(request)
+        return JSONResponse(app.openapi())
 
     @app.get("/metrics")
     async def prometheus(request: Request) -> Response:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import sys
 import threading
@@ -28,6 +29,8 @@ from cuda_agent.service.metrics import Metrics
 from cuda_agent.service.store import KeyConflict, Store
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import TaskError, load_task
+
+log = logging.getLogger("cuda_agent.service.jobs")
 
 
 class QueueFull(Exception):
@@ -109,6 +112,7 @@ class JobQueue:
             self.pending += len(created)
         for judgment_id in created:
             self.metrics.accepted.inc()
+            self._log_state(judgment_id)
             self._dispatch(judgment_id)
         return [a for a in answers if a is not None]
 
@@ -148,7 +152,20 @@ class JobQueue:
             return False
         if attempt > 1:
             self.metrics.retries.inc()
+        self._log_state(judgment_id)
         return True
+
+    def _log_state(self, judgment_id: str) -> None:
+        """One structured line per state change: id, tenant, task, state (and status), seconds since
+        submitted. Never the submission's contents or a token (the tenant is its token's short hash)."""
+        record = self.store.get(judgment_id)
+        if record is None or not log.isEnabledFor(logging.INFO):
+            return
+        end = record.finished or record.started or record.submitted
+        status = (record.result or {}).get("status") if record.state == "done" else None
+        log.info("judgment id=%s tenant=%s task=%s state=%s%s attempts=%d seconds=%.3f", record.id, record.client,
+                 record.task_name or "-", record.state, f" status={status}" if status else "", record.attempts,
+                 max(0.0, end - record.submitted))  # fmt: skip
 
     def _report(self, judgment_id: str, outcome: dict[str, Any]) -> None:
         """An executor's outcome (any thread). Only the first outcome of a judgment is recorded."""
@@ -164,6 +181,7 @@ class JobQueue:
                 self._between_verdicts = 0.8 * self._between_verdicts + 0.2 * (now - self._last_verdict)
             self._last_verdict = now
         shutil.rmtree(self.scratch / judgment_id, ignore_errors=True)
+        self._log_state(judgment_id)
         self._wake(judgment_id)
 
     # ---- waiting -----------------------------------------------------------------------------------

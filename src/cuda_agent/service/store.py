@@ -63,6 +63,7 @@ class Record:
     finished: float | None
     task_name: str | None
     result: dict[str, Any] | None
+    client: str = ""  # the tenant (a short hash of its token): for logs, never in the API's answer
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -167,7 +168,8 @@ class Store:
     # ---- reading --------------------------------------------------------------------------------
     def get(self, judgment_id: str, client: str | None = None) -> Record | None:
         """The judgment, if it exists (and belongs to `client` when one is given)."""
-        query = "SELECT id, state, attempts, submitted, started, finished, task_name, result FROM judgments WHERE id = ?"
+        query = ("SELECT id, state, attempts, submitted, started, finished, task_name, result, client FROM judgments"
+                 " WHERE id = ?")  # fmt: skip
         args: tuple[Any, ...] = (judgment_id,)
         if client is not None:
             query += " AND client = ?"
@@ -176,7 +178,7 @@ class Store:
             row = self._db.execute(query, args).fetchone()
         if row is None:
             return None
-        return Record(*row[:7], json.loads(row[7]) if row[7] else None)
+        return Record(*row[:7], json.loads(row[7]) if row[7] else None, row[8])
 
     def counts(self) -> dict[str, int]:
         with self._lock:
