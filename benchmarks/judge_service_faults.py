@@ -52,7 +52,10 @@ from cuda_agent.service.launch import ServerProcess  # noqa: E402
 TASK = (REPO / "examples" / "elementwise_chain" / "model.py").read_text()
 MODEL_NEW = (REPO / "examples" / "elementwise_chain" / "model_new.py").read_text()
 SLOW_BY_DESIGN = frozenset({"build_hang", "infinite_loop"})
-HEAD = b"POST /v1/judgments HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nX-Pad: " + b"p" * 100_000
+HEAD = (
+    b"POST /v1/judgments HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nX-Pad: "
+    + b"p" * 100_000
+)
 
 
 # ---- submissions ---------------------------------------------------------------------------------------
@@ -79,7 +82,14 @@ def cpu_submissions(n: int, probe_share: float, nonce: str) -> list[Sub]:
     subs = []
     for i in range(n):
         if rng.random() < probe_share:
-            subs.append(Sub(f"{nonce}-{i}", {"model_new.py": MODEL_NEW + f"\n# {nonce} {i}\n"}, TASK, "elementwise_chain"))
+            subs.append(
+                Sub(
+                    f"{nonce}-{i}",
+                    {"model_new.py": MODEL_NEW + f"\n# {nonce} {i}\n"},
+                    TASK,
+                    "elementwise_chain",
+                )
+            )
         else:
             subs.append(Sub(f"{nonce}-{i}", {"model_new.py": f"# {i}\n"}, f"broken task {i} (", f"broken{i}"))
     return subs
@@ -95,7 +105,9 @@ def example_submissions(n: int, nonce: str) -> list[Sub]:
         cus = sorted((base / "kernels").glob("*")) if (base / "kernels").is_dir() else []
         for index, path in enumerate(p for p in cus if p.is_file()):
             text = path.read_text()
-            files[f"kernels/{path.name}"] = text + (f"\n// {nonce} {i}\n" if index == 0 and path.suffix == ".cu" else "")
+            files[f"kernels/{path.name}"] = text + (
+                f"\n// {nonce} {i}\n" if index == 0 and path.suffix == ".cu" else ""
+            )
         subs.append(Sub(f"{nonce}-{i}", files, (base / "model.py").read_text(), base.name))
     return subs
 
@@ -213,7 +225,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    if args.build_only else [])]  # fmt: skip
     env = {"CUDA_AGENT_CACHE": str(out / "cache"), "PYTHONUNBUFFERED": "1"}
     nonce = secrets.token_hex(4)
-    subs = example_submissions(args.n, nonce) if args.examples else cpu_submissions(args.n, args.probe_share, nonce)
+    subs = (
+        example_submissions(args.n, nonce)
+        if args.examples
+        else cpu_submissions(args.n, args.probe_share, nonce)
+    )
     tally = Tally()
     start = time.monotonic()
     deadline = start + args.deadline_s
@@ -270,7 +286,9 @@ def reference(subs: list[Sub], build_only: bool, workers: int) -> dict[str, dict
         shutil.rmtree(root, ignore_errors=True)
 
 
-def summarise(result: dict[str, Any], ref: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+def summarise(
+    result: dict[str, Any], ref: dict[str, dict[str, Any]], args: argparse.Namespace
+) -> dict[str, Any]:
     import sqlite3
 
     subs, tally = result["subs"], result["tally"]
@@ -284,7 +302,11 @@ def summarise(result: dict[str, Any], ref: dict[str, dict[str, Any]], args: argp
     done_lines = Counter(re.findall(r"judgment id=(\w+) .*? state=done", result["log"]))
     judged_twice = sorted(i for i, c in done_lines.items() if c > 1)
     # started again after a kill or restart stopped its run (the one attempt a restart may cost): information
-    rerun = sum(1 for c in Counter(re.findall(r"judgment id=(\w+) .*? state=running", result["log"])).values() if c > 1)
+    rerun = sum(
+        1
+        for c in Counter(re.findall(r"judgment id=(\w+) .*? state=running", result["log"])).values()
+        if c > 1
+    )
     differ = [{"key": k, "server": {f: tally.verdicts[k].get(f) for f in ("status", "reward")}, "local": ref[k]}
               for k in tally.verdicts if (tally.verdicts[k].get("status"), tally.verdicts[k].get("reward"))
               != (ref[k]["status"], ref[k]["reward"])]  # fmt: skip
@@ -318,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graceful", type=int, default=3)
     parser.add_argument("--kills", type=int, default=2)
     parser.add_argument("--slow", type=int, default=100)
-    parser.add_argument("--probe-share", type=float, default=0.1, help="--build-only: share that run the task probe")
+    parser.add_argument(
+        "--probe-share", type=float, default=0.1, help="--build-only: share that run the task probe"
+    )
     parser.add_argument("--build-only", action="store_true", help="CPU checks only (no GPU)")
     parser.add_argument("--examples", action="store_true", help="variants of the bundled examples (GPU host)")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))

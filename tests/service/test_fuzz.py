@@ -37,7 +37,9 @@ submission_like = st.fixed_dictionaries(
               "files_base64": st.dictionaries(st.sampled_from(KEYS), st.one_of(st.text(max_size=20), scalars), max_size=2),
               "idempotency_key": st.one_of(any_text, scalars)},
 )  # fmt: skip
-batch_like = st.fixed_dictionaries({"submissions": st.one_of(st.lists(submission_like, max_size=3), json_values)})
+batch_like = st.fixed_dictionaries(
+    {"submissions": st.one_of(st.lists(submission_like, max_size=3), json_values)}
+)
 
 
 def _tar_of(files: dict[str, bytes]) -> bytes:
@@ -57,7 +59,9 @@ archives = st.builds(
     st.dictionaries(tar_names, st.binary(max_size=64), max_size=4),
     st.integers(0, 3000),
 )  # fmt: skip
-nested = st.integers(1, 200_000).map(lambda n: ("bytes", b"[" * n + b"]" * n))  # deeper than the parser's stack
+nested = st.integers(1, 200_000).map(
+    lambda n: ("bytes", b"[" * n + b"]" * n)
+)  # deeper than the parser's stack
 bodies = st.one_of(
     st.tuples(st.just("application/json"), nested),
     st.tuples(st.just("application/json"), st.integers(0, 10**6).map(lambda n: ("json", instant(n)))),  # real ones

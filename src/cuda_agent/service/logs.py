@@ -19,7 +19,9 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def redact_query(path: str) -> str:
     """`path` with the value of every query parameter outside SAFE_QUERY replaced by `***`."""
-    return _PARAM.sub(lambda m: m.group(0) if m.group(2) in SAFE_QUERY else f"{m.group(1)}{m.group(2)}=***", path)
+    return _PARAM.sub(
+        lambda m: m.group(0) if m.group(2) in SAFE_QUERY else f"{m.group(1)}{m.group(2)}=***", path
+    )
 
 
 class RedactQuery(logging.Filter):

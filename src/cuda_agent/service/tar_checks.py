@@ -26,7 +26,9 @@ def problem(raw: bytes, members: list[tarfile.TarInfo], end: int) -> str | None:
     tarfile looked for the next header), or None."""
     for member in members:
         if member.offset_data + member.size > len(raw):
-            return f"the archive is truncated: {member.name!r} has {member.size} bytes, the archive ends before"
+            return (
+                f"the archive is truncated: {member.name!r} has {member.size} bytes, the archive ends before"
+            )
         found = _hidden_nul(raw, member.offset, member.offset_data)
         if found:
             return f"a name in the archive hides text after a NUL byte ({found!r}): not allowed"
