@@ -8,7 +8,6 @@ import select
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -117,7 +116,7 @@ def test_a_trickled_body_gets_408(server: Server) -> None:
         assert time.monotonic() - start < 5
 
 
-def test_an_idle_kept_alive_connection_is_closed(server: Server, tmp_path: Path) -> None:
+def test_an_idle_kept_alive_connection_is_closed(server: Server) -> None:
     host, port = server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
