@@ -32,6 +32,12 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--max-pending", type=int, default=64, help="unfinished judgments before 429")
     parser.add_argument("--max-attempts", type=int, default=3, help="dispatches of one judgment at most")
     parser.add_argument("--max-request-mb", type=float, default=8.0, help="largest request body (8 MiB)")
+    parser.add_argument("--header-timeout-s", type=float, default=10.0,
+                        help="seconds a connection has to send a request's headers (default 10)")  # fmt: skip
+    parser.add_argument("--body-timeout-s", type=float, default=60.0,
+                        help="seconds a request has to send its body (default 60; then 408)")  # fmt: skip
+    parser.add_argument("--max-half-open", type=int, default=256,
+                        help="connections waiting for a request's headers at once; beyond, the oldest is closed")  # fmt: skip
     parser.add_argument("--build-only", action="store_true", help="CPU checks only (no GPU needed)")
     parser.add_argument("--workers", type=int, default=1, help="concurrent CPU checks with --build-only")
     parser.add_argument("--gpus", type=int, default=1, help="local GPUs to judge on")
@@ -55,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
     from cuda_agent.service.auth import AuthConfigError, Tokens
+    from cuda_agent.service.guard import guarded_protocol
     from cuda_agent.service.jobs import JobQueue
+    from cuda_agent.service.logs import configure as configure_logging
     from cuda_agent.service.store import Store
     from cuda_agent.service.submission import Limits
 
@@ -76,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     except JudgeUnavailable as exc:
         print(f"error: {exc}\nhint: --build-only serves the CPU checks without a GPU", file=sys.stderr)
         return 3
-    limits = Limits(max_request_bytes=int(args.max_request_mb * (1 << 20)))
+    limits = Limits(max_request_bytes=int(args.max_request_mb * (1 << 20)), body_timeout_s=args.body_timeout_s)
     app = create_app(jobs, tokens, limits)
     try:
         sock = _bind(args.host, args.port)
@@ -96,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr, flush=True)  # fmt: skip
     server = uvicorn.Server(uvicorn.Config(
         app, log_level="info", ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key, timeout_graceful_shutdown=5,
+        http=guarded_protocol(args.header_timeout_s, args.max_half_open),
     ))  # fmt: skip
+    configure_logging()  # after uvicorn.Config, which sets up uvicorn's own loggers
     try:
         server.run(sockets=[sock])
     finally:
@@ -123,8 +133,11 @@ def _executor(args: argparse.Namespace, config: object):
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only when the proto says TCP,
+    # and without it every small answer on a kept-alive connection waited 40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(128)
     sock.set_inheritable(True)

@@ -10,7 +10,8 @@ token; a judgment is visible only to the token that submitted it.
                                    its verdict.
   GET  /v1/judgments/{id}/events   server-sent events: `state` now, then `verdict` when reached.
   GET  /v1/health, /v1/ready       liveness; readiness (503 while starting or with a full queue).
-  GET  /metrics                    Prometheus metrics.
+  GET  /metrics                    Prometheus metrics (the queue's and the process's).
+  GET  /openapi.json               the API's OpenAPI schema (behind auth, as everything but health).
 
 Bodies are read through a byte limit before anything is parsed; contents and tokens are never logged.
 """
@@ -47,7 +48,8 @@ class Refused(Exception):
 
 def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
-    app = FastAPI(title="cuda-agent judge", version=API_VERSION, docs_url=None, redoc_url=None)
+    # The schema is served behind auth (below), not at FastAPI's open /openapi.json.
+    app = FastAPI(title="cuda-agent judge", version=API_VERSION, docs_url=None, redoc_url=None, openapi_url=None)
     metrics = jobs.metrics
 
     @app.exception_handler(Refused)
@@ -67,20 +69,32 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         if declared is not None and declared.isdigit() and int(declared) > limits.max_request_bytes:
             metrics.refused.labels("too_large").inc()
             raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limits.max_request_bytes:
-                metrics.refused.labels("too_large").inc()
-                raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
-            chunks.append(chunk)
-        return b"".join(chunks)
+
+        async def read() -> bytes:
+            chunks, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_request_bytes:
+                    metrics.refused.labels("too_large").inc()
+                    raise Refused(413, f"request body over {limits.max_request_bytes >> 20} MiB")
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+        try:
+            return await asyncio.wait_for(read(), timeout=limits.body_timeout_s)
+        except asyncio.TimeoutError as exc:  # a client trickling its body holds a connection, not the server
+            metrics.refused.labels("slow_body").inc()
+            raise Refused(408, f"the request body did not arrive within {limits.body_timeout_s:g} s",
+                          {"Connection": "close"}) from exc  # fmt: skip
 
     async def json_of(request: Request) -> Any:
+        body = await body_of(request)
         try:
-            return json.loads(await body_of(request))
+            return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise Refused(400, f"the body is not valid JSON: {exc}") from exc
+        except RecursionError as exc:  # "[[[[...": nested deeper than the parser's stack
+            raise Refused(400, "the body's JSON is nested too deeply") from exc
 
     def rejected(exc: SubmissionRejected) -> Refused:
         metrics.refused.labels("too_large" if exc.status == 413 else "bad_submission").inc()
@@ -91,6 +105,10 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
             return None
         if not isinstance(value, str) or not 1 <= len(value) <= 200:
             raise Refused(400, "an idempotency key is a string of 1 to 200 characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate from JSON: valid JSON, no key SQLite can keep
+            raise Refused(400, "an idempotency key must be valid Unicode text") from exc
         return value
 
     async def admit(client: str, items: list[tuple[Submission, str | None]]) -> list[tuple[str, bool]]:
@@ -140,6 +158,8 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         for index, item in enumerate(items):
             try:
                 parsed.append((from_json(item, limits), key_of(item.get("idempotency_key"))))
+            except Refused as exc:
+                raise Refused(exc.status, f"submissions[{index}]: {exc.reason}") from exc
             except SubmissionRejected as exc:
                 raise rejected(SubmissionRejected(f"submissions[{index}]: {exc.reason}", exc.status)) from exc
         answers = await admit(client, parsed)
@@ -210,6 +230,11 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
         elif full:
             body["reason"] = "queue full"
         return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_schema(request: Request) -> JSONResponse:
+        client_of(request)
+        return JSONResponse(app.openapi())
 
     @app.get("/metrics")
     async def prometheus(request: Request) -> Response:

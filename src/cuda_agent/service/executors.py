@@ -8,7 +8,9 @@ submission, and its task) and reports one outcome per job; the job queue (jobs.p
   for servers without a GPU and for the CPU tests.
 - `RayExecutor` (ray_pool.py): builds on the cluster's CPUs, GPU stages on one actor per GPU.
 
-An outcome is the `JudgeOutcome` dict of agent/judging.py: status, reward, reason and the verdict.
+An outcome is the `JudgeOutcome` dict of agent/judging.py: status, reward, reason and the verdict. An
+executor calls `began(id)` when a judge actually starts on a job (not when it is queued with the
+executor), so the store shows the real state and counts an attempt only for a judgment that ran.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from cuda_agent.service.submission import Submission
 from cuda_agent.task import Task
 
 Report = Callable[[str, dict[str, Any]], None]
+Began = Callable[[str], bool]  # a judge starts on this job now; False: it has a verdict already, skip it
+
+
+def began_always(judgment_id: str) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,7 @@ def judge_error(reason: str) -> dict[str, Any]:
 class Executor(Protocol):
     lanes: int
 
-    def start(self, report: Report) -> None: ...
+    def start(self, report: Report, began: Began = began_always) -> None: ...
 
     def submit(self, job: Job) -> None: ...
 
@@ -71,8 +78,8 @@ class BuildOnlyExecutor:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="judge-cpu")
 
-    def start(self, report: Report) -> None:
-        self._report = report
+    def start(self, report: Report, began: Began = began_always) -> None:
+        self._report, self._began = report, began
 
     def submit(self, job: Job) -> None:
         self._pool.submit(self._run, job)
@@ -80,6 +87,8 @@ class BuildOnlyExecutor:
     def _run(self, job: Job) -> None:
         from cuda_agent.judge import check_on_cpu
 
+        if not self._began(job.id):
+            return
         with self._lock:
             self._running += 1
         try:
@@ -110,24 +119,32 @@ class LocalExecutor:
         self.lanes = len(self.service.pools)
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._order: list[str] = []  # judge_many's index -> job id
+        # Jobs handed to judge_many at once: what it builds and holds for the GPU lanes (its own bound).
+        # The rest wait here, `queued`: a judgment starts (`began`) when judge_many takes it.
+        self._window = threading.Semaphore(self.service.build_workers + 2 * self.lanes)
 
-    def start(self, report: Report) -> None:
-        self._report = report
+    def start(self, report: Report, began: Began = began_always) -> None:
+        self._report, self._began = report, began
         self.service.start()  # JudgeUnavailable here (no GPU) stops the server before it listens
         self._thread = threading.Thread(target=self._consume, name="judge-stream", daemon=True)
         self._thread.start()
 
     def _stream(self) -> Iterator[tuple[Path, Task]]:
         while True:
+            self._window.acquire()
             job = self._jobs.get()
             if job is None:
                 return
+            if not self._began(job.id):
+                self._window.release()
+                continue
             self._order.append(job.id)
             yield job.folder, job.task
 
     def _consume(self) -> None:
         try:
             for index, verdict in self.service.judge_many(self._stream()):
+                self._window.release()
                 self._report(self._order[index], outcome_of(verdict))
         except Exception as exc:  # the stream broke: what is still queued comes back after a restart
             import sys

@@ -6,14 +6,17 @@ admitted judgment is committed to the store before `submit` returns, then laid o
 and handed to the executor. The executor's report is recorded with `Store.finish`, which keeps the first
 verdict only, and wakes whoever waits for it (long polls and event streams, on the app's event loop).
 
-On start, judgments the store holds unfinished (a crash or a restart) are dispatched again; one that has
-already been dispatched `max_attempts` times (its judge died each time) ends as `judge_error` instead.
+A judgment is `queued` until the executor starts on it and calls `began` (then `running`, one attempt
+counted); waiting in the executor's own queue costs nothing. On start, judgments the store holds
+unfinished (a crash or a restart) are dispatched again; one that has already been started `max_attempts`
+times (its judge died each time) ends as `judge_error` instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import sys
 import threading
@@ -26,6 +29,8 @@ from cuda_agent.service.metrics import Metrics
 from cuda_agent.service.store import KeyConflict, Store
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import TaskError, load_task
+
+log = logging.getLogger("cuda_agent.service.jobs")
 
 
 class QueueFull(Exception):
@@ -56,7 +61,7 @@ class JobQueue:
     # ---- life --------------------------------------------------------------------------------------
     def start(self) -> None:
         self.scratch.mkdir(parents=True, exist_ok=True)
-        self.executor.start(self._report)
+        self.executor.start(self._report, self._began)
         unfinished = self.store.recover()
         with self._lock:
             self.pending += len(unfinished)
@@ -81,6 +86,10 @@ class JobQueue:
         conflict refuses the batch before anything of it is added."""
         digests = [s.digest() for s, _ in items]
         answers: list[tuple[str, bool] | None] = []
+        in_batch: dict[str, str] = {}
+        for (_, key), digest in zip(items, digests, strict=True):
+            if key is not None and in_batch.setdefault(key, digest) != digest:
+                raise KeyConflict(None, key)  # one key, two contents: refused as a resubmission would be
         with self._lock:
             for (_, key), digest in zip(items, digests, strict=True):
                 found = self.store.find(client, key) if key is not None else None
@@ -103,6 +112,7 @@ class JobQueue:
             self.pending += len(created)
         for judgment_id in created:
             self.metrics.accepted.inc()
+            self._log_state(judgment_id)
             self._dispatch(judgment_id)
         return [a for a in answers if a is not None]
 
@@ -112,13 +122,13 @@ class JobQueue:
 
     # ---- running -----------------------------------------------------------------------------------
     def _dispatch(self, judgment_id: str) -> None:
-        started = self.store.start(judgment_id)
-        if started is None:
+        pending = self.store.pending(judgment_id)
+        if pending is None:
             return
-        payload, attempt = started
-        if attempt > self.max_attempts:
+        payload, attempts = pending
+        if attempts >= self.max_attempts:
             self._report(judgment_id, judge_error(
-                f"dispatched {attempt - 1} times without a verdict (its judge died each time); not retried"
+                f"started {attempts} times without a verdict (its judge died each time); not retried"
             ))  # fmt: skip
             return
         folder = self.scratch / judgment_id
@@ -130,11 +140,32 @@ class JobQueue:
                 task = load_task(folder / "model.py", name=submission.task_name or "task")
             except TaskError:
                 task = None  # the judge reports the broken task as its verdict, as it does locally
-            if attempt > 1:
-                self.metrics.retries.inc()
-            self.executor.submit(Job(judgment_id, folder, task, submission, attempt))
+            self.executor.submit(Job(judgment_id, folder, task, submission, attempts + 1))
         except Exception as exc:  # accepted, so it ends with an outcome: this one says why
             self._report(judgment_id, judge_error(f"could not hand the judgment to the judge: {type(exc).__name__}: {exc}"))
+
+    def _began(self, judgment_id: str) -> bool:
+        """An executor starts judging (any thread): `running` now, one attempt counted. False when the
+        judgment is not queued any more (it has a verdict): the executor skips it."""
+        attempt = self.store.begin(judgment_id)
+        if attempt is None:
+            return False
+        if attempt > 1:
+            self.metrics.retries.inc()
+        self._log_state(judgment_id)
+        return True
+
+    def _log_state(self, judgment_id: str) -> None:
+        """One structured line per state change: id, tenant, task, state (and status), seconds since
+        submitted. Never the submission's contents or a token (the tenant is its token's short hash)."""
+        record = self.store.get(judgment_id)
+        if record is None or not log.isEnabledFor(logging.INFO):
+            return
+        end = record.finished or record.started or record.submitted
+        status = (record.result or {}).get("status") if record.state == "done" else None
+        log.info("judgment id=%s tenant=%s task=%s state=%s%s attempts=%d seconds=%.3f", record.id, record.client,
+                 record.task_name or "-", record.state, f" status={status}" if status else "", record.attempts,
+                 max(0.0, end - record.submitted))  # fmt: skip
 
     def _report(self, judgment_id: str, outcome: dict[str, Any]) -> None:
         """An executor's outcome (any thread). Only the first outcome of a judgment is recorded."""
@@ -150,6 +181,7 @@ class JobQueue:
                 self._between_verdicts = 0.8 * self._between_verdicts + 0.2 * (now - self._last_verdict)
             self._last_verdict = now
         shutil.rmtree(self.scratch / judgment_id, ignore_errors=True)
+        self._log_state(judgment_id)
         self._wake(judgment_id)
 
     # ---- waiting -----------------------------------------------------------------------------------

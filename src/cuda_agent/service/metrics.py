@@ -1,14 +1,14 @@
 """Prometheus metrics of the judge server, in a registry of its own (one per app, so tests and several
 servers in one process do not mix): queue depth, judgments running, GPU lanes (busy and total), verdicts
-by status, stage latencies from each verdict's `stage_seconds`, submit-to-verdict latency, and refused
-requests by reason."""
+by status, stage latencies from each verdict's `stage_seconds`, submit-to-verdict latency, refused
+requests by reason, and the standard process metrics (memory, open files, CPU)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
 STAGE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160, 320, 640)
 
@@ -18,6 +18,7 @@ class Metrics:
                  lanes_busy: Callable[[], float], lanes: Callable[[], float]) -> None:  # fmt: skip
         self.registry = CollectorRegistry()
         r = self.registry
+        ProcessCollector(registry=r)  # process_*: resident memory, open files (and their limit), CPU seconds
         Gauge("cuda_agent_judge_queue_depth", "Accepted judgments waiting to start", registry=r).set_function(queued)
         Gauge("cuda_agent_judge_running", "Judgments being judged now", registry=r).set_function(running)
         Gauge("cuda_agent_judge_lanes_busy", "GPU lanes judging now", registry=r).set_function(lanes_busy)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.judge import JudgeConfig, JudgeUnavailable
-from cuda_agent.service.executors import Job, Report, judge_error, outcome_of
+from cuda_agent.service.executors import Began, Job, Report, began_always, judge_error, outcome_of
 from cuda_agent.service.submission import Submission
 from cuda_agent.task import Task, TaskError, load_task
 
@@ -155,10 +155,10 @@ class RayExecutor:
         self._threads: list[threading.Thread] = []
         self.trail: dict[str, dict[str, list[str]]] = {}  # job id -> nodes of each build / lane attempt
 
-    def start(self, report: Report) -> None:
+    def start(self, report: Report, began: Began = began_always) -> None:
         import ray
 
-        self._report = report
+        self._report, self._began = report, began
         if not ray.is_initialized():
             ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False)
         gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -221,6 +221,8 @@ class RayExecutor:
             if item is None:
                 return
             job, tries = item
+            if tries == 0 and not self._began(job.id):  # a Ray retry is the same attempt of the server's
+                continue
             ref = self._build_task.remote(job.submission.to_blob(), self.config, self.build_only)
             try:
                 built = ray.get(ref, timeout=self.build_timeout_s)

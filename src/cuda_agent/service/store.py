@@ -6,7 +6,9 @@ server resumes them. The first verdict recorded for a judgment is final (`finish
 yet done), so a retried or duplicated run can never give one judgment two verdicts. An idempotency key is
 unique per client: a resubmission with the same key finds the judgment it made the first time.
 
-States: queued -> running -> done. `attempts` counts how often a judgment was dispatched; a judgment
+States: queued -> running -> done, as a client sees them: `running` from the moment a judge starts on the
+judgment (`begin`), not when it is handed to the executor's queue. `attempts` counts those starts, so a
+restart costs an attempt only to the judgments that were running when the process stopped; a judgment
 that keeps taking its judge down ends as `judge_error` after a bounded number of tries (see jobs.py).
 """
 
@@ -45,8 +47,9 @@ CREATE INDEX IF NOT EXISTS judgments_state ON judgments (state, submitted);
 class KeyConflict(ValueError):
     """The idempotency key was used before for a different submission."""
 
-    def __init__(self, judgment_id: str) -> None:
-        super().__init__(f"idempotency key already used for judgment {judgment_id} with different content")
+    def __init__(self, judgment_id: str | None, key: str | None = None) -> None:
+        super().__init__(f"idempotency key already used for judgment {judgment_id} with different content"
+                         if judgment_id else f"idempotency key {key!r} used twice in one batch, for different content")
         self.judgment_id = judgment_id
 
 
@@ -60,6 +63,7 @@ class Record:
     finished: float | None
     task_name: str | None
     result: dict[str, Any] | None
+    client: str = ""  # the tenant (a short hash of its token): for logs, never in the API's answer
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -109,28 +113,32 @@ class Store:
         return (row[0], row[1]) if row else None
 
     # ---- running --------------------------------------------------------------------------------
-    def start(self, judgment_id: str) -> tuple[bytes, int] | None:
-        """Mark a queued judgment running (one more attempt); its payload and attempt count, or None
-        when it is already done."""
+    def pending(self, judgment_id: str) -> tuple[bytes, int] | None:
+        """The payload of an unfinished judgment and the attempts it has used so far (None when done).
+        Handing a judgment to the executor is not an attempt: only `begin` counts one."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT payload, attempts FROM judgments WHERE id = ? AND state != 'done'", (judgment_id,)
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def begin(self, judgment_id: str) -> int | None:
+        """Mark a queued judgment running, the moment a judge starts on it: one more attempt, its new
+        count; None when it is not queued (done, or running already)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                row = self._db.execute(
-                    "SELECT payload, attempts FROM judgments WHERE id = ? AND state != 'done'", (judgment_id,)
-                ).fetchone()
-                if row is None:
-                    self._db.execute("COMMIT")
-                    return None
-                attempts = row[1] + 1
-                self._db.execute(
-                    "UPDATE judgments SET state = 'running', attempts = ?, started = ? WHERE id = ?",
-                    (attempts, time.time(), judgment_id),
+                cursor = self._db.execute(
+                    "UPDATE judgments SET state = 'running', attempts = attempts + 1, started = ?"
+                    " WHERE id = ? AND state = 'queued'",
+                    (time.time(), judgment_id),
                 )
+                row = self._db.execute("SELECT attempts FROM judgments WHERE id = ?", (judgment_id,)).fetchone()
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            return row[0], attempts
+        return row[0] if cursor.rowcount == 1 and row else None
 
     def requeue(self, judgment_id: str) -> None:
         """Back to the queue (its judge died); the attempt it used stays counted."""
@@ -148,7 +156,8 @@ class Store:
             return cursor.rowcount == 1
 
     def recover(self) -> list[str]:
-        """After a restart: judgments left running go back to the queue; all unfinished ids, oldest first."""
+        """After a restart: judgments left running go back to the queue (the attempt they used stays
+        counted; a queued one never started, so it has used none); all unfinished ids, oldest first."""
         with self._lock:
             self._db.execute("UPDATE judgments SET state = 'queued' WHERE state = 'running'")
             rows = self._db.execute(
@@ -159,7 +168,8 @@ class Store:
     # ---- reading --------------------------------------------------------------------------------
     def get(self, judgment_id: str, client: str | None = None) -> Record | None:
         """The judgment, if it exists (and belongs to `client` when one is given)."""
-        query = "SELECT id, state, attempts, submitted, started, finished, task_name, result FROM judgments WHERE id = ?"
+        query = ("SELECT id, state, attempts, submitted, started, finished, task_name, result, client FROM judgments"
+                 " WHERE id = ?")  # fmt: skip
         args: tuple[Any, ...] = (judgment_id,)
         if client is not None:
             query += " AND client = ?"
@@ -168,7 +178,7 @@ class Store:
             row = self._db.execute(query, args).fetchone()
         if row is None:
             return None
-        return Record(*row[:7], json.loads(row[7]) if row[7] else None)
+        return Record(*row[:7], json.loads(row[7]) if row[7] else None, row[8])
 
     def counts(self) -> dict[str, int]:
         with self._lock:

@@ -3,9 +3,12 @@
 The judge reads only `model_new.py`, `kernels/**` and (when no task is given) `model.py` from a
 submission, so only those paths are kept; anything else in an upload (a whole workspace's `utils/`,
 `SKILL.md`, ...) is listed as ignored. Every path is checked, kept or not: relative, no `..`, no odd
-characters, no duplicates. Archives are read as a stream through a byte budget (a gzip bomb or a huge pax
-header stops at the budget, not in memory), and only regular files and folders are allowed: a symbolic or
-hard link, a device or a FIFO rejects the whole archive. File count, each file and the total are bounded.
+characters, no part over NAME_MAX or path over MAX_PATH_CHARS, no duplicates, no path that is a file and
+a folder at once: whatever could fail when the judgment is laid out fails here, before the 202.
+Archives are decompressed through a byte budget (a gzip bomb or a huge pax header stops at the budget,
+not in memory), must be whole (tar_checks.py: the end-of-archive block, no member cut short, no name
+hiding text after a NUL), and only regular files and folders are allowed: a symbolic or hard link, a
+device or a FIFO rejects the whole archive. File count, each file and the total are bounded.
 """
 
 from __future__ import annotations
@@ -14,18 +17,24 @@ import base64
 import hashlib
 import io
 import json
+import lzma
 import re
 import tarfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from cuda_agent.service import tar_checks
 from cuda_agent.task import Task
 
 KEPT_FILES = ("model.py", "model_new.py")
 KEPT_FOLDER = "kernels"
 _SAFE_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+NAME_MAX = 255  # one path part: what Linux file systems take (longer: ENAMETOOLONG at lay-out)
+MAX_PATH_CHARS = 1024  # a whole path, well under PATH_MAX (4096) with the server's scratch folder before it
+MAX_DEPTH = 16  # folders deep
 
 
 class SubmissionRejected(ValueError):
@@ -46,6 +55,7 @@ class Limits:
     max_file_bytes: int = 4 << 20
     max_total_bytes: int = 16 << 20  # everything unpacked
     max_batch: int = 256  # submissions in one batch request
+    body_timeout_s: float = 60.0  # to send a request's body: a client trickling bytes is answered 408
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,12 @@ def check_path(name: str) -> str:
         raise SubmissionRejected(f"path {name!r} leaves the submission ('..'): not allowed")
     if not parts:
         raise SubmissionRejected(f"bad file name {name!r}")
+    if len(name) > MAX_PATH_CHARS or len(parts) > MAX_DEPTH:
+        raise SubmissionRejected(f"path {name[:80]!r}... is too long: at most {MAX_PATH_CHARS} characters and "
+                                 f"{MAX_DEPTH} folders deep")  # fmt: skip
+    for part in parts:
+        if len(part) > NAME_MAX:
+            raise SubmissionRejected(f"name {part[:80]!r}... in {name[:80]!r} is over {NAME_MAX} characters")
     for part in parts:
         if not _SAFE_PART.match(part):
             raise SubmissionRejected(
@@ -123,11 +139,29 @@ class _Collector:
         self.ignored: list[str] = []
         self.total = 0
         self.seen: set[str] = set()
+        self.folders: set[str] = set()  # every folder a path implies, or an archive names
+
+    def add_folder(self, name: str) -> None:
+        path = check_path(name)
+        if path in self.seen:
+            raise SubmissionRejected(f"{path} is both a file and a folder in the submission")
+        self._note_folders(path + "/x")
+
+    def _note_folders(self, path: str) -> None:
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            if folder in self.seen:
+                raise SubmissionRejected(f"{folder} is both a file and a folder in the submission")
+            self.folders.add(folder)
 
     def add(self, name: str, data: bytes) -> None:
         path = check_path(name)
         if path in self.seen:
             raise SubmissionRejected(f"{path} appears twice in the submission")
+        if path in self.folders:
+            raise SubmissionRejected(f"{path} is both a file and a folder in the submission")
+        self._note_folders(path)
         self.seen.add(path)
         if len(self.seen) > self.limits.max_files + 64:  # ignored files count too, beyond a margin
             raise SubmissionRejected(f"more than {self.limits.max_files + 64} files in the upload", 413)
@@ -156,7 +190,8 @@ class _Collector:
 
 
 def from_json(body: Any, limits: Limits) -> Submission:
-    """`{"files": {path: text}, "task": model.py text (optional), "task_name": str (optional)}`."""
+    """`{"files": {path: text}, "files_base64": {path: base64} (optional, for bytes that are not UTF-8),
+    "task": model.py text (optional), "task_name": str (optional)}`."""
     if not isinstance(body, dict) or not isinstance(body.get("files"), dict):
         raise SubmissionRejected('expected a JSON object {"files": {"model_new.py": "...", ...}, "task": "..."}')
     task = body.get("task")
@@ -165,11 +200,30 @@ def from_json(body: Any, limits: Limits) -> Submission:
     name = body.get("task_name")
     if name is not None and not isinstance(name, str):
         raise SubmissionRejected("'task_name' must be a string")
+    if task is not None and not task.isascii():
+        try:
+            task.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: valid JSON, but no text the judge can write
+            raise SubmissionRejected(f"'task' is not valid Unicode text ({exc.reason})") from None
+    encoded = body.get("files_base64", {})
+    if not isinstance(encoded, dict):
+        raise SubmissionRejected("'files_base64' must map paths to base64 strings")
     collector = _Collector(limits)
     for path, text in body["files"].items():
         if not isinstance(text, str):
-            raise SubmissionRejected(f"files[{path!r}] must be the file's text (use a tar archive for bytes)")
-        collector.add(path, text.encode("utf-8"))
+            raise SubmissionRejected(f"files[{path!r}] must be the file's text (bytes go in files_base64)")
+        try:
+            collector.add(path, text.encode("utf-8"))
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") is valid JSON but no UTF-8 text
+            raise SubmissionRejected(f"files[{path!r}] is not valid Unicode text ({exc.reason})") from None
+    for path, text in encoded.items():
+        try:
+            data = base64.b64decode(text, validate=True) if isinstance(text, str) else None
+        except ValueError:
+            data = None
+        if data is None:
+            raise SubmissionRejected(f"files_base64[{path!r}] must be the file's bytes in base64")
+        collector.add(path, data)
     return collector.finish(task, name)
 
 
@@ -197,10 +251,13 @@ def from_archive(data: bytes, limits: Limits, task_source: str | None = None, ta
     budget = _Budget(_decompressed(data), limits.max_total_bytes + (limits.max_files + 64) * 2048 + (1 << 20))
     collector = _Collector(limits)
     try:
-        with tarfile.open(fileobj=io.BufferedReader(budget), mode="r|") as archive:
+        raw = io.BufferedReader(budget).read()  # bounded by the budget: the archive is checked whole
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as archive:
+            members = []
             for member in archive:
+                members.append(member)
                 if member.isdir():
-                    check_path(member.name)
+                    collector.add_folder(member.name)
                     continue
                 if member.issym() or member.islnk():
                     raise SubmissionRejected(f"{member.name!r} is a link: archives may hold regular files only")
@@ -209,12 +266,18 @@ def from_archive(data: bytes, limits: Limits, task_source: str | None = None, ta
                 if member.size > limits.max_file_bytes:
                     check_path(member.name)
                     raise SubmissionRejected(f"{member.name} is larger than {limits.max_file_bytes >> 20} MiB", 413)
+                if member.offset_data + member.size > len(raw):
+                    break  # cut short: tar_checks says so below
                 handle = archive.extractfile(member)
                 collector.add(member.name, handle.read() if handle else b"")
+            end = archive.offset
     except tarfile.TarError as exc:
         raise SubmissionRejected(f"not a readable tar archive: {exc}") from exc
-    except (EOFError, OSError) as exc:
+    except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:  # cut short or corrupt compression
         raise SubmissionRejected(f"the archive is truncated or corrupt: {exc}") from exc
+    problem = tar_checks.problem(raw, members, end)
+    if problem:
+        raise SubmissionRejected(problem)
     return collector.finish(task_source, task_name)
 
 
@@ -222,7 +285,6 @@ def _decompressed(data: bytes) -> IO[bytes]:
     """The archive's tar stream, decompressed lazily (so the budget applies to what comes out)."""
     import bz2
     import gzip
-    import lzma
 
     raw = io.BytesIO(data)
     if data[:2] == b"\x1f\x8b":

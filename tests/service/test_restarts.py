@@ -1,0 +1,61 @@
+"""Restarts over real server processes: a graceful restart (SIGTERM) costs no attempt to a judgment that
+never started, and the API shows the real states (`queued` while waiting, `running` once a judge has it)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.service.helpers import Server, instant, slow
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _states(srv: Server, ids: list[str]) -> list[dict]:
+    return [srv.http.get(f"/judgments/{i}").json() for i in ids]
+
+
+def _wait_running(srv: Server, judgment_id: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = srv.http.get(f"/judgments/{judgment_id}").json()
+        if record["state"] != "queued":
+            return record
+        time.sleep(0.05)
+    raise AssertionError(f"{judgment_id} never started")
+
+
+def test_graceful_restarts_cost_queued_judgments_no_attempt(tmp_path: Path) -> None:
+    """One slow judgment holds the single CPU worker, five instant ones wait behind it. Three graceful
+    restarts later every waiting judgment has used exactly one attempt (its own run) and has its real
+    verdict, not judge_error; while waiting it read `queued` with 0 attempts."""
+    folder = tmp_path / "srv"
+    args = ("--max-pending", "16", "--max-attempts", "5")
+    srv = Server(folder, *args)
+    try:
+        holder = srv.http.post("/judgments", json=slow(1)).json()["id"]
+        waiting = [srv.http.post("/judgments", json=instant(n)).json()["id"] for n in range(5)]
+        running = _wait_running(srv, holder)
+        assert running["state"] == "running" and running["attempts"] == 1
+        for record in _states(srv, waiting):
+            assert (record["state"], record["attempts"]) == ("queued", 0), record
+    finally:
+        srv.stop()
+    for _ in range(3):
+        srv = Server(folder, *args)
+        try:
+            if _wait_running(srv, holder)["state"] == "running":  # the slow one again holds the worker
+                for record in _states(srv, waiting):
+                    assert (record["state"], record["attempts"]) == ("queued", 0), record
+        finally:
+            srv.stop()
+    srv = Server(folder, *args)
+    try:
+        records = [srv.wait_done(i) for i in waiting]
+        assert [(r["status"], r["attempts"]) for r in records] == [("task_error", 1)] * 5
+        held = srv.wait_done(holder)
+        assert held["status"] == "compile_error" and 1 <= held["attempts"] <= 5
+    finally:
+        srv.stop()
