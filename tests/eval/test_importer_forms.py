@@ -217,3 +217,24 @@ def test_rename_map_pairs_only_what_is_unambiguous(reference, candidate, mapping
 
     got, why = rename_map(reference, candidate)
     assert got == mapping and reason in why
+
+
+def test_a_name_computed_at_run_time_does_not_need_a_run(tmp_path: Path) -> None:
+    """A unique extension name (`f"relu_{uuid.uuid4().hex}"`) only names files: the sources are constant,
+    so the file converts statically, its files named ext0."""
+    source = tmp_path / "level_1_problem_19_unique_name.py"
+    source.write_text(
+        "import uuid\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        "CPP = 'torch::Tensor relu_forward(torch::Tensor x);'\n\n"
+        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        cuda = '#include <torch/extension.h>\\n' + 'torch::Tensor relu_forward(torch::Tensor x) { return x.relu(); }'\n"
+        "        self.ext = load_inline(name=f'relu_{uuid.uuid4().hex}', cpp_sources=CPP, cuda_sources=cuda,\n"
+        "                               functions=['relu_forward'])\n\n"
+        "    def forward(self, x):\n        return self.ext.relu_forward(x)\n")  # fmt: skip
+    result = convert_file(source, tmp_path / "out", None)  # no reference: nothing runs the file
+    assert result.status == "converted", result.reason
+    assert any("extension name `f'relu_{uuid.uuid4().hex}'` is computed at run time; files named ext0" in n
+               for n in result.notes)  # fmt: skip
+    assert not any("captured" in n for n in result.notes)
+    model_new = (Path(result.out) / "model_new.py").read_text()
+    assert (Path(result.out) / "kernels" / "ext0.cu").is_file() and "import uuid" not in model_new

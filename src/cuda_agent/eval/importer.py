@@ -197,6 +197,10 @@ def _static_values(call: ast.Call, env: dict[str, Any]) -> dict[str, Any]:
         try:
             values[key] = value(node, env)
         except Unresolved as exc:
+            if key == "name":  # only names the files (`f"ext_{uuid4().hex}"`): not worth running the file for
+                values["name"] = None
+                values["__name_note__"] = f"extension name `{ast.unparse(node)[:60]}` is computed at run time"
+                continue
             raise Unresolved(f"argument {key}: {exc}") from exc
     return values
 
@@ -207,12 +211,13 @@ def _used_names(call: ast.Call) -> set[str]:
 
 def _extension(call: ast.Call, values: dict[str, Any], index: int) -> Extension:
     """One extension from load_inline's argument values (read statically or captured by running the file)."""
-    values = {k: v for k, v in values.items() if k not in IGNORED_PARAMS}
+    name_note = values.get("__name_note__")
+    values = {k: v for k, v in values.items() if k not in IGNORED_PARAMS and k != "__name_note__"}
     for key, given in values.items():
         if isinstance(given, dict) and "__unserializable__" in given:
             raise Refused(f"load_inline argument {key} is a {given['__unserializable__']}, not strings")
     used = _used_names(call)
-    notes: list[str] = []
+    notes: list[str] = [f"{name_note}; files named ext{index}"] if name_note else []
     name = values.get("name") or f"ext{index}"
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
         name = f"ext{index}"
