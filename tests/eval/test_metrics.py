@@ -376,3 +376,15 @@ def test_records_carry_the_precision_audit_from_the_verdict():
     record = EvalRecord.from_verdict(off, task_id="level1/1_X", level=1, problem=1, name="X", episode=0)
     assert (record.precision_ratio, record.precision_k) == (12.0, None)
     assert EvalRecord.from_dict(record.to_dict()) == record
+
+
+def test_the_terminal_table_ends_with_the_fast_p_sweep():
+    from cuda_agent.eval.runner import metrics_table
+
+    records = [rec("level1/a", "ok", 3, 2.5, 1.6, precision_ratio=0.4, precision_k=3.0),
+               rec("level1/b", "ok", 3, 3.0, 2.2, precision_ratio=190.0, precision_k=3.0)]  # fmt: skip
+    lines = metrics_table(compute_metrics(records, bootstrap=0)).splitlines()
+    assert lines[-5].split() == ["fast_p,", "overall", "p=0", "p=0.5", "p=0.8", "p=1", "p=1.5", "p=2"]
+    assert lines[-4].split() == ["vs", "eager", "100%", "100%", "100%", "100%", "100%", "100%"]
+    assert lines[-3].split() == ["vs", "eager,", "precision", "parity", "50%", "50%", "50%", "50%", "50%", "50%"]
+    assert lines[-2].split() == ["vs", "compile", "100%", "100%", "100%", "100%", "100%", "50%"]
