@@ -145,7 +145,7 @@ def test_a_failing_run_is_a_reason_naming_the_line(tmp_path: Path) -> None:
     result = convert_file(source, tmp_path / "out", MINI)
     assert result.status == "refused"
     assert result.reason.startswith("load_inline at line 8 in ModelNew.__init__: argument cuda_sources: `src()` is "
-                                    "computed at run time; running the file's top level and ModelNew.__init__ with "
+                                    "computed at run time; running the file's top level, ModelNew.__init__ and forward with "
                                     "load_inline intercepted stopped at line 4 in ModelNew.__init__: KeyError")  # fmt: skip
 
 
@@ -238,3 +238,29 @@ def test_a_name_computed_at_run_time_does_not_need_a_run(tmp_path: Path) -> None
     assert not any("captured" in n for n in result.notes)
     model_new = (Path(result.out) / "model_new.py").read_text()
     assert (Path(result.out) / "kernels" / "ext0.cu").is_file() and "import uuid" not in model_new
+
+
+def test_an_extension_built_lazily_in_forward_is_captured_on_the_task_inputs(tmp_path: Path) -> None:
+    """The extension is built on the first forward call, its source specialised to the input's width: the
+    capture calls forward once on the reference's inputs (made on the meta device, no memory) and takes
+    the source load_inline would have been given for the task's shapes."""
+    source = tmp_path / "level_1_problem_19_lazy.py"
+    source.write_text(
+        "import torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        "CPP = 'torch::Tensor relu_forward(torch::Tensor x);'\n"
+        "BODY = 'torch::Tensor relu_forward(torch::Tensor x) { return x.relu(); }'\n\n"
+        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.ext = None\n\n"
+        "    def forward(self, x):\n        if self.ext is None:\n"
+        "            src = f'constexpr long kCols = {x.shape[-1]};\\n' + BODY\n"
+        "            self.ext = load_inline('relu_lazy', CPP, src, functions=['relu_forward'])\n"
+        "        return self.ext.relu_forward(x)\n")  # fmt: skip
+    reference: dict[str, Any] = {}
+    exec(find(MINI, 1, 19).task.source, reference)
+    width = reference["get_inputs"]()[0].shape[-1]
+    result = convert_file(source, tmp_path / "out", MINI)
+    assert result.status == "converted", result.reason
+    assert any("captured by running the file" in n and "in ModelNew.forward" in n for n in result.notes)
+    cu = (Path(result.out) / "kernels" / "relu_lazy.cu").read_text()
+    assert f"constexpr long kCols = {width};\ntorch::Tensor relu_forward" in cu
+    model_new = (Path(result.out) / "model_new.py").read_text()
+    assert "self.ext = cuda_extension" in model_new and "src = " not in model_new

@@ -1,4 +1,4 @@
-"""Run a kernel file's top level and `ModelNew.__init__` with load_inline intercepted; print the arguments.
+"""Run a kernel file's top level, `ModelNew.__init__` and forward with load_inline intercepted; print the arguments.
 
 Started by eval/import_capture.py as `python -I capture_child.py`, in the judge's candidate sandbox, with a
 JSON request on stdin ({"path", "marker", "reference"}). It imports nothing of cuda_agent: only torch and
@@ -6,7 +6,8 @@ the standard library. `torch.utils.cpp_extension.load_inline` is replaced before
 recorder that keeps its arguments (bound to load_inline's own signature) and the line of the file that
 called it, and returns a stand-in module, so nothing is compiled; `cpp_extension.load` is refused. The
 model is constructed on the meta device (no parameter memory, no GPU), with `.cuda()` a no-op, and with
-the file's own `get_init_inputs()`, else the reference's, else no arguments.
+the reference's `get_init_inputs()`, else the file's own, else no arguments; then called once on the
+reference's `get_inputs()` made on the meta device, so that an extension built lazily in forward is seen.
 
 Output: one line, the marker followed by JSON {"captures": [{"line", "function", "args"}], "error": ...,
 "error_line": ..., "model_new_state": [[key, shape], ...], "model_state": ...}: the state_dict entries of
@@ -55,6 +56,20 @@ def _state(model: Any) -> list[list[Any]] | None:
     if not callable(state_dict):
         return None
     return [[str(k), list(getattr(v, "shape", []))] for k, v in state_dict().items()]
+
+
+def _forward(model: Any, reference: dict[str, Any], result: dict[str, Any]) -> None:
+    """Call the model once on the reference's inputs (made on the meta device): an extension built lazily
+    in forward is captured too. What fails here fails after __init__ and is reported on its own."""
+    import torch
+
+    if not callable(reference.get("get_inputs")):
+        return
+    try:
+        with torch.device("meta"):
+            model(*list(reference["get_inputs"]()))
+    except BaseException as exc:
+        result["forward_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _caller(path: str) -> tuple[int | None, str]:
@@ -126,6 +141,7 @@ def main() -> None:
                 if isinstance(reference.get("Model"), type):
                     stage = "constructing the reference Model"
                     result["model_state"] = _state(reference["Model"](*init_inputs))
+            _forward(model, reference, result)
     except BaseException as exc:  # SystemExit too: the file's own exit is an error of the capture
         result["error"] = f"{stage}: {type(exc).__name__}: {str(exc)[:300]}"
         result["error_line"] = _error_line(exc, path)

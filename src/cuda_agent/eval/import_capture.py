@@ -1,7 +1,8 @@
 """The importer's fallback for sources no static reading can determine: run the file, load_inline intercepted.
 
 When a load_inline argument is built from something only running the file computes (a helper function,
-a loop, a class attribute), the file's top level and `ModelNew.__init__` run in a child process
+a loop, a class attribute), the file's top level, `ModelNew.__init__` and one forward call on the task's
+inputs (on the meta device) run in a child process
 (eval/capture_child.py) that records each load_inline call's arguments and compiles nothing. The file is
 someone else's code, so the child runs as the judge runs a candidate: in the candidate sandbox
 (judge/trusted/sandbox.py: an unprivileged user where the machine allows it, no network, rlimits), its
@@ -37,6 +38,7 @@ class Captured:
     error: str | None = None
     error_line: int | None = None
     protections: dict[str, str] = field(default_factory=dict)
+    forward_error: str | None = None  # what stopped the one forward call on the task's inputs (meta device)
     model_new_state: list[tuple[str, tuple[int, ...]]] | None = None  # ModelNew's state_dict: key, shape
     model_state: list[tuple[str, tuple[int, ...]]] | None = None  # the reference Model's
 
@@ -84,6 +86,7 @@ def capture(
         return Captured(error="the run's answer is not JSON", protections=sandbox.protections)
     return Captured(calls=list(data.get("captures") or []), error=data.get("error"),
                     error_line=data.get("error_line"), protections=sandbox.protections,
+                    forward_error=data.get("forward_error"),
                     model_new_state=_entries(data.get("model_new_state")),
                     model_state=_entries(data.get("model_state")))  # fmt: skip
 

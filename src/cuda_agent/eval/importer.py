@@ -19,8 +19,8 @@ cuda_sources, functions=[...], extra_cuda_cflags=...)`. Our judge builds `kernel
 
 The arguments are read with `ast` where they are constant (eval/import_values.py: literals, module
 constants and the calling function's locals, concatenations, f-strings, `.format` and friends); a call
-whose arguments are not is captured by running the file's top level and `ModelNew.__init__` in the
-judge's sandbox with load_inline intercepted (eval/import_capture.py); a call neither determines refuses
+whose arguments are not is captured by running the file's top level, `ModelNew.__init__` and forward in
+the judge's sandbox with load_inline intercepted (eval/import_capture.py); a call neither determines refuses
 the file with a reason naming the construct. Every construct that cannot be converted mechanically (no
 load_inline at all, `cpp_extension.load` of files, Triton, include paths, clashing function names, a
 missing reference) refuses the file with the reason. Flags the judge's build does not take are kept as
@@ -598,7 +598,7 @@ def _extensions(tree: ast.Module, run: _Run) -> tuple[list[Extension], list[str]
 
 def _captured(tree: ast.Module, calls: list[ast.Call], reasons: dict[int, str],
               run: Captured) -> list[tuple[ast.Call, dict[str, Any], str]]:  # fmt: skip
-    """The arguments of `calls` as running the file's top level and ModelNew.__init__ gave them (one
+    """The arguments of `calls` as running the file's top level, ModelNew.__init__ and forward gave them (one
     call site may build several extensions: a helper called twice); Refused for a call it did not reach."""
     spans = sorted(calls, key=lambda c: (c.end_lineno or c.lineno) - c.lineno)  # innermost call first
     by_call: dict[int, list[dict[str, Any]]] = {}
@@ -611,9 +611,13 @@ def _captured(tree: ast.Module, calls: list[ast.Call], reasons: dict[int, str],
     for call in calls:
         where = _where(tree, call)
         if not by_call.get(id(call)):
-            ran = "running the file's top level and ModelNew.__init__ with load_inline intercepted"
-            why = (f"{ran} stopped at {'line ' + str(run.error_line) + ' in ' if run.error_line else ''}{run.error}"
-                   if run.error else f"{ran} never reached it (called later, e.g. from forward?)")  # fmt: skip
+            ran = "running the file's top level, ModelNew.__init__ and forward with load_inline intercepted"
+            if run.error:
+                why = f"{ran} stopped at {'line ' + str(run.error_line) + ' in ' if run.error_line else ''}{run.error}"
+            elif run.forward_error:
+                why = f"{ran} did not reach it: forward on the task's inputs (meta device) stopped: {run.forward_error}"
+            else:
+                why = f"{ran} never reached it"
             raise Refused(f"load_inline at line {call.lineno}{where}: {reasons[id(call)]}; {why}")
         how = (f"the arguments of load_inline at line {call.lineno}{where} were captured by running the file "
                f"(sandboxed, nothing compiled): {reasons[id(call)]}")  # fmt: skip
