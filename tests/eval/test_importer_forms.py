@@ -264,3 +264,18 @@ def test_an_extension_built_lazily_in_forward_is_captured_on_the_task_inputs(tmp
     assert f"constexpr long kCols = {width};\ntorch::Tensor relu_forward" in cu
     model_new = (Path(result.out) / "model_new.py").read_text()
     assert "self.ext = cuda_extension" in model_new and "src = " not in model_new
+
+
+def test_a_reference_that_cannot_be_built_on_meta_leaves_parameters_uncompared(tmp_path: Path) -> None:
+    """The parameter comparison builds the reference on the meta device; one that reads a value there
+    (`.item()`) cannot be, and the import still succeeds with a note saying the parameters were not compared."""
+    tasks = tmp_path / "kb" / "level1"
+    tasks.mkdir(parents=True)
+    reference = (MINI / "level1" / "19_ReLU.py").read_text().replace(
+        "super(Model, self).__init__()", "super(Model, self).__init__()\n        self.k = torch.ones(1).item()")  # fmt: skip
+    assert "self.k = " in reference
+    (tasks / "19_ReLU.py").write_text(reference)
+    result = convert_file(FORMS / "level_1_problem_19_local_sources.py", tmp_path / "out", tmp_path / "kb")
+    assert result.status == "converted", result.reason
+    assert any(n.startswith("parameters not compared with Model's") and "reference Model on the meta device" in n
+               for n in result.notes), result.notes  # fmt: skip

@@ -58,6 +58,22 @@ def _state(model: Any) -> list[list[Any]] | None:
     return [[str(k), list(getattr(v, "shape", []))] for k, v in state_dict().items()]
 
 
+def _states(model: Any, reference: dict[str, Any], init_inputs: list[Any], result: dict[str, Any]) -> None:
+    """Both models' state_dict entries, for the importer's parameter comparison; a failure here (a
+    reference that cannot be built on the meta device) is reported on its own."""
+    import torch
+
+    stage = "listing ModelNew's state_dict"
+    try:
+        result["model_new_state"] = _state(model)
+        if isinstance(reference.get("Model"), type):
+            stage = "constructing the reference Model on the meta device"
+            with torch.device("meta"):
+                result["model_state"] = _state(reference["Model"](*init_inputs))
+    except BaseException as exc:
+        result["state_error"] = f"{stage}: {type(exc).__name__}: {str(exc)[:200]}"
+
+
 def _forward(model: Any, reference: dict[str, Any], result: dict[str, Any]) -> None:
     """Call the model once on the reference's inputs (made on the meta device): an extension built lazily
     in forward is captured too. What fails here fails after __init__ and is reported on its own."""
@@ -136,11 +152,7 @@ def main() -> None:
                 init_inputs = list(namespace["get_init_inputs"]())
             with torch.device("meta"):
                 model = model_new(*init_inputs)
-                stage = "listing ModelNew's state_dict"
-                result["model_new_state"] = _state(model)
-                if isinstance(reference.get("Model"), type):
-                    stage = "constructing the reference Model"
-                    result["model_state"] = _state(reference["Model"](*init_inputs))
+            _states(model, reference, init_inputs, result)
             _forward(model, reference, result)
     except BaseException as exc:  # SystemExit too: the file's own exit is an error of the capture
         result["error"] = f"{stage}: {type(exc).__name__}: {str(exc)[:300]}"

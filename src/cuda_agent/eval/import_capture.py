@@ -39,6 +39,7 @@ class Captured:
     error_line: int | None = None
     protections: dict[str, str] = field(default_factory=dict)
     forward_error: str | None = None  # what stopped the one forward call on the task's inputs (meta device)
+    state_error: str | None = None  # what stopped listing the two models' state_dicts
     model_new_state: list[tuple[str, tuple[int, ...]]] | None = None  # ModelNew's state_dict: key, shape
     model_state: list[tuple[str, tuple[int, ...]]] | None = None  # the reference Model's
 
@@ -86,7 +87,7 @@ def capture(
         return Captured(error="the run's answer is not JSON", protections=sandbox.protections)
     return Captured(calls=list(data.get("captures") or []), error=data.get("error"),
                     error_line=data.get("error_line"), protections=sandbox.protections,
-                    forward_error=data.get("forward_error"),
+                    forward_error=data.get("forward_error"), state_error=data.get("state_error"),
                     model_new_state=_entries(data.get("model_new_state")),
                     model_state=_entries(data.get("model_state")))  # fmt: skip
 

@@ -630,7 +630,7 @@ def _parameters(run: _Run, notes: list[str]) -> dict[str, str]:
     paired; a note says which)."""
     result = run()
     if result.model_state is None or result.model_new_state is None:
-        why = result.error or "no state_dict"
+        why = result.error or result.state_error or "no state_dict"
         notes.append(f"parameters not compared with Model's (constructing both on the meta device: {why})")
         return {}
     mapping, problem = rename_map(result.model_state, result.model_new_state)
