@@ -16,7 +16,8 @@ Four optional fields beyond those carry what the reward itself compared (docs/ve
 bounds of both speedups and the thresholds they had to exceed (1.05 widened by each baseline's measured
 spread). `from_verdict` fills them; with them the metrics can report the share the *judge credited* as
 more than 5% faster, not just the share whose median is. `gpu_wait_s` says how long the judgment waited
-for its GPU lease (cuda_agent.gpu_lease), None when it took none.
+for its GPU lease (cuda_agent.gpu_lease), None when it took none. `precision_ratio` and `precision_k`
+carry the precision audit's statistic and bound (eval/precision.py: fast_p at precision parity).
 """
 
 from __future__ import annotations
