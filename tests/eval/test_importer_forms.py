@@ -279,3 +279,24 @@ def test_a_reference_that_cannot_be_built_on_meta_leaves_parameters_uncompared(t
     assert result.status == "converted", result.reason
     assert any(n.startswith("parameters not compared with Model's") and "reference Model on the meta device" in n
                for n in result.notes), result.notes  # fmt: skip
+
+
+def test_a_call_in_a_loop_is_captured_once_per_iteration(tmp_path: Path) -> None:
+    """One load_inline call site in a loop builds one extension per iteration, each from its own source (a
+    static reading would see one): such a call goes to the capture run, which sees every iteration."""
+    source = tmp_path / "level_1_problem_19_loop.py"
+    source.write_text(
+        "import torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.exts = []\n"
+        "        src = '// shared\\n'\n"
+        "        for fn in ('relu_a', 'relu_b'):\n"
+        "            self.exts.append(load_inline(fn, f'torch::Tensor {fn}(torch::Tensor x);', src + "
+        "f'torch::Tensor {fn}(torch::Tensor x) {{ return x.relu(); }}', functions=[fn]))\n"
+        "            src += '// after ' + fn + '\\n'\n\n"
+        "    def forward(self, x):\n        return self.exts[1].relu_b(self.exts[0].relu_a(x))\n")  # fmt: skip
+    result = convert_file(source, tmp_path / "out", MINI)
+    assert result.status == "converted", result.reason
+    kernels = Path(result.out) / "kernels"
+    assert (kernels / "relu_a.cu").read_text().endswith("// shared\ntorch::Tensor relu_a(torch::Tensor x) { return x.relu(); }")
+    assert "// shared\n// after relu_a\ntorch::Tensor relu_b" in (kernels / "relu_b.cu").read_text()
+    assert any("it is called inside a for loop at line 9" in n for n in result.notes), result.notes

@@ -298,6 +298,23 @@ def scope_of(tree: ast.Module, call: ast.Call) -> dict[str, Any]:
     return env
 
 
+LOOPS = {ast.For: "a for loop", ast.AsyncFor: "a for loop", ast.While: "a while loop",
+         ast.ListComp: "a comprehension", ast.SetComp: "a comprehension", ast.DictComp: "a comprehension",
+         ast.GeneratorExp: "a comprehension"}  # fmt: skip
+
+
+def loop_around(tree: ast.Module, call: ast.Call) -> str | None:
+    """`inside a for loop at line 12` when the call runs repeatedly in its function (its arguments may
+    differ from one iteration to the next, which one static reading cannot follow), else None."""
+    path = _path_to(tree, call) or []
+    for node in reversed(path):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return None
+        if type(node) in LOOPS:
+            return f"it is called inside {LOOPS[type(node)]} at line {node.lineno}"
+    return None
+
+
 def _walk_block(
     body: list[ast.stmt], path: list[ast.AST], env: dict[str, Any], call: ast.Call
 ) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from typing import Any
 from cuda_agent.eval.bundle import TASK_META
 from cuda_agent.eval.import_capture import Captured
 from cuda_agent.eval.import_params import rename_map, with_renaming
-from cuda_agent.eval.import_values import Unresolved, scope_of, value
+from cuda_agent.eval.import_values import Unresolved, loop_around, scope_of, value
 from cuda_agent.eval.kernelbench import BenchTask, find, slug_of
 
 # load_inline's parameters in order (torch 2.x), for positional arguments.
@@ -569,6 +569,9 @@ def _extensions(tree: ast.Module, run: _Run) -> tuple[list[Extension], list[str]
     pending: dict[int, str] = {}
     for call in calls:
         _arguments(call)  # *args/**kwargs and unknown arguments refuse the file before anything runs
+        if looped := loop_around(tree, call):
+            pending[id(call)] = looped
+            continue
         try:
             found.append((call, _static_values(call, scope_of(tree, call)), ""))
         except Unresolved as exc:
