@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from eval_helpers import MINI
+from eval_helpers import MINI, cli
 
 from cuda_agent.cli import main
-from cuda_agent.eval.recheck import MIN_NOISE, compare, noise_bound
+from cuda_agent.eval.recheck import MIN_NOISE, compare, noise_bound, recheck_table
 from cuda_agent.eval.records import EvalRecord, read_records
 from cuda_agent.eval.submissions import match, submission_folders, units_of
 
@@ -117,3 +117,33 @@ def test_recheck_judges_speedup_changes_against_the_measured_spread(new_candidat
     assert row["agrees"] is within and row["same_status"] and row["same_reward"]
     quiet = _timing(1.0, 2.0, 1.1, 0.0)
     assert noise_bound(quiet, quiet, "compile") == MIN_NOISE  # never tighter than 3%
+
+
+def test_recheck_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
+    """Issue 29 item 4: on a machine without a GPU `eval --recheck` crashed formatting the missing reward;
+    now it stops at the first judgment with one `error:` line, exit 3, and leaves no recheck.json."""
+    subs, run = tmp_path / "subs", tmp_path / "run"
+    _submission(subs / "level1" / "19_ReLU")
+    assert main(["eval", "--submissions", str(subs), "--tasks", str(MINI), "--build-only", "--out", str(run),
+                 "--bootstrap", "20"]) == 0  # fmt: skip
+    done = cli("eval", "--recheck", str(run), env={"CUDA_VISIBLE_DEVICES": ""}, timeout=300)
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "cannot run here" in errors[0] and "GPU" in errors[0], done.stderr
+    assert not (run / "recheck.json").exists()
+
+
+def test_recheck_table_shows_rows_without_a_reward() -> None:
+    """A judgment that reached no verdict (judge_error) has no reward: the table says `-`, not a crash."""
+    result = {"entries": [{"task_id": "level1/19_ReLU", "episode": 0, "status": ["ok", "judge_error"],
+                           "agrees": False, "reason": "worker died"},
+                          {"task_id": "level1/23_Softmax", "episode": 0, "status": ["ok", "ok"],
+                           "reward": [2, 2], "agrees": True}],
+              "missing": [], "noise_rule": "rule",
+              "summary": {"agree": 1, "rechecked": 2, "same_status": 1, "same_reward": 1, "within_noise": 0,
+                          "timed": 0}}  # fmt: skip
+    table = recheck_table(result)
+    assert "ok -> judge_error" in table and "+2" in table
+    row = next(line for line in table.splitlines() if line.startswith("level1/19_ReLU"))
+    assert " - " in row and "NO" in row

@@ -174,8 +174,18 @@ REFUSE = {
                "**kwargs"),
     "clash": ("from torch.utils.cpp_extension import load_inline\nS = 'x'\na = load_inline('a', S, S, functions=['f'])\n"
               "b = load_inline('b', S, S, functions=['f'])\n", "exposed by both"),
-    "format": ("from torch.utils.cpp_extension import load_inline\nT = 'n={n}'\nm = load_inline('a', T.format(n=4), "
-               "T, functions=['f'])\n", "computed at run time"),
+    # sources no static reading determines, and running the file does not either: the reason names both
+    "read_at_run_time": ("from torch.utils.cpp_extension import load_inline\nSRC = open('k.cu').read()\n"
+                         "m = load_inline('a', SRC, SRC, functions=['f'])\n",
+                         "SRC is computed at run time (`SRC = open('k.cu').read()`); running the file's top level"
+                         ", ModelNew.__init__ and forward with load_inline intercepted stopped at line 2 in the module's top "
+                         "level: FileNotFoundError"),
+    "built_lazily": ("from torch.utils.cpp_extension import load_inline\n_ext = None\ndef ext(n):\n"
+                     "    global _ext\n    _ext = _ext or load_inline('a', 'int f();', f'// {n}', functions=['f'])\n"
+                     "    return _ext\n",
+                     "load_inline at line 5 in ext: argument cuda_sources: n is a parameter of ext(); running the "
+                     "file's top level, ModelNew.__init__ and forward with load_inline intercepted did not reach it: "
+                     "forward on the task's inputs (meta device) stopped: TypeError"),
     "no_functions": ("from torch.utils.cpp_extension import load_inline\nm = load_inline('a', 'int f();', 'int f()"
                      "{return 1;}')\n", "nothing says what the extension exposes"),
 }  # fmt: skip

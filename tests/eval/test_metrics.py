@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from cuda_agent.eval.metrics import COLUMNS, RunMetrics, compute_metrics
+from cuda_agent.eval.metrics import COLUMNS, FAST_P, RunMetrics, compute_metrics, fast_column
 from cuda_agent.eval.records import EvalRecord, RecordError, append_record, read_records, write_records
 from cuda_agent.judge import SPEEDUP_THRESHOLD, Stat, Status, Timing, Verdict
 
@@ -84,6 +84,11 @@ def test_one_level_every_column_with_ties_at_both_thresholds():
         "geomean_vs_eager_all": geo(2.0, 1.0, 1.05, 1.2, 1.0),          # b fell back to eager
         "geomean_vs_compile_all": geo(1.5, 0.8, 1.05, 1.0, 0.5 / 1.0),  # ... which is compile_ms/eager_ms
         "mean_reward": (3 - 1 + 1 + 2 + 2) / 5,
+        # KernelBench's fast_p: correct and median speedup strictly above p; fast_0 is the share correct
+        **{fast_column(p, "eager"): n / 5 for p, n in zip(FAST_P, (4, 4, 4, 3, 1, 0), strict=True)},
+        **{fast_column(p, "compile"): n / 5 for p, n in zip(FAST_P, (4, 4, 3, 2, 0, 0), strict=True)},
+        # no precision ratio recorded: no kernel is known to be at parity
+        **{fast_column(p, b, parity=True): 0.0 for p in FAST_P for b in ("eager", "compile")},
     }
     assert set(expected) == set(COLUMNS)
     for column, answer in expected.items():
@@ -342,3 +347,44 @@ def test_jsonl_survives_a_torn_last_line(tmp_path):
     with pytest.raises(RecordError, match=r"records.jsonl:2"):
         read_records(path)
     assert read_records(tmp_path / "absent.jsonl") == []
+
+
+def test_fast_p_at_precision_parity_counts_only_kernels_within_their_audit_bound():
+    """Issue 29 item 7: a kernel faster because it computes in TF32 (ratio 190 > k = 3) counts in fast_p but
+    not in fast_p at parity; one without a ratio is not known to be at parity; the bound is the record's k."""
+    records = [
+        rec("level1/a", "ok", 3, 2.5, 1.6, precision_ratio=0.4, precision_k=3.0),   # honest
+        rec("level1/b", "ok", 3, 3.0, 2.2, precision_ratio=190.0, precision_k=3.0),  # TF32 math
+        rec("level1/c", "ok", 2, 1.2, 0.9),                                         # not measured
+        rec("level1/d", "ok", 2, 1.1, 0.9, precision_ratio=4.0, precision_k=5.0),   # within its own k
+        rec("level2/e", "incorrect", precision_ratio=0.2, precision_k=3.0),          # not correct
+    ]
+    m = compute_metrics(records, bootstrap=0)
+    assert value(m, fast_column(1.5, "eager"), 1) == 2 / 4 and value(m, fast_column(1.5, "eager", True), 1) == 1 / 4
+    assert value(m, fast_column(0, "compile", True), 1) == 2 / 4  # a and d
+    assert value(m, fast_column(2.0, "compile"), 1) == 1 / 4 and value(m, fast_column(2.0, "compile", True), 1) == 0
+    assert value(m, fast_column(0, "eager", True), 2) == 0.0
+    assert value(m, fast_column(0, "eager", True)) == 2 / 5  # overall: plain mean over the five tasks
+
+
+def test_records_carry_the_precision_audit_from_the_verdict():
+    verdict = {"status": "ok", "reward": 2, "timing": {"speedup_vs_eager": 1.3},
+               "checks": {"precision_error_ratio": 0.37, "precision_audit": "float64 (promoted), k = 3"}}
+    record = EvalRecord.from_verdict(verdict, task_id="level1/1_X", level=1, problem=1, name="X", episode=0)
+    assert (record.precision_ratio, record.precision_k) == (0.37, 3.0)
+    off = {**verdict, "checks": {"precision_error_ratio": 12.0, "precision_audit": "off (tolerance only)"}}
+    record = EvalRecord.from_verdict(off, task_id="level1/1_X", level=1, problem=1, name="X", episode=0)
+    assert (record.precision_ratio, record.precision_k) == (12.0, None)
+    assert EvalRecord.from_dict(record.to_dict()) == record
+
+
+def test_the_terminal_table_ends_with_the_fast_p_sweep():
+    from cuda_agent.eval.runner import metrics_table
+
+    records = [rec("level1/a", "ok", 3, 2.5, 1.6, precision_ratio=0.4, precision_k=3.0),
+               rec("level1/b", "ok", 3, 3.0, 2.2, precision_ratio=190.0, precision_k=3.0)]  # fmt: skip
+    lines = metrics_table(compute_metrics(records, bootstrap=0)).splitlines()
+    assert lines[-5].split() == ["fast_p,", "overall", "p=0", "p=0.5", "p=0.8", "p=1", "p=1.5", "p=2"]
+    assert lines[-4].split() == ["vs", "eager", "100%", "100%", "100%", "100%", "100%", "100%"]
+    assert lines[-3].split() == ["vs", "eager,", "precision", "parity", "50%", "50%", "50%", "50%", "50%", "50%"]
+    assert lines[-2].split() == ["vs", "compile", "100%", "100%", "100%", "100%", "100%", "50%"]

@@ -50,6 +50,11 @@ def report(tmp_path_factory) -> tuple[Path, dict[str, Path], list[EvalRecord], R
     other = root / "baseline_run"
     write_records(other / "records.jsonl", _run(2, 9))
     records = _run(1, 14, episodes=2)
+    # a kernel 3x faster in TF32 math (audit ratio 190 > k = 3), and an honest one (issue 29 item 7)
+    records.append(EvalRecord("level2/97_Tf32Gemm", 2, 97, "Tf32Gemm", 0, "ok", 3, 0.1, 0.3, 0.25, 3.0, 2.5,
+                              precision_ratio=190.0, precision_k=3.0))
+    records.append(EvalRecord("level2/98_HonestGemm", 2, 98, "HonestGemm", 0, "ok", 3, 0.1, 0.3, 0.25, 3.0, 2.5,
+                              precision_ratio=0.42, precision_k=3.0))
     records.append(EvalRecord(f"level1/99_{HOSTILE}", 1, 99, HOSTILE, 0, "rejected", -1,
                               reason=f"PyTorch compute in forward: {HOSTILE} [click](javascript:alert(1)) | `x`\nnext"))
     metrics = compute_metrics(records, level_sizes={1: 100, 2: 100, 3: 50, 4: 20}, bootstrap=200, seed=0)
@@ -61,7 +66,7 @@ def report(tmp_path_factory) -> tuple[Path, dict[str, Path], list[EvalRecord], R
 def test_report_files(report):
     run, written, _, metrics = report
     expected = {"report.md", "report.html", "metrics.json", *(f"plots/{n}.png" for n in ("speedups", "scatter",
-                                                                                         "rates", "rewards"))}
+                                                                                         "rates", "rewards", "fast_p"))}
     assert set(written) == expected
     for name, path in written.items():
         assert path == run / name and path.stat().st_size > 0, name
@@ -73,8 +78,19 @@ def test_report_files(report):
     assert f"{100 * overall.value:.1f}% ({100 * overall.low:.1f}, {100 * overall.high:.1f})" in md
     assert "Best of 2 episodes" in md and "baseline_run" in md and "Level 4" in md  # empty level shown
     assert "98.8%" in md and "2.11x" in md  # the paper's cited overall row
-    for name in ("speedups", "scatter", "rates", "rewards"):
+    for name in ("speedups", "scatter", "rates", "rewards", "fast_p"):
         assert f"(plots/{name}.png)" in md
+    # KernelBench's fast_p sweep for both baselines, plain and at precision parity (issue 29 items 5, 7)
+    assert "|  | baseline | kernels | fast_0 | fast_0.5 | fast_0.8 | fast_1 | fast_1.5 | fast_2 |" in md
+    fast = metrics.row("overall").metrics["fast_1.5_vs_compile"]
+    row = next(line for line in md.splitlines() if line.startswith("| overall | torch.compile | all |"))
+    assert row.split(" | ")[7] == f"{100 * fast.value:.1f}% ({100 * fast.low:.1f}, {100 * fast.high:.1f})"
+    assert "| Level 2 | eager | precision parity |" in md
+    # the precision column: the audit ratio and what it says the kernel computes in
+    assert "| level2/97_Tf32Gemm | 2 | 1/1 | ok | +3 | 3x | 2.5x | 0.1 | 0.3 | 0.25 | 190 (TF32/fp16/bf16 math) |" in md
+    assert "| 0.42 (task precision) |" in md
+    parity = metrics.row(2).metrics
+    assert parity["fast_2_vs_eager_parity"].value < parity["fast_2_vs_eager"].value  # the TF32 kernel drops out
     assert "<script" not in md and "<img" not in md and "](javascript" not in md
     assert "&lt;script>" in md
 
@@ -84,7 +100,7 @@ def test_html_is_self_contained_and_escaped(report):
     page = (run / "report.html").read_text()
     assert "<script" not in page.lower() and "onerror=alert" not in page.replace("onerror=alert(1)&gt;", "")
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
-    assert page.count("<img ") == 4 and page.count('src="data:image/png;base64,') == 4
+    assert page.count("<img ") == 5 and page.count('src="data:image/png;base64,') == 5
     assert "http://" not in page and "https://" not in page.replace("https://arxiv.org/abs/2602.24286", "")
     assert "default-src 'none'" in page
 
@@ -113,7 +129,8 @@ def test_report_of_an_all_failed_run_still_has_every_plot(tmp_path):
     records = [EvalRecord("level2/1_A", 2, 1, "A", 0, "compile_error", -1, reason="nvcc: error"),
                EvalRecord("level2/2_B", 2, 2, "B", 0, "built", 0, reason="CPU checks passed")]
     written = write_report(tmp_path, records, compute_metrics(records, bootstrap=10))
-    assert all(written[f"plots/{n}.png"].stat().st_size > 0 for n in ("speedups", "scatter", "rates", "rewards"))
+    assert all(written[f"plots/{n}.png"].stat().st_size > 0 for n in ("speedups", "scatter", "rates", "rewards",
+                                                                        "fast_p"))
     md = (tmp_path / "report.md").read_text()
     assert "| Level 2 | 2 | 2 | n/a | n/a |" in md  # one task never measured: the pass rate is unknown, not 0%
     assert "1 episode(s) were judged build-only" in md and "| level2/2_B | 2 | n/a (1 unmeasured) | built |" in md
@@ -260,10 +277,10 @@ def test_chromium_renders_the_report_without_errors(report, tmp_path):
     run, _, _, _ = report
     probe, errors = render(run / "report.html", tmp_path / "profile")
     assert errors == []
-    assert len(probe["images"]) == 4  # the hostile <img> in a task name did not become an element
+    assert len(probe["images"]) == 5  # the hostile <img> in a task name did not become an element
     for image in probe["images"]:
         assert image["ok"] and image["width"] > 300 and image["height"] > 200, image
-    assert probe["scripts"] == 0 and probe["tables"] == 7 and probe["text"] > 2000
+    assert probe["scripts"] == 0 and probe["tables"] == 8 and probe["text"] > 2000
     assert probe["title"].startswith("cuda-agent eval")
 
 

@@ -232,7 +232,7 @@ def _submissions(args: argparse.Namespace) -> int:
 
 def _recheck(args: argparse.Namespace) -> int:
     from cuda_agent.eval import bundle
-    from cuda_agent.eval.recheck import recheck, recheck_table
+    from cuda_agent.eval.recheck import JudgeUnavailableHere, recheck, recheck_table
 
     run_dir = Path(args.recheck)
     if not (run_dir / "run.json").is_file():
@@ -245,6 +245,10 @@ def _recheck(args: argparse.Namespace) -> int:
     backend = _backend(args, settings)
     try:
         result = recheck(run_dir, backend, say, batch=args.batch)
+    except JudgeUnavailableHere as exc:
+        say(f"error: the judge cannot run here: {exc} (recheck on a GPU machine, or pass --judge-url "
+            "or --build-only)")  # fmt: skip
+        return EXIT_UNUSABLE
     finally:
         backend.close()
     print(recheck_table(result), file=sys.stderr if args.json else sys.stdout, flush=True)

@@ -17,11 +17,15 @@ cuda_sources, functions=[...], extra_cuda_cflags=...)`. Our judge builds `kernel
   file name (`level_1_problem_19_...`, `level1/19_ReLU.py`, `19_ReLU.py` under a level folder);
 - `.task.json`: level, problem, name and task id, for `eval --submissions`.
 
-The arguments are read with `ast`, never executed: string literals, module-level constants (also from
-earlier constants), `+` concatenations, f-strings over constants, lists of those. Anything else, and
-every construct that cannot be converted mechanically (no load_inline at all, `cpp_extension.load` of
-files, Triton, sources computed at run time, include paths, clashing function names, a missing
-reference), refuses the file with the reason. Flags the judge's build does not take are kept as notes.
+The arguments are read with `ast` where they are constant (eval/import_values.py: literals, module
+constants and the calling function's locals, concatenations, f-strings, `.format` and friends); a call
+whose arguments are not is captured by running the file's top level, `ModelNew.__init__` and forward in
+the judge's sandbox with load_inline intercepted (eval/import_capture.py); a call neither determines refuses
+the file with a reason naming the construct. Every construct that cannot be converted mechanically (no
+load_inline at all, `cpp_extension.load` of files, Triton, include paths, clashing function names, a
+missing reference) refuses the file with the reason. Flags the judge's build does not take are kept as
+notes. With a reference, ModelNew's parameters are compared with Model's (eval/import_params.py): renamed
+ones that pair up by shape in order get a renaming `load_state_dict` in model_new.py.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.eval.bundle import TASK_META
+from cuda_agent.eval.import_capture import Captured
+from cuda_agent.eval.import_params import rename_map, with_renaming
+from cuda_agent.eval.import_values import Unresolved, loop_around, scope_of, value
 from cuda_agent.eval.kernelbench import BenchTask, find, slug_of
 
 # load_inline's parameters in order (torch 2.x), for positional arguments.
@@ -81,83 +88,6 @@ class Conversion:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-# ---- static values ------------------------------------------------------------------------------------
-
-
-class Unresolved(Exception):
-    pass
-
-
-def _value(node: ast.AST, env: dict[str, Any]) -> Any:
-    """The value of a constant expression: literals, known names, +, f-strings, lists/tuples/dicts."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str | int | float | bool | type(None)):
-        return node.value
-    if isinstance(node, ast.Name):
-        value = env.get(node.id, _Dynamic(""))
-        if isinstance(value, _Dynamic):
-            how = f" (`{node.id} = {value.expression[:70]}`)" if value.expression else ""
-            raise Unresolved(f"{node.id} is computed at run time{how}" if how else
-                             f"{node.id} is not a module-level constant")  # fmt: skip
-        return value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _value(node.left, env), _value(node.right, env)
-        if type(left) is not type(right) and not (isinstance(left, list) and isinstance(right, list)):
-            raise Unresolved("+ of different types")
-        return left + right
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for part in node.values:
-            if isinstance(part, ast.Constant):
-                parts.append(str(part.value))
-            elif isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion == -1:
-                value = _value(part.value, env)
-                if not isinstance(value, str | int | float):
-                    raise Unresolved("f-string over a non-constant")
-                parts.append(str(value))
-            else:
-                raise Unresolved("f-string with a format spec or conversion")
-        return "".join(parts)
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_value(e, env) for e in node.elts]
-    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {_value(k, env): _value(v, env) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
-            and len(node.args) == 1 and not node.keywords):  # fmt: skip
-        sep, items = _value(node.func.value, env), _value(node.args[0], env)
-        if isinstance(sep, str) and isinstance(items, list) and all(isinstance(i, str) for i in items):
-            return sep.join(items)
-    what = ast.unparse(node)
-    raise Unresolved(f"`{what[:80]}` is computed at run time")
-
-
-def _constants(tree: ast.Module, before_line: int | None = None) -> dict[str, Any]:
-    """Module-level names bound to constant values, in order (a later binding replaces an earlier)."""
-    env: dict[str, Any] = {}
-    for node in tree.body:
-        if before_line is not None and node.lineno >= before_line:
-            break
-        targets: list[ast.expr] = []
-        value: ast.AST | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    env[target.id] = _value(value, env)  # type: ignore[arg-type]
-                except Unresolved:
-                    env[target.id] = _Dynamic(ast.unparse(value))  # type: ignore[arg-type]
-    return env
-
-
-@dataclass(frozen=True)
-class _Dynamic:
-    """A module-level name bound to something only running the file would compute."""
-
-    expression: str
 
 
 # ---- finding the calls ----------------------------------------------------------------------------------
@@ -257,20 +187,37 @@ def _flags(value: Any, what: str) -> list[str]:
     raise Refused(f"{what} must be a list of strings")
 
 
-def _extension(call: ast.Call, env: dict[str, Any], index: int) -> Extension:
-    args = _arguments(call)
+def _static_values(call: ast.Call, env: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by parameter name, each evaluated statically; Unresolved names the first that
+    is not constant (prefixed with the argument)."""
     values: dict[str, Any] = {}
-    used: set[str] = set()
-    for key, node in args.items():
-        used |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    for key, node in _arguments(call).items():
         if key in IGNORED_PARAMS:
             continue
         try:
-            values[key] = _value(node, env)
+            values[key] = value(node, env)
         except Unresolved as exc:
-            raise Refused(f"load_inline argument {key}: {exc}; only literals, module-level constants, "
-                          "concatenations and f-strings over constants can be read without running the file") from exc
-    notes: list[str] = []
+            if key == "name":  # only names the files (`f"ext_{uuid4().hex}"`): not worth running the file for
+                values["name"] = None
+                values["__name_note__"] = f"extension name `{ast.unparse(node)[:60]}` is computed at run time"
+                continue
+            raise Unresolved(f"argument {key}: {exc}") from exc
+    return values
+
+
+def _used_names(call: ast.Call) -> set[str]:
+    return {n.id for node in _arguments(call).values() for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _extension(call: ast.Call, values: dict[str, Any], index: int) -> Extension:
+    """One extension from load_inline's argument values (read statically or captured by running the file)."""
+    name_note = values.get("__name_note__")
+    values = {k: v for k, v in values.items() if k not in IGNORED_PARAMS and k != "__name_note__"}
+    for key, given in values.items():
+        if isinstance(given, dict) and "__unserializable__" in given:
+            raise Refused(f"load_inline argument {key} is a {given['__unserializable__']}, not strings")
+    used = _used_names(call)
+    notes: list[str] = [f"{name_note}; files named ext{index}"] if name_note else []
     name = values.get("name") or f"ext{index}"
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
         name = f"ext{index}"
@@ -402,8 +349,8 @@ def rewrite_model_new(source: str, tree: ast.Module, extensions: list[Extension]
     notes = notes if notes is not None else []
     data = source.encode("utf-8")
     offsets = _line_offsets(data)
-    edits: list[tuple[int, int, bytes]] = [(*_span(e.call, offsets), b"cuda_extension") for e in extensions]
-    calls = [e.call for e in extensions]
+    calls = list({id(e.call): e.call for e in extensions}.values())  # a helper's call may build several
+    edits: list[tuple[int, int, bytes]] = [(*_span(c, offsets), b"cuda_extension") for c in calls]
     used = set().union(*(e.used_names for e in extensions)) if extensions else set()
     removed: list[ast.stmt] = []
     for node in tree.body:
@@ -420,11 +367,16 @@ def rewrite_model_new(source: str, tree: ast.Module, extensions: list[Extension]
                 counts[node.id] = counts.get(node.id, 0) + 1
         return counts
 
+    # The module's statements and those of the functions that call load_inline (the locals that built
+    # their sources), each statement on lines of its own.
+    candidates = [n for body in [tree.body, *_calling_bodies(tree, calls)] for n in body
+                  if not any(o is not n and o.lineno <= (n.end_lineno or n.lineno) and n.lineno <= (o.end_lineno or o.lineno)
+                             for o in body)]  # fmt: skip
     while True:  # constants only the calls read, and then constants only those read
         elsewhere = loads(skip | {id(n) for r in removed for n in ast.walk(r)})
         more = []
-        for node in tree.body:
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node not in removed \
+        for node in candidates:
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node not in removed \
                     and not any(c is node.value for c in calls):  # fmt: skip
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
@@ -436,8 +388,22 @@ def rewrite_model_new(source: str, tree: ast.Module, extensions: list[Extension]
         removed.extend(more)
     for node in removed:
         edits.append((*_statement_span(node, offsets, data), b""))
-    for node in tree.body:  # imports: cpp_extension goes; os goes when nothing else reads it
-        if isinstance(node, ast.ImportFrom) and node.module in ("torch.utils.cpp_extension", "torch.utils"):
+    # Imports only the removed code read (os for os.environ, textwrap for dedent ...) go too: the judge's
+    # static checks allow a short list of imports in model_new.py.
+    read_removed = used | {n.id for r in removed for n in ast.walk(r) if isinstance(n, ast.Name)}
+
+    def only_removed_read(alias: ast.alias) -> bool:
+        bound = alias.asname or alias.name.split(".")[0]
+        return bound in read_removed and not elsewhere.get(bound)
+
+    for node in tree.body:  # imports: cpp_extension goes, and what only the removed code read
+        if isinstance(node, ast.ImportFrom) and node.module not in ("torch.utils.cpp_extension", "torch.utils"):
+            keep = [a for a in node.names if not only_removed_read(a)]
+            if len(keep) != len(node.names):
+                text = "" if not keep else f"from {'.' * node.level}{node.module or ''} import " + ", ".join(
+                    a.name + (f" as {a.asname}" if a.asname else "") for a in keep) + "\n"  # fmt: skip
+                edits.append((*_statement_span(node, offsets, data), text.encode()))
+        elif isinstance(node, ast.ImportFrom):
             keep = [a for a in node.names if not (a.name == "load_inline" or (node.module == "torch.utils"
                     and a.name == "cpp_extension" and not elsewhere.get(a.asname or a.name)))]  # fmt: skip
             if len(keep) != len(node.names):
@@ -454,7 +420,7 @@ def rewrite_model_new(source: str, tree: ast.Module, extensions: list[Extension]
                         keep_text.append(f"{a.name} as {a.asname}")
                         notes.append(f"`import {a.name} as {a.asname}` kept: the file uses {a.asname} beyond "
                                      "load_inline (the judge's static checks will reject that import)")  # fmt: skip
-                elif a.name == "os" and a.asname is None and not elsewhere.get("os") and removed:
+                elif only_removed_read(a):
                     continue
                 else:
                     keep_text.append(a.name + (f" as {a.asname}" if a.asname else ""))
@@ -473,6 +439,20 @@ def rewrite_model_new(source: str, tree: ast.Module, extensions: list[Extension]
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         data = data[:start] + text + data[end:]
     return re.sub(r"\n{4,}", "\n\n\n", data.decode("utf-8"))  # what removed statements leave: 2 blank lines
+
+
+def _calling_bodies(tree: ast.Module, calls: list[ast.Call]) -> list[list[ast.stmt]]:
+    """The bodies of the functions (and of the blocks inside them) that hold a load_inline call."""
+    inside = {id(n) for c in calls for n in ast.walk(c)}
+    bodies: list[list[ast.stmt]] = []
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and any(id(n) in inside for n in ast.walk(function)):
+            for node in ast.walk(function):
+                for name in ("body", "orelse", "finalbody"):
+                    body = getattr(node, name, None)
+                    if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                        bodies.append(body)
+    return bodies
 
 
 def _imports_torch(tree: ast.Module) -> bool:
@@ -522,18 +502,20 @@ def convert_file(path: Path, out_root: Path, tasks_dir: Path | None, base: Path 
         conv.reason = f"not Python: syntax error at line {exc.lineno}: {exc.msg}"
         return conv
     try:
-        extensions, notes = _extensions(tree)
-        if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
-            raise Refused("no class ModelNew at module level")
         where = level_problem(path, base)
         bench: BenchTask | None = None
-        if tasks_dir is not None:
+        if tasks_dir is not None:  # before anything runs the file
             if where is None:
                 raise Refused("cannot tell its level and problem from the file name (expected e.g. "
                               "level_1_problem_19_..., level1/19_ReLU.py or 19_ReLU.py under level1/)")  # fmt: skip
             bench = find(tasks_dir, where[0], where[1])
             if bench is None:
                 raise Refused(f"{tasks_dir} has no level {where[0]} problem {where[1]} to judge it against")
+        run = _Run(path, source, bench.task.source if bench else None)
+        extensions, notes = _extensions(tree, run)
+        if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+            raise Refused("no class ModelNew at module level")
+        renamed = _parameters(run, notes) if bench is not None else {}
         conv.notes = notes
         name = bench.name if bench else (where[2] if where and where[2] else path.stem)
         folder_name = slug_of(where[0], where[1], name) if where else path.stem
@@ -542,7 +524,7 @@ def convert_file(path: Path, out_root: Path, tasks_dir: Path | None, base: Path 
             n += 1
             dest = out_root / f"{folder_name}-{n}"
         taken.add(str(dest))
-        _write(dest, path, source, tree, extensions, bench, where, name, notes)
+        _write(dest, path, source, tree, extensions, bench, where, name, notes, renamed)
     except Refused as exc:
         conv.reason = str(exc)
         return conv
@@ -556,19 +538,53 @@ def convert_file(path: Path, out_root: Path, tasks_dir: Path | None, base: Path 
     return conv
 
 
-def _extensions(tree: ast.Module) -> tuple[list[Extension], list[str]]:
+class _Run:
+    """The file run once, sandboxed, with load_inline intercepted (eval/import_capture.py), when first
+    asked for: by a call no static reading determines, or by the parameter comparison."""
+
+    def __init__(self, path: Path, source: str, reference: str | None) -> None:
+        self.path, self.source, self.reference = path, source, reference
+        self._result: Captured | None = None
+
+    def __call__(self) -> Captured:
+        if self._result is None:
+            from cuda_agent.eval.import_capture import capture
+
+            self._result = capture(self.path, self.source, self.reference)
+        return self._result
+
+
+def _extensions(tree: ast.Module, run: _Run) -> tuple[list[Extension], list[str]]:
+    """Every load_inline call's extension: read statically where its arguments are constant, else
+    captured by running the file (eval/import_capture.py); a call neither can determine refuses the file
+    with both reasons."""
     direct, modules = _aliases(tree)
     _refuse_other_builds(tree, modules)
-    calls = [n for n in ast.walk(tree) if _is_call_to(n, "load_inline", direct, modules)]
+    calls = sorted((n for n in ast.walk(tree) if _is_call_to(n, "load_inline", direct, modules)),
+                   key=lambda c: (c.lineno, c.col_offset))  # fmt: skip
     if not calls:
         raise Refused("no load_inline call: nothing to convert (a PyTorch-only ModelNew, or an extension built "
                       "some other way)")  # fmt: skip
-    top_level_calls = {id(n.value): n.lineno for n in tree.body if isinstance(n, ast.Assign | ast.Expr | ast.AnnAssign)
-                       and isinstance(getattr(n, "value", None), ast.Call)}  # fmt: skip
+    found: list[tuple[ast.Call, dict[str, Any], str]] = []  # (call, values, how they were read)
+    pending: dict[int, str] = {}
+    for call in calls:
+        _arguments(call)  # *args/**kwargs and unknown arguments refuse the file before anything runs
+        if looped := loop_around(tree, call):
+            pending[id(call)] = looped
+            continue
+        try:
+            found.append((call, _static_values(call, scope_of(tree, call)), ""))
+        except Unresolved as exc:
+            pending[id(call)] = str(exc)
+    if pending:
+        found += _captured(tree, [c for c in calls if id(c) in pending], pending, run())
+        found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))
     extensions: list[Extension] = []
-    for index, call in enumerate(sorted(calls, key=lambda c: (c.lineno, c.col_offset))):
-        env = _constants(tree, before_line=top_level_calls.get(id(call)))
-        extensions.append(_extension(call, env, index))
+    for index, (call, values, how) in enumerate(found):
+        extension = _extension(call, values, index)
+        if how:
+            extension.notes.insert(0, f"extension {extension.name}: {how}")
+        extensions.append(extension)
     names = [e.name for e in extensions]
     if len(set(names)) != len(names):
         raise Refused(f"two load_inline calls build an extension named {sorted(n for n in names if names.count(n) > 1)[0]!r}")
@@ -583,10 +599,83 @@ def _extensions(tree: ast.Module) -> tuple[list[Extension], list[str]]:
     return extensions, notes
 
 
+def _captured(tree: ast.Module, calls: list[ast.Call], reasons: dict[int, str],
+              run: Captured) -> list[tuple[ast.Call, dict[str, Any], str]]:  # fmt: skip
+    """The arguments of `calls` as running the file's top level, ModelNew.__init__ and forward gave them (one
+    call site may build several extensions: a helper called twice); Refused for a call it did not reach."""
+    spans = sorted(calls, key=lambda c: (c.end_lineno or c.lineno) - c.lineno)  # innermost call first
+    by_call: dict[int, list[dict[str, Any]]] = {}
+    for made in run.calls:
+        line = made.get("line")
+        call = next((c for c in spans if line is not None and c.lineno <= line <= (c.end_lineno or c.lineno)), None)
+        if call is not None and made["args"] not in by_call.setdefault(id(call), []):
+            by_call[id(call)].append(made["args"])
+    found = []
+    for call in calls:
+        where = _where(tree, call)
+        if not by_call.get(id(call)):
+            ran = "running the file's top level, ModelNew.__init__ and forward with load_inline intercepted"
+            if run.error:
+                why = f"{ran} stopped at {'line ' + str(run.error_line) + ' in ' if run.error_line else ''}{run.error}"
+            elif run.forward_error:
+                why = f"{ran} did not reach it: forward on the task's inputs (meta device) stopped: {run.forward_error}"
+            else:
+                why = f"{ran} never reached it"
+            raise Refused(f"load_inline at line {call.lineno}{where}: {reasons[id(call)]}; {why}")
+        how = (f"the arguments of load_inline at line {call.lineno}{where} were captured by running the file "
+               f"(sandboxed, nothing compiled): {reasons[id(call)]}")  # fmt: skip
+        found += [(call, args, how) for args in by_call[id(call)]]
+    return found
+
+
+def _parameters(run: _Run, notes: list[str]) -> dict[str, str]:
+    """The renaming of the reference's state_dict keys to ModelNew's (empty when they match or cannot be
+    paired; a note says which)."""
+    result = run()
+    if result.model_state is None or result.model_new_state is None:
+        why = result.error or result.state_error or "no state_dict"
+        notes.append(f"parameters not compared with Model's (constructing both on the meta device: {why})")
+        return {}
+    mapping, problem = rename_map(result.model_state, result.model_new_state)
+    if mapping is None:
+        notes.append(f"{problem}: the judge cannot load the reference's weights into it")
+        return {}
+    if mapping:
+        shown = ", ".join(f"{k} -> {v}" for k, v in list(mapping.items())[:6])
+        notes.append(f"ModelNew names {len(mapping)} parameter(s) differently from Model (same shapes, same order): "
+                     f"{shown}{' ...' if len(mapping) > 6 else ''}; model_new.py gets a load_state_dict that renames "
+                     "the reference's keys")  # fmt: skip
+    return mapping
+
+
+def _where(tree: ast.Module, call: ast.Call) -> str:
+    """` in ModelNew.__init__` for a call inside functions and classes; empty at module level."""
+    names: list[str] = []
+
+    def walk(node: ast.AST, trail: list[str]) -> bool:
+        for child in ast.iter_child_nodes(node):
+            inner = [*trail, child.name] if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
+                else trail  # fmt: skip
+            if child is call:
+                names.extend(inner)
+                return True
+            if walk(child, inner):
+                return True
+        return False
+
+    walk(tree, [])
+    return f" in {'.'.join(names)}" if names else ""
+
+
 def _write(dest: Path, path: Path, source: str, tree: ast.Module, extensions: list[Extension],
            bench: BenchTask | None, where: tuple[int, int, str | None] | None, name: str,
-           notes: list[str]) -> None:  # fmt: skip
+           notes: list[str], renamed: dict[str, str] | None = None) -> None:  # fmt: skip
     model_new = rewrite_model_new(source, tree, extensions, notes)
+    if renamed:
+        try:
+            model_new = with_renaming(model_new, ast.parse(model_new), renamed)
+        except (SyntaxError, ValueError, StopIteration) as exc:
+            raise Refused(f"ModelNew renames parameters, and the renaming cannot be added: {exc}") from exc
     try:
         ast.parse(model_new)
     except SyntaxError as exc:  # a rewrite that breaks the file is a refusal, never a broken submission

@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from cuda_agent.eval.precision import at_parity
 from cuda_agent.eval.records import EvalRecord, RecordError
 from cuda_agent.judge import SPEEDUP_THRESHOLD
 
@@ -86,7 +87,20 @@ RATES = (
     "faster_than_compile", "faster_than_compile_5pct", "faster_than_compile_credited",
 )
 GEOMEANS = ("geomean_vs_eager_correct", "geomean_vs_compile_correct", "geomean_vs_eager_all", "geomean_vs_compile_all")
-COLUMNS = (*RATES, *GEOMEANS, "mean_reward")
+# KernelBench's fast_p: the share of tasks whose kernel is correct and more than p times as fast as the
+# baseline (fast_0 is the share correct, timed or not), at the thresholds KernelBench reports; each also
+# counted over kernels at precision parity only (eval/precision.py).
+FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+BASELINES = ("eager", "compile")
+
+
+def fast_column(p: float, baseline: str, parity: bool = False) -> str:
+    """`fast_1.5_vs_compile`, `fast_1.5_vs_compile_parity`: the name of a fast_p column."""
+    return f"fast_{p:g}_vs_{baseline}" + ("_parity" if parity else "")
+
+
+FAST_COLUMNS = tuple(fast_column(p, b, parity) for parity in (False, True) for b in BASELINES for p in FAST_P)
+COLUMNS = (*RATES, *GEOMEANS, "mean_reward", *FAST_COLUMNS)
 
 DEFINITIONS: dict[str, str] = {
     "pass_rate": "share of tasks whose kernel is correct (status ok)",
@@ -104,6 +118,11 @@ DEFINITIONS: dict[str, str] = {
     "geomean_vs_compile_all": "geometric mean speedup vs torch.compile over all tasks, a failure counted as eager "
     "(compile_ms / eager_ms); failures without known baseline times left out",
     "mean_reward": "mean milestone reward (-1 failed, 1 correct, 2 > 5% faster than eager, 3 also than compile)",
+    **{fast_column(p, b, parity): (f"fast_{p:g} vs {'eager' if b == 'eager' else 'torch.compile'}"
+                                    + (" at precision parity" if parity else "") + ": share correct"
+                                    + (f" with median speedup > {p:g}" if p else " (KernelBench's fast_0)")
+                                    + (" and a precision-audit ratio within its bound k" if parity else ""))
+       for parity in (False, True) for b in BASELINES for p in FAST_P},
 }
 
 
@@ -212,6 +231,12 @@ def _episode_values(record: EvalRecord | None, task: _Task) -> dict[str, tuple[f
         "faster_than_compile_credited": (float(record is not None and _compile_credited(record)), 1.0),
         "mean_reward": (float(record.reward if record is not None else -1), 1.0),
     }
+    parity = record is not None and at_parity(record)
+    for baseline, speedup in (("eager", se), ("compile", sc)):
+        for p in FAST_P:
+            fast = ok and (p == 0 or (speedup is not None and speedup > p))
+            values[fast_column(p, baseline)] = (float(fast), 1.0)
+            values[fast_column(p, baseline, parity=True)] = (float(fast and parity), 1.0)
     values["geomean_vs_eager_correct"] = (_log(se), 1.0) if se else nan
     values["geomean_vs_compile_correct"] = (_log(sc), 1.0) if sc else nan
     if ok:

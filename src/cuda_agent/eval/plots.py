@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cuda_agent.eval.metrics import RunMetrics, best_record
+from cuda_agent.eval.metrics import BASELINES, FAST_P, RunMetrics, best_record, fast_column
 from cuda_agent.eval.paper import PaperRow
 from cuda_agent.eval.records import EvalRecord
 
@@ -235,3 +235,39 @@ def plot_rewards(metrics: RunMetrics, path: Path, *, compare: RunMetrics | None 
     ax.set_title("reward distribution")
     return _save(fig, path)
 
+
+
+def plot_fast_p(metrics: RunMetrics, path: Path, *, selection: str = "pass@1") -> Path:
+    """KernelBench's fast_p curve against both baselines: for each p, the share of tasks correct and more
+    than p times as fast; overall with its 95% interval, per level, and overall at precision parity
+    (dashed: kernels whose precision-audit ratio is within its bound)."""
+    plt = _pyplot()
+    table = metrics.tables[selection]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=110, sharey=True)
+    for ax, baseline in zip(axes, BASELINES, strict=True):
+        if not table["overall"].tasks:
+            _empty(ax, "no tasks")
+            continue
+        keys = [(str(lv), _level_color(lv), 1.0) for lv in metrics.levels if table[str(lv)].tasks]
+        for key, color, width in [*keys, ("overall", "#17becf", 2.2)]:
+            cells = [table[key].metrics.get(fast_column(p, baseline)) for p in FAST_P]
+            values = [100 * c.value if c is not None and c.value is not None else np.nan for c in cells]
+            label = "overall" if key == "overall" else f"Level {key}"
+            if key == "overall":
+                err = np.array([[v - 100 * c.low, 100 * c.high - v] if c is not None and c.low is not None
+                                and not np.isnan(v) else [0.0, 0.0] for v, c in zip(values, cells, strict=True)]).T
+                ax.errorbar(FAST_P, values, yerr=err, color=color, lw=width, marker="o", capsize=3, label=label)
+                parity = [table[key].metrics.get(fast_column(p, baseline, parity=True)) for p in FAST_P]
+                ax.plot(FAST_P, [100 * c.value if c is not None and c.value is not None else np.nan for c in parity],
+                        color=color, lw=1.5, ls="--", marker="s", label="overall, precision parity")
+            else:
+                ax.plot(FAST_P, values, color=color, lw=width, marker=".", alpha=0.8, label=label)
+        ax.set_xticks(FAST_P, [f"{p:g}" for p in FAST_P])
+        ax.set_xlabel(f"p (speedup over {'eager PyTorch' if baseline == 'eager' else 'torch.compile'})")
+        ax.set_ylim(0, 105)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"fast_p vs {baseline}")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("% of tasks correct and > p times as fast")
+    fig.suptitle(f"fast_p ({selection}), 95% bootstrap intervals", fontsize=10)
+    return _save(fig, path)

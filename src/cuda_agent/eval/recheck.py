@@ -7,6 +7,8 @@ verdicts measured themselves: the relative interquartile ranges of the candidate
 times in both (half their sum, at least 3%). Status and reward are exact. The comparison is written to
 RUN/recheck.json and the new verdicts to RUN/recheck/verdicts/. Submissions are judged one at a time
 (`--batch`: as one pipelined batch), each holding its GPU alone, so nothing runs beside their timings.
+A judge that cannot run here (no GPU, an unreachable server) stops the recheck at its first judgment
+with `JudgeUnavailableHere`, before anything is written: a recheck of nothing would overwrite a real one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.agent.judging import UNAVAILABLE
 from cuda_agent.eval import bundle
 from cuda_agent.eval.judges import Backend, Item, leased
 from cuda_agent.eval.kernelbench import slug_of
@@ -25,6 +28,10 @@ from cuda_agent.eval.records import EvalRecord, read_records
 from cuda_agent.task import TaskError, load_task
 
 MIN_NOISE = 0.03
+
+
+class JudgeUnavailableHere(Exception):
+    """The judge cannot run on this machine (no GPU, no server): nothing can be rechecked."""
 
 
 def _rel_iqr(stat: dict[str, Any] | None) -> float:
@@ -109,6 +116,8 @@ def recheck(run_dir: Path, backend: Backend, say: Callable[[str], None], *, batc
     rows: dict[int, dict[str, Any]] = {}
     start = time.monotonic()
     for index, outcome in judged(backend, items, batch) if items else ():
+        if outcome.get("status") == UNAVAILABLE:
+            raise JudgeUnavailableHere(outcome.get("reason") or "no GPU")
         record = kept[index]
         slug = slug_of(record.level, record.problem, record.name)
         if outcome.get("verdict") is None:
@@ -144,8 +153,9 @@ def recheck_table(result: dict[str, Any]) -> str:
     rows = [headers]
     for r in result["entries"]:
         status = r["status"][0] if r["status"][0] == r["status"][1] else f"{r['status'][0]} -> {r['status'][1]}"
-        reward = r.get("reward") or ["?", "?"]
-        reward_text = f"{reward[0]:+d}" if reward[0] == reward[1] else f"{reward[0]:+} -> {reward[1]:+}"
+        reward = r.get("reward") or [None, None]
+        before, after = _reward(reward[0]), _reward(reward[1])
+        reward_text = before if reward[0] == reward[1] else f"{before} -> {after}"
         rows.append((r["task_id"], str(r["episode"]), status, reward_text, _speedup(r.get("speedup_vs_eager")),
                      _speedup(r.get("speedup_vs_compile")), "yes" if r.get("agrees") else "NO"))  # fmt: skip
     for m in result.get("missing", []):
@@ -158,6 +168,13 @@ def recheck_table(result: dict[str, Any]) -> str:
                  f"{s['same_reward']}/{s['rechecked']}, speedups within noise {s['within_noise']}/{s['timed']} "
                  f"({result['noise_rule']})")  # fmt: skip
     return "\n".join(lines)
+
+
+def _reward(value: Any) -> str:
+    """A reward as +N; `-` where no verdict gave one (a judge error has none)."""
+    if value is None:
+        return "-"
+    return f"{value:+d}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _speedup(entry: dict[str, Any] | None) -> str:

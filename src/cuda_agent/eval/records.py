@@ -16,7 +16,8 @@ Four optional fields beyond those carry what the reward itself compared (docs/ve
 bounds of both speedups and the thresholds they had to exceed (1.05 widened by each baseline's measured
 spread). `from_verdict` fills them; with them the metrics can report the share the *judge credited* as
 more than 5% faster, not just the share whose median is. `gpu_wait_s` says how long the judgment waited
-for its GPU lease (cuda_agent.gpu_lease), None when it took none.
+for its GPU lease (cuda_agent.gpu_lease), None when it took none. `precision_ratio` and `precision_k`
+carry the precision audit's statistic and bound (eval/precision.py: fast_p at precision parity).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -60,6 +62,11 @@ class EvalRecord:
     compile_threshold: float | None = None
     # Seconds the judgment waited for its GPU (cuda_agent.gpu_lease); None when it held no lease.
     gpu_wait_s: float | None = None
+    # The precision audit (judge/trusted/precision.py): the candidate's largest error statistic in units of
+    # what an honest kernel in the task's precision can be off by (checks.precision_error_ratio), and the
+    # bound k it was held to (from checks.precision_audit; None when the audit was off). None: not measured.
+    precision_ratio: float | None = None
+    precision_k: float | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -99,6 +106,7 @@ class EvalRecord:
         if not isinstance(timing, Mapping):
             raise RecordError(f"verdict for {task_id}: 'timing' must be an object or null")
         ok = status == OK
+        checks = data.get("checks") if isinstance(data.get("checks"), Mapping) else {}
 
         def timed(key: str, only_ok: bool = False) -> float | None:
             value = timing.get(key)
@@ -126,6 +134,8 @@ class EvalRecord:
             eager_threshold=timed("eager_threshold"),
             compile_threshold=timed("compile_threshold"),
             gpu_wait_s=gpu_wait_s,
+            precision_ratio=_number(checks.get("precision_error_ratio")),
+            precision_k=_audit_k(checks.get("precision_audit")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,7 +158,19 @@ _REQUIRED = ("task_id", "level", "problem", "name", "episode", "status", "reward
 _FLOATS = (
     "candidate_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile",
     "speedup_vs_eager_low", "speedup_vs_compile_low", "eager_threshold", "compile_threshold", "gpu_wait_s",
+    "precision_ratio", "precision_k",
 )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+        and value >= 0 else None  # fmt: skip
+
+
+def _audit_k(audit: Any) -> float | None:
+    """k from the verdict's `checks.precision_audit` ("float64 (promoted), k = 3"); None when it was off."""
+    match = re.search(r"\bk = ([0-9.]+)", audit) if isinstance(audit, str) else None
+    return float(match.group(1)) if match else None
 
 
 def _check(record: EvalRecord) -> None:

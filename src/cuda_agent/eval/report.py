@@ -22,14 +22,18 @@ from pathlib import Path
 
 from cuda_agent.eval import paper, plots
 from cuda_agent.eval.metrics import (
+    BASELINES,
     DEFINITIONS,
+    FAST_P,
     UNMEASURED,
     Metric,
     RunMetrics,
     best_record,
     compute_metrics,
+    fast_column,
     passed_count,
 )
+from cuda_agent.eval.precision import precision_label
 from cuda_agent.eval.records import EvalRecord, read_records
 
 REASON_CHARS = 200  # a failure reason is cut to this in the task table (the verdict keeps it whole)
@@ -52,7 +56,7 @@ SHORT = {
     "geomean_vs_compile_all": "geomean vs compile (all)",
     "mean_reward": "mean reward",
 }
-PLOTS = ("speedups", "scatter", "rates", "rewards")
+PLOTS = ("speedups", "scatter", "rates", "rewards", "fast_p")
 
 
 @dataclass
@@ -124,6 +128,7 @@ def write_report(run_dir: Path, records: Sequence[EvalRecord], metrics: RunMetri
             "scatter": plots.plot_task_scatter(records, plot_dir / "scatter.png", **kw),
             "rates": plots.plot_rates(metrics, plot_dir / "rates.png", paper=paper.TABLE1["overall"], **mkw),
             "rewards": plots.plot_rewards(metrics, plot_dir / "rewards.png", **mkw),
+            "fast_p": plots.plot_fast_p(metrics, plot_dir / "fast_p.png"),
         }
     written.update({f"plots/{name}.png": path for name, path in made.items()})
     title = title or f"cuda-agent eval: {run_dir.resolve().name}"
@@ -181,6 +186,26 @@ def _table(metrics: RunMetrics, selection: str, columns: Sequence[str]) -> tuple
         tasks = f"{row.tasks}" + (f" ({row.missing} missing)" if row.missing else "")
         rows.append([_row_label(key), tasks, str(row.episodes), *[fmt(row.metrics[c], c) for c in columns]])
     return headers, rows
+
+
+def _fast_p(metrics: RunMetrics, selection: str = "pass@1") -> Section:
+    """KernelBench's fast_p sweep per level and baseline, for all kernels and for those at precision parity."""
+    headers = ["", "baseline", "kernels", *[f"fast_{p:g}" for p in FAST_P]]
+    rows = []
+    for key in _keys(metrics):
+        row = metrics.tables[selection][key]
+        for baseline in BASELINES:
+            for parity, which in ((False, "all"), (True, "precision parity")):
+                cells = [row.metrics.get(fast_column(p, baseline, parity)) for p in FAST_P]
+                rows.append([_row_label(key), "eager" if baseline == "eager" else "torch.compile", which,
+                             *[fmt(c, "rate") if c is not None else "-" for c in cells]])  # fmt: skip
+    return Section("fast_p (KernelBench)", headers=headers, rows=rows, text=[
+        "fast_p: the share of tasks whose kernel is correct and whose median speedup over the baseline is "
+        "greater than p (fast_0: the share correct), every task in the denominator, as KernelBench reports it.",
+        "'precision parity' counts only kernels whose precision-audit ratio (their error in units of what an "
+        "honest kernel in the task's precision can be off by) is within the bound k they were judged "
+        "against: a speedup bought with TF32 or half-precision math inside an fp32 task does not count there. "
+        "A kernel without a measured ratio is not counted at parity."])  # fmt: skip
 
 
 def _summary(records: Sequence[EvalRecord], metrics: RunMetrics) -> list[str]:
@@ -248,7 +273,8 @@ def _task_rows(records: Sequence[EvalRecord]) -> list[list[str]]:
         reason = best.reason if len(best.reason) <= REASON_CHARS else best.reason[:REASON_CHARS] + "..."
         rows.append([task_id, str(best.level), passed_count(eps), best.status, f"{best.reward:+d}",
                      num(best.speedup_vs_eager, "x"), num(best.speedup_vs_compile, "x"), num(best.candidate_ms),
-                     num(best.eager_ms), num(best.compile_ms), "" if best.passed else reason])
+                     num(best.eager_ms), num(best.compile_ms), precision_label(best),
+                     "" if best.passed else reason])
     return rows
 
 
@@ -268,12 +294,14 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
         sections.append(Section(f"Best of {metrics.episodes_per_task['max']} episodes", headers=h, rows=rows, text=[
             "Each task's best episode (correct, then reward, then speedup). The choice uses the judge's "
             "measurements, so it is optimistic by construction; pass@1 above is the single-attempt figure."]))
+    sections.append(_fast_p(metrics))
     sections.append(_side_by_side(metrics, other))
     captions = {
         "speedups": "Speedup distributions per level, vs eager and vs torch.compile",
         "scatter": "Per-task speedup vs eager against speedup vs torch.compile",
         "rates": "Pass and faster-than rates with 95% intervals",
         "rewards": "Reward distribution",
+        "fast_p": "fast_p against eager and torch.compile, overall (with intervals), per level, and at precision parity",
     }
     sections.append(Section("Plots", images=[(captions[name], path) for name, path in made.items()], text=[] if made
                             else ["Plots not drawn: matplotlib is not installed (pip install 'cuda-agent[eval]')."]))
@@ -286,7 +314,7 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
         [_row_label(k), *[str(metrics.status_counts[k].get(s, 0)) for s in statuses]] for k in _keys(metrics)]))
     sections.append(Section("Tasks (best episode)", rows=_task_rows(records), headers=[
         "task", "level", "correct", "status", "reward", "vs eager", "vs compile", "ms", "eager ms",
-        "compile ms", "reason"]))
+        "compile ms", "precision (audit ratio)", "reason"]))
     sections.append(Section("Definitions", terms=[(SHORT[c], metrics.definitions.get(c, DEFINITIONS[c]))
                                                   for c in (*HEADLINE, *THRESHOLD_COLUMNS, "mean_reward")]))
     return sections

@@ -413,4 +413,20 @@ def metrics_table(metrics: Any, selection: str = "pass@1") -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return f"Table 1 ({selection}; rates with 95% bootstrap intervals)\n" + "\n".join(lines)
+    return f"Table 1 ({selection}; rates with 95% bootstrap intervals)\n" + "\n".join(lines) + "\n" + \
+        fast_p_table(metrics, selection)  # fmt: skip
+
+
+def fast_p_table(metrics: Any, selection: str = "pass@1") -> str:
+    """KernelBench's fast_p, overall: vs each baseline, all kernels and those at precision parity."""
+    from cuda_agent.eval.metrics import BASELINES, FAST_P, fast_column
+
+    overall = metrics.tables[selection]["overall"].metrics
+    rows = [("fast_p, overall", *(f"p={p:g}" for p in FAST_P))]
+    for baseline in BASELINES:
+        for parity in (False, True):
+            cells = [overall.get(fast_column(p, baseline, parity)) for p in FAST_P]
+            label = f"  vs {baseline}" + (", precision parity" if parity else "")
+            rows.append((label, *("n/a" if c is None or c.value is None else f"{c.value * 100:.0f}%" for c in cells)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
