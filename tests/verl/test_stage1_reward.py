@@ -24,6 +24,7 @@ from verl_helpers import (
     compose,
     judge_server,
     recipe_lines,
+    rejected_outcome,
 )
 
 from cuda_agent.task import load_task
@@ -116,8 +117,7 @@ def test_hostile_code_is_judged_never_run_by_the_reward_function(judge, tmp_path
     verdict decides the score."""
     marker = tmp_path / "ran"
     hostile = f"import os\nopen({str(marker)!r}, 'w').write('pwned')\nos.system('touch {marker}')\n" + MODEL_NEW
-    judge.outcome = {"status": "rejected", "reward": -1, "reason": "static checks failed: import of os",
-                     "verdict": {"status": "rejected", "reward": -1, "timing": None}}  # fmt: skip
+    judge.outcome = rejected_outcome("static checks failed: import of os")
     result = _score(f"```python model_new.py\n{hostile}```\n", workdir=str(tmp_path / "scratch"))
     assert (result["score"], result["status"], result["judged"]) == (-1.0, "rejected", True)
     assert judge.received == [{"model_new.py": hostile}]
