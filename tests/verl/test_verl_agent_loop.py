@@ -69,6 +69,16 @@ def _batch(config, data: Path, tokenizer, name: str):
     return DataProto.from_single_dict(collate_fn(rows))
 
 
+def _batches(config, data: Path, tokenizer, names: list[str]):
+    """Several rows, in `names` order, as one batch."""
+    from verl.protocol import DataProto
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    dataset = RLHFDataset([str(data)], tokenizer, config.data)
+    by_name = {dataset[i]["extra_info"]["task"]["name"]: dataset[i] for i in range(len(dataset))}
+    return DataProto.from_single_dict(collate_fn([by_name[n] for n in names]))
+
+
 def _run(config, server, batch):
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
@@ -192,6 +202,9 @@ def test_a_judge_that_is_down_gives_no_reward_and_says_why(stage4, tokenizer, tm
     assert extra["status"][0] == "unavailable" and not extra["judged"][0] and extra["milestone"][0] is None
     assert "cannot reach the judge" in extra["reason"][0]
     assert any("no verdict for task relu" in r.getMessage() for r in caplog.records)
+    # no verdict, no reward: the model's tokens are there, and no loss reads any of them
+    valid = int(out.batch["attention_mask"][0][out.batch["prompts"].shape[1]:].sum())
+    assert valid >= len(server.sent[0]) and out.batch["response_mask"][0].sum().item() == 0
 
 
 def test_a_stuck_judge_times_out_and_the_context_budget_holds(stage4, tokenizer, tmp_path, monkeypatch) -> None:
@@ -207,6 +220,78 @@ def test_a_stuck_judge_times_out_and_the_context_budget_holds(stage4, tokenizer,
     assert extra["cuda_agent"][0]["exit"] == "context_limit"
     assert len(server.calls) == 1 and len(executor.received) == 1
     assert extra["status"][0] == "timeout" and "within 2 s" in extra["reason"][0]
-    assert out.batch["rm_scores"][0].sum().item() == -0.5
-    mask = out.batch["response_mask"][0].tolist()
-    assert sum(mask) == len(server.sent[0]) and set(mask) <= {0, 1}
+    assert out.batch["rm_scores"][0].sum().item() == -0.5  # in the reward slot, read by no loss:
+    assert out.batch["response_mask"][0].sum().item() == 0
+    prompt_width = out.batch["prompts"].shape[1]
+    used = int(out.batch["attention_mask"][0].sum())
+    assert len(server.sent[0]) < used - int(out.batch["attention_mask"][0][:prompt_width].sum()) + 1
+    assert used <= 14000
+
+
+def _tampered(data: Path, out: Path) -> Path:
+    """The converter's rows plus a copy of the first whose task source no longer matches its digest: a row
+    the agent loop raises on before it has a prompt (`task_from_extra_info`)."""
+    import pyarrow.parquet as pq
+
+    from cuda_agent.train.verl.data import write_rows
+
+    rows = pq.read_table(data).to_pylist()
+    bad = {**rows[0], "extra_info": {**rows[0]["extra_info"], "index": len(rows),
+                                     "task": {**rows[0]["extra_info"]["task"], "name": "tampered",
+                                              "source": TASK_SOURCE.replace("relu", "relu6")}}}  # fmt: skip
+    write_rows([*rows, bad], out)
+    return out
+
+
+def test_an_episode_that_raises_is_a_masked_sample_and_the_step_goes_on(stage4, tokenizer, tmp_path,
+                                                                         monkeypatch, caplog) -> None:  # fmt: skip
+    """Two rows in one batch: a good episode, judged; and a row whose `run()` raises before it has a prompt.
+    verl gets both samples back (an exception in `run()` used to end the whole step); the broken one is
+    masked out of the loss, says why, and is counted by the step's metrics."""
+    from cuda_agent.train.unjudged import unjudged_metrics
+
+    data = _tampered(stage4["data"], tmp_path / "rows.parquet")
+    server = ScriptedServerManager(tokenizer, ["Nothing to change: done."])
+    caplog.set_level(logging.ERROR, logger="cuda_agent.train.verl")
+    with judge_server(tmp_path, KnownVerdictExecutor()) as url:
+        _episode_env(monkeypatch, tmp_path, url)
+        batch = _batches(stage4["config"], data, tokenizer, ["relu", "tampered"])
+        out = _run(stage4["config"], server, batch)
+
+    extra = out.non_tensor_batch
+    names = [r["task"]["name"] for r in extra["extra_info"]]
+    good, bad = names.index("relu"), names.index("tampered")
+    assert extra["status"][good] == "ok" and extra["judged"][good] and out.batch["response_mask"][good].sum() > 0
+    assert extra["status"][bad] == "rollout_error" and not extra["judged"][bad]
+    assert "TaskError" in extra["reason"][bad] and "digest" in extra["reason"][bad]
+    assert out.batch["response_mask"][bad].sum().item() == 0
+    assert extra["cuda_agent"][bad]["exit"] == "error"
+    # its prompt is the row's own messages (copied from relu's row), as the chat template renders them
+    width = out.batch["prompts"].shape[1]
+    prompt = tokenizer.decode(out.batch["prompts"][bad][out.batch["attention_mask"][bad][:width].bool()])
+    assert prompt.startswith("<|im_start|>system\n") and "Task `relu`" in prompt
+    assert any("the episode of task tampered raised" in r.getMessage() for r in caplog.records)
+    metrics = unjudged_metrics(extra["reward_extra_info"])
+    assert metrics["cuda_agent/samples"] == 2 and metrics["cuda_agent/unjudged"] == 1
+    assert metrics["cuda_agent/unjudged_status/rollout_error"] == 1
+
+
+def test_a_rollout_server_that_fails_mid_episode_masks_what_was_generated(stage4, tokenizer, tmp_path,
+                                                                          monkeypatch) -> None:  # fmt: skip
+    """The rollout engine raises on the second turn (a replica that died): the first turn's tokens and the
+    tool's result stay in the sample, all masked, with log-probabilities aligned to them; nothing is judged."""
+    server = ScriptedServerManager(tokenizer, [tool_call("Bash", command="echo hi")])  # then it raises
+    executor = KnownVerdictExecutor()
+    with judge_server(tmp_path, executor) as url:
+        _episode_env(monkeypatch, tmp_path, url, CUDA_AGENT_MAX_TURNS="3")
+        out = _run(stage4["config"], server, _batch(stage4["config"], stage4["data"], tokenizer, "relu"))
+    extra = out.non_tensor_batch
+    assert extra["status"][0] == "rollout_error" and "more turns than were scripted" in extra["reason"][0]
+    assert executor.received == [], "a broken episode is not judged"
+    prompt_width = out.batch["prompts"].shape[1]
+    valid = int(out.batch["attention_mask"][0][prompt_width:].sum())
+    response = out.batch["responses"][0][:valid].tolist()
+    assert response[: len(server.sent[0])] == server.sent[0] and "hi" in tokenizer.decode(response[len(server.sent[0]):])
+    assert out.batch["response_mask"][0].sum().item() == 0
+    assert out.batch["rollout_log_probs"][0][: len(server.sent[0])].tolist() == pytest.approx(
+        [-0.01 * (i % 7 + 1) for i in range(len(server.sent[0]))])  # fmt: skip

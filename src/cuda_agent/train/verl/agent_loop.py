@@ -18,8 +18,10 @@ episode is the one `cuda-agent solve` runs, with verl's tokens instead of an Ope
    token limit without a tool call is asked to go on (`max_length_continuations` times);
 5. the final workspace is judged (judging.py: this node's JudgeService or a judge server, bounded in
    time) and `reward_score` is the milestone reward; verdict status, speedups and the episode's exit go
-   into `extra_fields` (`reward_extra_info` for verl's metrics, `cuda_agent` for the record). A judge
-   that is down or slow scores `failure_reward` with a logged reason.
+   into `extra_fields` (`reward_extra_info` for verl's metrics, `cuda_agent` for the record).
+A sample without a verdict (the judge down, slow or raising; `run()` itself raising, at any point) is
+still returned, never raised: `failure_reward` stands in the reward slot verl needs, every token of its
+response mask is 0 so no loss reads it (train/unjudged.py), and its status and reason are recorded.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.experimental.agent_loop.tool_parser import ToolParser
 
 from cuda_agent.agent.config import AgentConfig
+from cuda_agent.agent.judging import JudgeOutcome
 from cuda_agent.agent.prompts import system_prompt, task_prompt
 from cuda_agent.agent.tools import ToolBox
 from cuda_agent.task import Task
+from cuda_agent.train.unjudged import ROLLOUT_ERROR
 from cuda_agent.train.verl import AGENT_NAME
 from cuda_agent.train.verl.data import task_from_extra_info
 from cuda_agent.train.verl.judging import JudgeSettings, judge_bounded, judge_for, score_outcome
@@ -106,13 +110,23 @@ class CudaAgentLoop(AgentLoopBase):
     # -- the story ----------------------------------------------------------------------------------
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        task = task_from_extra_info(kwargs.get("extra_info"))
-        folder = self.workdir / f"{task.name}-{uuid.uuid4().hex[:12]}"
         started = time.monotonic()
         metrics: dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0}
+        self._episode: Episode | None = None
+        self._folder: Path | None = None
+        try:
+            return await self._run(sampling_params, kwargs, started, metrics)
+        except Exception as exc:  # one broken episode is one masked sample, never the end of the step
+            log.exception("the episode of %s raised; its sample is masked out of the loss", _row_name(kwargs))
+            return await self._failed(exc, kwargs, metrics, time.monotonic() - started)
+
+    async def _run(self, sampling_params: dict[str, Any], kwargs: dict[str, Any], started: float,
+                   metrics: dict[str, Any]) -> AgentLoopOutput:  # fmt: skip
+        task = task_from_extra_info(kwargs.get("extra_info"))
+        folder = self._folder = self.workdir / f"{task.name}-{uuid.uuid4().hex[:12]}"
         toolbox = await asyncio.get_running_loop().run_in_executor(None, self._open, task, folder / "workspace")
         try:
-            episode = await self._start(task, toolbox)
+            episode = self._episode = await self._start(task, toolbox)
             await self._converse(episode, toolbox, sampling_params, started, metrics)
         finally:
             toolbox.close()
@@ -121,9 +135,41 @@ class CudaAgentLoop(AgentLoopBase):
                                       self.judge_settings.timeout_s)  # fmt: skip
         metrics["compute_score"] = time.monotonic() - judge_start
         score = score_outcome(outcome, self.judge_settings.failure_reward, where=f"task {task.name}")
+        await self._clean(folder)
+        return self._output(episode, score, outcome.verdict, metrics, time.monotonic() - started, folder)
+
+    async def _failed(self, exc: Exception, kwargs: dict[str, Any], metrics: dict[str, Any],
+                      wall_s: float) -> AgentLoopOutput:  # fmt: skip
+        """The sample of an episode that raised: what it had generated (or the row's prompt alone),
+        every token masked, `rollout_error` with the exception as its reason."""
+        reason = f"the agent loop raised {type(exc).__name__}: {exc}"
+        score = score_outcome(JudgeOutcome(ROLLOUT_ERROR, None, reason), self.judge_settings.failure_reward,
+                              where=_row_name(kwargs))  # fmt: skip
+        episode = self._episode or await self._bare_episode(kwargs)
+        if not episode.response_length:  # verl places the reward on the last response token: give it one
+            episode.token_ids.append(_filler_token(self.tokenizer))
+            episode.response_mask.append(0)
+            if episode.logprobs:
+                episode.logprobs.append(0.0)
+        episode.exit, episode.exit_message = "error", reason
+        if self._folder is not None:
+            await self._clean(self._folder)
+        return self._output(episode, score, None, metrics, wall_s, self._folder or self.workdir / "unstarted")
+
+    async def _bare_episode(self, kwargs: dict[str, Any]) -> Episode:
+        """An episode of the row's own prompt messages and nothing else, for a loop that failed before
+        it had a prompt of its own."""
+        messages = [dict(m) for m in (kwargs.get("raw_prompt") or [])]
+        try:
+            prompt_ids = list(await self.ct_build_initial_tokens(messages)) if messages else []
+        except Exception:  # a prompt the template cannot render: the sample is masked either way
+            prompt_ids = []
+        prompt_ids = prompt_ids or [_filler_token(self.tokenizer)]
+        return Episode(messages=messages, tools=[], token_ids=prompt_ids, prompt_length=len(prompt_ids))
+
+    async def _clean(self, folder: Path) -> None:
         if not self.keep_workspaces:
             await asyncio.get_running_loop().run_in_executor(None, remove_tree, folder)
-        return self._output(episode, score, outcome.verdict, metrics, time.monotonic() - started, folder)
 
     def _open(self, task: Task, workspace: Path) -> ToolBox:
         from cuda_agent.agent.episode import open_workspace
@@ -266,6 +312,15 @@ class CudaAgentLoop(AgentLoopBase):
                             "content": result.content})  # fmt: skip
         return results
 
+    def _logprobs(self, episode: Episode) -> list[float] | None:
+        """The episode's log-probabilities; zeros for a failed one where the rollout asks for them (verl
+        stacks them across the batch: one sample without them would break the batch)."""
+        if episode.logprobs:
+            return list(episode.logprobs)
+        if episode.exit == "error" and getattr(self.rollout_config, "calculate_log_probs", False):
+            return [0.0] * episode.response_length
+        return None
+
     def _output(self, episode: Episode, score: Any, verdict: dict[str, Any] | None, metrics: dict[str, Any],
                 wall_s: float, folder: Path) -> AgentLoopOutput:  # fmt: skip
         response_ids = episode.token_ids[episode.prompt_length:]
@@ -279,17 +334,34 @@ class CudaAgentLoop(AgentLoopBase):
         }  # fmt: skip
         info = {**score.info, "exit": episode.exit, "assistant_turns": episode.assistant_turns,
                 "tool_calls": episode.tool_calls}  # fmt: skip
+        # no verdict, no reward: every token is masked out of the loss (train/unjudged.py says why)
+        mask = episode.response_mask if score.info["judged"] else [0] * episode.response_length
         return AgentLoopOutput(
             prompt_ids=episode.token_ids[: episode.prompt_length],
             response_ids=response_ids,
-            response_mask=episode.response_mask,
-            response_logprobs=episode.logprobs or None,
+            response_mask=mask,
+            response_logprobs=self._logprobs(episode),
             reward_score=score.value,
             # verl counts user, assistant and tool turns: the task message, each reply, each batch of results
             num_turns=1 + episode.assistant_turns + episode.tool_turns,
             metrics=metrics,
             extra_fields={"reward_extra_info": info, "cuda_agent": record},
         )
+
+
+def _row_name(kwargs: dict[str, Any]) -> str:
+    """The row's task name for a log line, whatever shape its extra_info has."""
+    extra = kwargs.get("extra_info")
+    task = extra.get("task") if isinstance(extra, dict) else None
+    return f"task {task.get('name')}" if isinstance(task, dict) and task.get("name") else "a row without a task"
+
+
+def _filler_token(tokenizer: Any) -> int:
+    """A token to stand where a failed sample has none (always masked): end of sequence, else padding."""
+    for token in (tokenizer.eos_token_id, tokenizer.pad_token_id):
+        if isinstance(token, int):
+            return token
+    return 0
 
 
 def _assistant_message(content: str, calls: list[Any], turn: int) -> dict[str, Any]:

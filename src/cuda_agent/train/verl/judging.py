@@ -8,9 +8,9 @@ Rollouts reach the judge through the `Judge` seam of agent/judging.py, `(workspa
 
 `judge_bounded` runs the judgment off the event loop, on a small pool of its own (a hung judgment must
 not take the threads verl's tools and tokenizers use), and gives up after `timeout_s`. A judge that is
-down, raises or times out is not the policy's fault and not a verdict: the trajectory scores
-`failure_reward` (0.0 unless configured: the reward of "nothing learned either way", between -1 for a
-failed kernel and +1 for a correct one), its `judged` flag is False and the reason is logged, so a
+down, raises or times out is not the policy's fault and not a verdict: the trajectory's `judged` flag is
+False, the reason is logged, and the caller masks the sample out of the loss (train/unjudged.py);
+`failure_reward` (0.0 unless configured) only fills the reward slot verl needs for every sample. A
 training step never waits on, or crashes with, a broken judge.
 """
 

@@ -1,0 +1,49 @@
+"""Samples the judge could not judge: kept in the batch, masked out of the loss, counted in the step.
+
+A rollout whose workspace got no verdict (the judge down, unreachable, timed out or raising; the GPU
+never free for it; the rollout code itself raising) says nothing about the policy. Scoring it with any
+number, 0 included, is a reward the policy did not earn: it biases the group baseline of GRPO and the
+value targets and advantages of GAE, and a judge outage of a few minutes becomes a signal the policy
+learns from. So both training paths treat such a sample the same way:
+- its loss mask is zero on every token (verl: the `response_mask` every PPO loss, the critic's value
+  loss and GAE's whitening read; TRL: the tool mask its GRPO loss reads), so it moves no weight and
+  takes no share of a token-mean normaliser;
+- it is counted, per step, in the metrics the trainer logs (`unjudged_metrics`), by status;
+- its reason is kept with the sample (verl's `reward_extra_info`, TRL's rollouts.jsonl).
+
+A sample that reached the judge and failed (`compile_error`, `incorrect`, `rejected`, a malformed
+single-turn response, ...) is judged: -1 is its reward and it trains like any other.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# The rollout itself raised (an exception in verl's agent loop `run()`, a workspace that could not be
+# laid out): as with a judge failure, there is no verdict and nothing the policy is to blame for.
+ROLLOUT_ERROR = "rollout_error"
+
+
+def is_judged(record: Mapping[str, Any]) -> bool:
+    """True if the record (a `reward_extra_info` dict or a rollout record) carries a verdict."""
+    if "judged" in record:
+        return bool(record["judged"])
+    return record.get("judge_reward", record.get("milestone")) is not None
+
+
+def unjudged_metrics(records: Iterable[Mapping[str, Any]], prefix: str = "cuda_agent") -> dict[str, float]:
+    """The step's counts: `{prefix}/samples`, `/unjudged` (masked out of the loss), `/unjudged_fraction`
+    and `/unjudged_status/<status>` for each status of an unjudged sample in the step."""
+    records = list(records)
+    unjudged = [r for r in records if not is_judged(r)]
+    metrics: dict[str, float] = {
+        f"{prefix}/samples": float(len(records)),
+        f"{prefix}/unjudged": float(len(unjudged)),
+        f"{prefix}/unjudged_fraction": len(unjudged) / len(records) if records else 0.0,
+    }
+    statuses = Counter(str(r.get("status", r.get("judge_status", "unknown"))) for r in unjudged)
+    for status, count in sorted(statuses.items()):
+        metrics[f"{prefix}/unjudged_status/{status}"] = float(count)
+    return metrics
