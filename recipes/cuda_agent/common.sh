@@ -46,3 +46,16 @@ for pair in "CUDA_AGENT_JUDGE_URL=$JUDGE_URL" "CUDA_AGENT_JUDGE_TOKEN_FILE=${CUD
             "CUDA_AGENT_ROLLOUT_DIR=${CUDA_AGENT_ROLLOUT_DIR:-}"; do
     if [ -n "${pair#*=}" ]; then RAY_ENV+=("+ray_kwargs.ray_init.runtime_env.env_vars.$pair"); fi
 done
+
+# Shared by stages 1 and 4 (verl's PPO trainer), set by each as `ppo_common EXPERIMENT`:
+# - what the policy wrote, decoded, one JSONL file per step (verl's trainer.rollout_data_dir), on by
+#   default (rollouts/EXPERIMENT) so a run can be read; ROLLOUT_DATA_DIR=null turns it off;
+# - verl v1's replay buffer plus the count of samples without a verdict (masked out of the loss) in
+#   every step's metrics: cuda_agent/unjudged_total, cuda_agent/unjudged_fraction, ... (train/verl/sampler.py).
+ppo_common() {
+    PPO_COMMON=(
+    "trainer.rollout_data_dir=${ROLLOUT_DATA_DIR:-rollouts/$1}"
+    "trainer.v1.sampler.custom_sampler.path=pkg://cuda_agent.train.verl.sampler"
+    "trainer.v1.sampler.custom_sampler.name=JudgedReplayBuffer"
+    )
+}

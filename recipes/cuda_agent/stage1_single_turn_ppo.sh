@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stage 1: single-turn PPO warm-up. One response per task holding every file (part 1's single-turn
-# format), scored by the judge through our custom reward function; PPO with a critic (GAE).
+# format), scored by the judge in CudaSingleTurnLoop (verl's single-turn loop plus our reward function:
+# a response without a verdict is masked out of the loss); PPO with a critic (GAE).
 #   cuda-agent train verl-data ops6k.parquet --format single_turn --out data/stage1 --val-size 64
 #   JUDGE_URL=http://judge-host:8765 MODEL=Qwen/Qwen3-32B bash recipes/cuda_agent/stage1_single_turn_ppo.sh
 source "$(dirname "$0")/common.sh"
@@ -13,6 +14,7 @@ RESPONSE_LEN=${RESPONSE_LEN:-16384}  # one response with all the files
 BATCH=${BATCH:-64}
 STEPS=${STEPS:-100}
 TP=${TP:-4}
+ppo_common stage1_single_turn_ppo
 run_module verl.trainer.main_ppo \
     algorithm.adv_estimator=gae \
     algorithm.gamma=1.0 \
@@ -41,7 +43,8 @@ run_module verl.trainer.main_ppo \
     actor_rollout_ref.rollout.n=1 \
     actor_rollout_ref.rollout.tensor_model_parallel_size="$TP" \
     actor_rollout_ref.rollout.gpu_memory_utilization=0.6 \
-    actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent \
+    actor_rollout_ref.rollout.agent.agent_loop_config_path="$AGENT_LOOP_CONFIG" \
+    actor_rollout_ref.rollout.agent.default_agent_loop=cuda_agent_single_turn \
     critic.model.path="$MODEL" \
     critic.model.use_remove_padding=True \
     critic.model.enable_gradient_checkpointing=True \
@@ -50,6 +53,7 @@ run_module verl.trainer.main_ppo \
     reward.custom_reward_function.path="$REWARD_FUNCTION" \
     reward.custom_reward_function.name=compute_score \
     "${RAY_ENV[@]}" \
+    "${PPO_COMMON[@]}" \
     trainer.total_training_steps="$STEPS" \
     trainer.nnodes="$NNODES" \
     trainer.n_gpus_per_node="$NGPUS" \

@@ -20,6 +20,7 @@ BATCH=${BATCH:-64}
 STEPS=${STEPS:-150}
 TOOL_FORMAT=${TOOL_FORMAT:-hermes}  # verl's tool parser for the model family (hermes: Qwen2.5/Qwen3)
 AGENT_WORKERS=${AGENT_WORKERS:-8}
+ppo_common stage4_agentic_ppo
 run_module verl.trainer.main_ppo \
     algorithm.adv_estimator=gae \
     algorithm.gamma=1.0 \
@@ -62,6 +63,7 @@ run_module verl.trainer.main_ppo \
     critic.ppo_max_token_len_per_gpu=$((CONTEXT / SP)) \
     critic.ulysses_sequence_parallel_size="$SP" \
     "${RAY_ENV[@]}" \
+    "${PPO_COMMON[@]}" \
     trainer.total_training_steps="$STEPS" \
     trainer.critic_warmup=0 \
     trainer.nnodes="$NNODES" \

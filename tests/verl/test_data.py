@@ -50,7 +50,7 @@ def test_ops6k_parquet_to_single_turn_rows_verl_reads(tmp_path: Path, tokenizer)
     assert sorted(r["extra_info"]["ops"][0] for r in rows) == ["torch.mul", "torch.relu"]
     for r in rows:
         task = task_from_extra_info(r["extra_info"])
-        assert r["agent_name"] == "single_turn_agent" and r["data_source"] == "cuda_agent/ops6k"
+        assert r["agent_name"] == "cuda_agent_single_turn" and r["data_source"] == "cuda_agent/ops6k"
         assert r["raw_prompt"] == single_turn_messages(task)
         assert r["reward_model"] == {"style": "judge", "ground_truth": task.digest}
 

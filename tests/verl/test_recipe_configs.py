@@ -7,6 +7,7 @@ from verl 0.9.1's schema fails here, not on a cluster.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from importlib.metadata import version
@@ -19,7 +20,13 @@ pytest.importorskip("verl.trainer", reason="needs verl: these tests run in .venv
 
 from verl_helpers import RECIPE, ROOT, compose, recipe_lines
 
-from cuda_agent.train.verl import AGENT_LOOP_CONFIG, AGENT_NAME, REWARD_FUNCTION_NAME, VERL_VERSION
+from cuda_agent.train.verl import (
+    AGENT_LOOP_CONFIG,
+    AGENT_NAME,
+    REWARD_FUNCTION_NAME,
+    SINGLE_TURN_NAME,
+    VERL_VERSION,
+)
 
 
 def _validate_ppo(config) -> None:
@@ -43,8 +50,18 @@ def test_stage1_single_turn_ppo_composes_and_its_reward_function_loads(tiny_mode
     assert lines[0] == "verl.trainer.main_ppo"
     config = compose("ppo_trainer", lines[1:])
     rollout = _validate_ppo(config)
-    assert rollout.agent.default_agent_loop == "single_turn_agent"
+    assert rollout.agent.default_agent_loop == SINGLE_TURN_NAME
+    assert Path(rollout.agent.agent_loop_config_path) == AGENT_LOOP_CONFIG
     assert config.ray_kwargs.ray_init.runtime_env.env_vars.CUDA_AGENT_JUDGE_URL == "http://judge:8765"
+    _check_unjudged_counting(config, "stage1_single_turn_ppo")
+
+    # stage 1's loop, as verl's worker reads the YAML: verl's single-turn loop, scored in the loop
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
+
+    (entry,) = [e for e in OmegaConf.load(rollout.agent.agent_loop_config_path) if e.name == SINGLE_TURN_NAME]
+    assert issubclass(get_class(entry._target_), SingleTurnAgentLoop)
 
     from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
 
@@ -81,6 +98,22 @@ def test_stage4_agentic_ppo_composes_with_the_papers_settings(tiny_model: Path) 
 
     assert issubclass(cls, AgentLoopBase) and _agent_loop_registry[AGENT_NAME]["_target_"] == entry._target_
     assert int(entry.context_tokens) == 131072 and int(entry.max_output_chars) > 256
+    _check_unjudged_counting(config, "stage4_agentic_ppo")
+
+
+def _check_unjudged_counting(config, experiment: str) -> None:
+    """What the policy wrote is dumped by default, and verl's v1 trainer (the default one) samples through
+    our replay buffer, which adds the unjudged count to each step's metrics."""
+    assert config.trainer.use_v1 and config.trainer.v1.trainer_mode == "sync"
+    assert config.trainer.rollout_data_dir == f"rollouts/{experiment}"
+    custom = config.trainer.v1.sampler.custom_sampler
+    assert (custom.path, custom.name) == ("pkg://cuda_agent.train.verl.sampler", "JudgedReplayBuffer")
+    if importlib.util.find_spec("transfer_queue") is None:  # verl[verl-core]; the v1 trainer needs it anyway
+        return
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+    from verl.utils.import_utils import load_extern_object
+
+    assert issubclass(load_extern_object(custom.path, custom.name), ReplayBuffer)
 
 
 def test_stage3a_sft_composes_and_verl_reads_part_1s_parquet(tiny_model: Path, tokenizer, tmp_path: Path) -> None:

@@ -272,8 +272,8 @@ def test_an_episode_that_raises_is_a_masked_sample_and_the_step_goes_on(stage4, 
     assert prompt.startswith("<|im_start|>system\n") and "Task `relu`" in prompt
     assert any("the episode of task tampered raised" in r.getMessage() for r in caplog.records)
     metrics = unjudged_metrics(extra["reward_extra_info"])
-    assert metrics["cuda_agent/samples"] == 2 and metrics["cuda_agent/unjudged"] == 1
-    assert metrics["cuda_agent/unjudged_status/rollout_error"] == 1
+    assert metrics["cuda_agent/samples_total"] == 2 and metrics["cuda_agent/unjudged_total"] == 1
+    assert metrics["cuda_agent/unjudged_total/rollout_error"] == 1 and metrics["cuda_agent/unjudged_fraction"] == 0.5
 
 
 def test_a_rollout_server_that_fails_mid_episode_masks_what_was_generated(stage4, tokenizer, tmp_path,

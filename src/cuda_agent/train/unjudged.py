@@ -34,16 +34,17 @@ def is_judged(record: Mapping[str, Any]) -> bool:
 
 
 def unjudged_metrics(records: Iterable[Mapping[str, Any]], prefix: str = "cuda_agent") -> dict[str, float]:
-    """The step's counts: `{prefix}/samples`, `/unjudged` (masked out of the loss), `/unjudged_fraction`
-    and `/unjudged_status/<status>` for each status of an unjudged sample in the step."""
+    """The step's counts: `{prefix}/samples_total`, `/unjudged_total` (masked out of the loss),
+    `/unjudged_fraction` and `/unjudged_total/<status>` for each status among the unjudged. The names
+    say "total" because verl's v1 metrics aggregator sums such names over a step's sync iterations."""
     records = list(records)
     unjudged = [r for r in records if not is_judged(r)]
     metrics: dict[str, float] = {
-        f"{prefix}/samples": float(len(records)),
-        f"{prefix}/unjudged": float(len(unjudged)),
+        f"{prefix}/samples_total": float(len(records)),
+        f"{prefix}/unjudged_total": float(len(unjudged)),
         f"{prefix}/unjudged_fraction": len(unjudged) / len(records) if records else 0.0,
     }
     statuses = Counter(str(r.get("status", r.get("judge_status", "unknown"))) for r in unjudged)
     for status, count in sorted(statuses.items()):
-        metrics[f"{prefix}/unjudged_status/{status}"] = float(count)
+        metrics[f"{prefix}/unjudged_total/{status}"] = float(count)
     return metrics

@@ -10,7 +10,8 @@ A row has verl's columns:
                 for stage 4 the opening messages `solve` sends, rendered for a bubblewrap workspace at
                 /workspace (CudaAgentLoop renders them again for the workspace it lays out, so verl uses
                 this copy only to filter over-long prompts and to log)
-  agent_name    "single_turn_agent" (verl's own, stage 1) or "cuda_agent" (CudaAgentLoop, stage 4)
+  agent_name    "cuda_agent_single_turn" (CudaSingleTurnLoop: verl's single-turn loop, judged in the
+                loop, stage 1) or "cuda_agent" (CudaAgentLoop, stage 4)
   data_source   "cuda_agent/<origin>" (ops6k, synth, kernelbench/levelN, tasks): verl groups metrics by it
   ability       "cuda"
   reward_model  {"style": "judge", "ground_truth": <the task's digest>}: the judge needs no answer key
@@ -33,7 +34,7 @@ from cuda_agent.task import Task, TaskError, load_task
 SINGLE_TURN = "single_turn"
 AGENT = "agent"
 FORMATS = (SINGLE_TURN, AGENT)
-SINGLE_TURN_AGENT = "single_turn_agent"  # verl's built-in loop: one generation, reward from the reward fn
+SINGLE_TURN_AGENT = "cuda_agent_single_turn"  # verl's single-turn loop, judged in the loop (masks failures)
 DISPLAY_ROOT = "/workspace"
 
 
