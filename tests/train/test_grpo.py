@@ -130,14 +130,15 @@ def _dead_port() -> int:
         return s.getsockname()[1]  # closed again: nothing listens there
 
 
-def test_a_judge_that_is_down_gives_the_fallback_and_the_reason(tmp_path: Path) -> None:
+def test_a_judge_that_is_down_gives_no_reward_and_the_reason(tmp_path: Path) -> None:
     from cuda_agent.service.client import RemoteJudge
 
     remote = RemoteJudge(f"http://127.0.0.1:{_dead_port()}", token="t", retries=0, timeout_s=5)
-    env, _ = _env(tmp_path / "remote", remote, judge_down_reward=-0.5)
-    assert env.get_reward() == -0.5
+    env, _ = _env(tmp_path / "remote", remote)
+    assert env.get_reward() is None and not env._judged
     record = json.loads((tmp_path / "remote" / "rollouts.jsonl").read_text())
     assert record["judge_status"] == "unavailable" and "cannot reach the judge" in record["reason"]
+    assert record["judged"] is False and record["reward"] is None
 
     def broken(workspace: Path, task: Task) -> JudgeOutcome:
         raise ConnectionResetError("the judge went away")
@@ -185,7 +186,7 @@ def test_grpo_optimiser_steps_on_the_tiny_model(tiny_model: Path, tmp_path: Path
     assert steps == summary["per_step"] and [s["step"] for s in steps] == [1, 2]
     for step in steps:
         assert step["reward_mean"] == pytest.approx(0.0) and step["reward_std"] > 0
-        assert step["judge_statuses"] == {"incorrect": 1, "ok": 1} and step["judge_down"] == 0
+        assert step["judge_statuses"] == {"incorrect": 1, "ok": 1} and step["unjudged"] == 0
         assert step["tool_call_frequency"] == 0.0 and isinstance(step["loss"], float)
         assert step["wall_s"] >= step["step_s"] > 0
     rollouts = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
@@ -193,6 +194,60 @@ def test_grpo_optimiser_steps_on_the_tiny_model(tiny_model: Path, tmp_path: Path
     assert (out / "grpo_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "config.json").is_file() and json.loads((out / "grpo_summary.json").read_text())["steps"] == 2
     assert summary["judge_processes_left"] == [] and judge_processes() == []
+
+
+def test_a_workspace_that_cannot_be_opened_is_an_unjudged_rollout_not_a_crash(tmp_path: Path) -> None:
+    """reset() on a rollout root that is a file: TRL's step would have died in reset(); now the tools say
+    why they cannot run, nothing is judged, and the rollout is recorded without a verdict."""
+    (tmp_path / "envs").write_text("not a folder")
+    judge = KnownVerdicts({})
+    env, rollouts = _env(tmp_path, judge)
+    assert "could not be opened" in env.Read(file_path="model.py")
+    assert env.get_reward() is None and not env._judged and judge.calls == []
+    (record,) = rollouts.drain()
+    assert record["judge_status"] == "rollout_error" and "could not be opened" in record["reason"]
+
+
+def test_grpo_masks_an_unjudged_rollout_out_of_the_loss(tiny_model: Path, tmp_path: Path) -> None:
+    """One generation batch of three rollouts through TRL's own generation and scoring: slot 2's judge
+    raised. Its tool mask (the loss mask TRL multiplies into every loss term) is zero on every token, the
+    token normaliser counts only the judged rollouts, and the step's metrics say one of three."""
+    import time
+
+    from transformers import AutoTokenizer
+
+    from cuda_agent.train.grpo import _trainer, training_rows
+
+    def verdicts(workspace: Path, task: Task) -> JudgeOutcome:
+        slot = Path(workspace).parent.name
+        if slot == "env-2":
+            raise ConnectionResetError("the judge went away")
+        return JudgeOutcome("incorrect", -1, "known") if slot == "env-0" else JudgeOutcome("ok", 1, "known")
+
+    task = tmp_path / "relu.py"
+    task.write_text(RELU_TASK)
+    settings = GRPOSettings(tasks=(str(task),), model=str(tiny_model), out=tmp_path / "run", num_generations=3,
+                            max_steps=1, max_completion_length=8, max_turns=2, bf16=False)  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model, padding_side="left")
+    from cuda_agent.train.grpo import load_tasks
+
+    rows, config = training_rows(settings, load_tasks(settings.tasks)[0], tokenizer)
+    rollouts = RolloutLog(tmp_path / "rollouts.jsonl")
+    factory = EnvironmentFactory(verdicts, EnvironmentSettings(root=tmp_path / "envs", agent=config), rollouts)
+    try:
+        trainer, _, _ = _trainer(settings, tokenizer, rows, factory, rollouts, time.monotonic())
+        trainer.model.train()
+        output = trainer._generate_and_score_completions([dict(rows[0]) for _ in range(3)])
+    finally:
+        factory.close()
+    loss_mask = output["completion_mask"] * output["tool_mask"]
+    assert loss_mask[2].sum().item() == 0 and loss_mask[0].sum().item() > 0 and loss_mask[1].sum().item() > 0
+    assert output["num_items_in_batch"].item() == loss_mask.sum().item()
+    assert output["advantages"][2].item() == 0.0
+    metrics = trainer._metrics["train"]
+    assert metrics["cuda_agent/unjudged_total"] == [1.0] and metrics["cuda_agent/samples_total"] == [3.0]
+    statuses = {r["slot"]: (r["judge_status"], r["judged"]) for r in rollouts.drain()}
+    assert statuses == {0: ("incorrect", True), 1: ("ok", True), 2: ("judge_error", False)}
 
 
 def test_trl_parses_the_tiny_models_tool_calls_into_our_tools(tiny_model: Path, tmp_path: Path) -> None:

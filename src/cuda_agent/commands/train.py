@@ -94,8 +94,6 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     grpo.add_argument("--out", type=Path, required=True, help="folder for the trained model and the logs")
     grpo.add_argument("--judge-url", help="judge on a `cuda-agent serve` server (token in $CUDA_AGENT_JUDGE_TOKEN); "
                       "default: a local JudgeService on this GPU")  # fmt: skip
-    grpo.add_argument("--judge-down-reward", type=float, default=None,
-                      help="reward of a rollout the judge gave no verdict for (default: none, i.e. zero advantage)")
     grpo.add_argument("--judge-timeout", type=float, default=900.0,
                       help="seconds a remote judgment may take before the judge counts as down")
     grpo.add_argument("--num-generations", type=int, default=4, help="rollouts per task in a group")
@@ -313,7 +311,7 @@ def grpo_settings(args: argparse.Namespace) -> Any:
     from cuda_agent.train.grpo import GRPOSettings
 
     return GRPOSettings(tasks=tuple(args.tasks), model=args.model, out=args.out, judge_url=args.judge_url,
-                        judge_down_reward=args.judge_down_reward, judge_timeout_s=args.judge_timeout,
+                        judge_timeout_s=args.judge_timeout,
                         num_generations=args.num_generations,
                         prompts_per_step=args.prompts_per_step, max_steps=args.max_steps, learning_rate=args.lr,
                         grad_accum=args.grad_accum, max_completion_length=args.max_completion_length,

@@ -10,9 +10,11 @@ declare it), and `get_reward()` scores the finished rollout. So:
   The method signatures and docstrings are generated from the tools' own JSON schemas, so the model is
   offered the same names, parameters and descriptions as in `solve`;
 - the reward is the judge's milestone reward (-1..3) on the final workspace, through the `Judge` seam
-  (local `JudgeService` or `RemoteJudge`). A judge that cannot give a verdict (down, no GPU, timed out)
-  never raises into the trainer: the rollout gets `judge_down_reward` (None: no reward, which TRL turns
-  into a zero advantage) and the reason is logged and recorded.
+  (local `JudgeService` or `RemoteJudge`). A judge that cannot give a verdict (down, no GPU, timed out,
+  the GPU never free for it) and a rollout whose workspace could not be opened never raise into the
+  trainer and never become a reward: `get_reward()` returns None (TRL keeps the sample out of the group
+  baseline), the reason is logged and recorded with `judged: false`, and `UnjudgedMasking` (masking.py)
+  masks the sample out of the loss (train/unjudged.py says why).
 
 Every finished rollout is appended to `RolloutLog` (task, tool calls and their statuses, the judge's
 status, reward and reason), which grpo.py writes per step.
@@ -35,6 +37,7 @@ from cuda_agent.agent.config import AgentConfig
 from cuda_agent.agent.judging import JUDGE_ERROR, Judge, JudgeOutcome
 from cuda_agent.agent.tools import Tool, ToolBox, default_tools
 from cuda_agent.task import Task, load_task
+from cuda_agent.train.unjudged import ROLLOUT_ERROR
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +114,6 @@ class EnvironmentSettings:
 
     root: Path  # rollout workspaces: ROOT/env-<slot>/workspace, re-made on every reset
     agent: AgentConfig = field(default_factory=AgentConfig)  # sandbox, Bash timeouts, output limits, cache seed
-    judge_down_reward: float | None = None  # reward when the judge gives no verdict (None: no reward)
     rollout_time_limit_s: float | None = 1800.0  # Bash never outlives this, counted from reset
 
 
@@ -155,6 +157,8 @@ class CudaKernelEnv:
         self._calls: list[dict[str, str]] = []
         self._started = 0.0
         self._rollout = 0
+        self._failure: str | None = None  # why this rollout's workspace could not be opened
+        self._judged = True  # whether the last finished rollout got a verdict (read by the trainer's masking)
 
     # TRL's interface: reset, the tools (generated below), get_reward
 
@@ -164,19 +168,28 @@ class CudaKernelEnv:
         if not task_source:
             raise ValueError("a GRPO dataset row needs `task_source` (the task's model.py) and `task_name`")
         self._task = load_task(task_source, name=task_name or "task")
-        self._toolbox = _open_workspace(self._task, self._workspace_path(), self._settings.agent)
+        self._failure = None
         self._started = time.monotonic()
+        self._calls = []
+        self._rollout += 1
+        try:
+            self._toolbox = _open_workspace(self._task, self._workspace_path(), self._settings.agent)
+        except Exception as e:  # a full disk, a broken cache: this rollout is masked, the step goes on
+            self._failure = f"the rollout's workspace could not be opened: {type(e).__name__}: {e}"
+            log.warning("rollout %s/%d on %s: %s", self._slot, self._rollout, self._task.name, self._failure)
+            return None
         limit = self._settings.rollout_time_limit_s
         self._toolbox.context.time_left = (lambda: None) if limit is None else (
             lambda: limit - (time.monotonic() - self._started))  # fmt: skip
-        self._calls = []
-        self._rollout += 1
         return None
 
     def get_reward(self) -> float | None:
-        """The judge's milestone reward on the final workspace; `judge_down_reward` when it gives none."""
-        if self._task is None or self._toolbox is None:
+        """The judge's milestone reward on the final workspace; None when there is no verdict."""
+        if self._task is None:
             raise RuntimeError("get_reward() before reset(): the trainer must reset every rollout first")
+        if self._toolbox is None:  # the workspace never opened: nothing to judge
+            outcome = JudgeOutcome(ROLLOUT_ERROR, None, self._failure or "the rollout has no workspace")
+            return self._finish(outcome, self._workspace_path(), time.monotonic(), None)
         workspace = self._toolbox.context.workspace.root
         self._toolbox.close()  # background shells must not change the files while they are judged
         start = time.monotonic()
@@ -189,27 +202,32 @@ class CudaKernelEnv:
             with gpu_lease.judgment([] if remote else None, what=what) as lease:
                 outcome = self._judge(workspace, self._task)
                 gpu_wait_s = round(lease.waited_s, 3) if lease.gpus else None
-        except Exception as e:  # a judge bug, a dead connection or a GPU never free costs this rollout's reward
+        except Exception as e:  # a judge bug, a dead connection or a GPU never free: no verdict, masked
             outcome = JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
+        return self._finish(outcome, workspace, start, gpu_wait_s)
+
+    # private: TRL exposes every public method to the model
+
+    def _finish(self, outcome: JudgeOutcome, workspace: Path, start: float, gpu_wait_s: float | None) -> float | None:
+        """Record the rollout; its reward, or None (and masked) when the judge gave no verdict."""
+        assert self._task is not None
         reward: float | None = float(outcome.reward) if outcome.reward is not None else None
+        self._judged = reward is not None
         if reward is None:
-            reward = self._settings.judge_down_reward
-            log.warning("rollout %s/%d on %s: no verdict (%s: %s); reward %s", self._slot, self._rollout,
-                        self._task.name, outcome.status, outcome.reason, reward)  # fmt: skip
+            log.warning("rollout %s/%d on %s: no verdict (%s: %s); masked out of the loss", self._slot,
+                        self._rollout, self._task.name, outcome.status, outcome.reason)  # fmt: skip
         self._rollouts.add({
             "slot": self._slot, "rollout": self._rollout, "task": self._task.name, "workspace": str(workspace),
             "tool_calls": list(self._calls), "judge_status": outcome.status, "judge_reward": outcome.reward,
-            "reward": reward, "reason": outcome.reason, "judge_s": round(time.monotonic() - start, 3),
-            "gpu_wait_s": gpu_wait_s,
+            "judged": self._judged, "reward": reward, "reason": outcome.reason,
+            "judge_s": round(time.monotonic() - start, 3), "gpu_wait_s": gpu_wait_s,
             "rollout_s": round(time.monotonic() - self._started, 3),
         })  # fmt: skip
         return reward
 
-    # private: TRL exposes every public method to the model
-
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
         if self._toolbox is None:
-            return f"{name} cannot run: the rollout has not started"
+            return f"{name} cannot run: {self._failure or 'the rollout has not started'}"
         result = self._toolbox.execute(name, arguments)
         self._calls.append({"name": name, "status": result.status})
         return result.content

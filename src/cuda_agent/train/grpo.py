@@ -12,8 +12,10 @@ What this module adds around TRL, and nothing more (no training loop of ours):
   for `--judge-url`; closed at the end, so no judge process outlives training;
 - the response parser TRL needs to read tool calls, for chat templates it does not know (the tiny
   model's Hermes-style `<tool_call>` JSON);
+- rollouts the judge could not judge masked out of the loss and counted (masking.py; never a reward);
 - per-step logs: TRL's own (`log_history`), plus OUT/grpo_steps.jsonl (reward mean, tool calls per
-  rollout, loss, wall time, the judge's statuses), OUT/rollouts.jsonl and OUT/grpo_curve.png.
+  rollout, loss, wall time, the judge's statuses, the unjudged count), OUT/rollouts.jsonl and
+  OUT/grpo_curve.png.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from cuda_agent.task import Task
 from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_panels, stderr_logging
 from cuda_agent.train.environment import EnvironmentFactory, EnvironmentSettings, RolloutLog
+from cuda_agent.train.masking import masking_trainer
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,6 @@ class GRPOSettings:
     model: str
     out: Path
     judge_url: str | None = None  # None: a local JudgeService on this machine's GPU
-    judge_down_reward: float | None = None  # None: a rollout without a verdict gets no reward
     judge_timeout_s: float = 900.0  # a remote judgment not answered by then counts as the judge being down
     num_generations: int = 4  # rollouts per task in a group
     prompts_per_step: int = 1
@@ -248,7 +250,7 @@ def step_record(logs: dict[str, Any], rollouts: list[dict[str, Any]], step: int,
         "completion_mean_length": logs.get("completions/mean_length"),
         "rollouts": len(rollouts),
         "judge_statuses": dict(statuses),
-        "judge_down": sum(1 for r in rollouts if r["judge_reward"] is None),
+        "unjudged": sum(1 for r in rollouts if not r["judged"]),  # masked out of the loss
         "tool_calls": dict(tool_calls),
         "step_s": round(step_s, 3),
         "wall_s": round(wall_s, 3),
@@ -314,7 +316,7 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
     own_judge = judge is None
     judge = open_judge(settings.judge_url, settings.judge_timeout_s) if own_judge else judge
     rollouts = RolloutLog(out / "rollouts.jsonl")
-    env_settings = EnvironmentSettings(root=out / "rollouts", agent=config, judge_down_reward=settings.judge_down_reward,
+    env_settings = EnvironmentSettings(root=out / "rollouts", agent=config,
                                        rollout_time_limit_s=settings.rollout_time_limit_s)  # fmt: skip
     factory = EnvironmentFactory(judge, env_settings, rollouts)
     try:
@@ -342,6 +344,7 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
         "rollouts": rollouts.total,
         "per_step": records,
         "judge_statuses": dict(sum((Counter(r["judge_statuses"]) for r in records), Counter())),
+        "unjudged": sum(r["unjudged"] for r in records),
         "judge_processes_left": left,
         "wall_s": round(time.monotonic() - start, 2),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
@@ -370,8 +373,9 @@ def _trainer(settings: GRPOSettings, tokenizer: Any, rows: list[dict[str, Any]],
         model_init_kwargs={"dtype": settings.dtype},
         log_completions=False,
     )
-    trainer = GRPOTrainer(model=settings.model, args=config, train_dataset=Dataset.from_list(rows),
-                          processing_class=tokenizer, environment_factory=factory)  # fmt: skip
+    trainer_class = masking_trainer(GRPOTrainer)  # unjudged rollouts out of the loss (masking.py)
+    trainer = trainer_class(model=settings.model, args=config, train_dataset=Dataset.from_list(rows),
+                            processing_class=tokenizer, environment_factory=factory)  # fmt: skip
     stderr_logging(trainer, "grpo")
     trl_log = logging.getLogger("trl.trainer.grpo_trainer")
     if not any(isinstance(f, _ShortUnscoredWarning) for f in trl_log.filters):
