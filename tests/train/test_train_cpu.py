@@ -97,6 +97,35 @@ def test_sft_steps_on_cpu(data, tiny_model, tmp_path, capsys) -> None:
     assert model.config.model_type == "qwen2"
 
 
+def test_sft_and_value_run_on_a_template_without_generation_markers(data, tiny_model, tmp_path, capsys) -> None:
+    """The stock templates of Qwen3, Llama 3 and most open models have no `{% generation %}` markers, and
+    the SFT stage saves the template as it is: both stages must train on such a model (they refused it)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from cuda_agent.train.masks import render
+
+    model = tmp_path / "plain"
+    shutil.copytree(tiny_model, model)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    marked = tokenizer.chat_template
+    tokenizer.chat_template = marked.replace("{%- generation -%}", "").replace("{%- endgeneration -%}", "")
+    assert "generation -%}" not in tokenizer.chat_template
+    tokenizer.save_pretrained(model)
+    row = read_rows(data)[0]
+    theirs = AutoTokenizer.from_pretrained(tiny_model).apply_chat_template(
+        row["messages"], tools=json.loads(row["tools"]), tokenize=True, return_dict=True,
+        return_assistant_tokens_mask=True)  # fmt: skip
+    assert render(tokenizer, row["messages"], row["tools"])["assistant_masks"] == list(theirs["assistant_masks"])
+    for stage in ("sft", "value"):
+        code = main(["train", stage, "--data", str(data), "--model", str(model), "--out", str(tmp_path / stage),
+                     "--max-steps", "2", "--no-bf16", "--json"])  # fmt: skip
+        captured = capsys.readouterr()
+        assert code == 0, (stage, captured.err[-2000:])
+        assert json.loads(captured.out)["steps"] == 2
+
+
 def test_a_max_length_that_leaves_nothing_to_train_on_is_one_line(data, tiny_model, tmp_path, capsys) -> None:
     """--max-length below the first assistant token: one line naming the length that would do, not the
     sampler's "num_samples=0" from inside the trainer (sft) or a critic trained on no target (value)."""

@@ -1,9 +1,10 @@
 """RFT: fine-tune the actor on kept trajectories with TRL's `SFTTrainer`, loss on the assistant's tokens only.
 
-The data is what `cuda-agent train rft-data` writes (`messages` + `tools`); the tools are rendered by the
-model's chat template, which must carry `{% generation %}` markers (TRL's requirement for
-`assistant_only_loss`; the tiny model's template has them, and TRL swaps in a marked template for the
-model families it knows). bf16 when the GPU supports it, gradient checkpointing on. The same function runs
+The data is what `cuda-agent train rft-data` writes (`messages` + `tools`), rendered here by the model's
+own chat template into `input_ids` and `assistant_masks` (masks.py: prefix by prefix, so any template
+works, with or without `{% generation %}` markers, which TRL's own `assistant_only_loss` would need);
+TRL builds the labels from that mask, truncates to `max_length` and drops conversations left without an
+assistant token. bf16 when the GPU supports it, gradient checkpointing on. The same function runs
 under `accelerate launch --config_file <fsdp.yaml>` on several GPUs: TRL and accelerate read the
 distributed setup from the environment the launcher prepares.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from cuda_agent.train.arguments import shared_arguments
 from cuda_agent.train.curves import loss_points, plot_loss, stderr_logging
-from cuda_agent.train.masks import first_assistant_token, max_length_too_short
+from cuda_agent.train.masks import max_length_too_short, render
 from cuda_agent.train.rft_data import read_rows
 
 
@@ -43,17 +44,18 @@ class SFTSettings:
     dtype: str = "auto"  # weights as loaded; "bfloat16" for large models
 
 
-def conversations(path: Path) -> Any:
-    """The parquet rows as an in-memory `datasets.Dataset` of `messages` + `tools` (nothing is cached on disk)."""
+def conversations(path: Path, tokenizer: Any) -> Any:
+    """The parquet rows as an in-memory `datasets.Dataset` of `input_ids` + `assistant_masks`, rendered
+    by the model's chat template (nothing is cached on disk)."""
     from datasets import Dataset
 
     rows = read_rows(path)
     if not rows:
         raise ValueError(f"{path} holds no rows: nothing to train on (check the filters of rft-data)")
-    return Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
+    return Dataset.from_list([render(tokenizer, r["messages"], r["tools"]) for r in rows])
 
 
-def check_kept(trainer: Any, dataset: Any, tokenizer: Any, max_length: int | None) -> None:
+def check_kept(trainer: Any, dataset: Any, max_length: int | None) -> None:
     """TRL drops a conversation that `max_length` cuts before its first assistant token (nothing left to
     train on). All dropped: a ValueError naming the length that would do, not the sampler's "num_samples=0"
     from deep inside the trainer. Some dropped: say how many."""
@@ -61,8 +63,7 @@ def check_kept(trainer: Any, dataset: Any, tokenizer: Any, max_length: int | Non
     if kept == len(dataset) or max_length is None:
         return
     if kept == 0:
-        starts = [first_assistant_token(tokenizer, row["messages"], row["tools"]) for row in dataset]
-        raise ValueError(max_length_too_short(max_length, starts))
+        raise ValueError(max_length_too_short(max_length, [row["assistant_masks"].index(1) for row in dataset]))
     print(f"[sft] {len(dataset) - kept} of {len(dataset)} conversation(s) end before their first assistant token "
           f"at --max-length {max_length}: trained on the other {kept}", file=sys.stderr, flush=True)  # fmt: skip
 
@@ -74,19 +75,19 @@ def run_sft(settings: SFTSettings) -> dict[str, Any]:
 
     start = time.monotonic()
     out = Path(settings.out)
-    dataset = conversations(Path(settings.data))
     tokenizer = AutoTokenizer.from_pretrained(settings.model)
+    dataset = conversations(Path(settings.data), tokenizer)
     arguments = shared_arguments(settings)
     bf16 = arguments["bf16"]
     config = SFTConfig(
         **arguments,
         max_length=settings.max_length,
-        assistant_only_loss=True,
+        assistant_only_loss=False,  # the dataset's own assistant_masks make the labels (TRL's would need markers)
         lr_scheduler_type=settings.scheduler,
         model_init_kwargs={"dtype": settings.dtype},
     )
     trainer = SFTTrainer(model=settings.model, args=config, train_dataset=dataset, processing_class=tokenizer)
-    check_kept(trainer, dataset, tokenizer, settings.max_length)
+    check_kept(trainer, dataset, settings.max_length)
     stderr_logging(trainer, "sft")
     result = trainer.train()
     trainer.save_model(str(out))

@@ -7,7 +7,7 @@ end, the Monte-Carlo return from every state is the episode's reward.
 Which positions carry a target: the states the actor acts from, exactly where verl reads its critic.
 verl's value of response token t is the head's output at position t - 1 (`values[:, -len-1:-1]`): the
 state after everything before t, from which t is generated. So position p carries the target iff token
-p + 1 is an assistant token (the template's `{% generation %}` mask): the last token of each assistant
+p + 1 is an assistant token (masks.py: from the template's own rendering): the last token of each assistant
 header (the state that has read every tool result so far), then each assistant token but the turn's
 last. Tool results and prompts are context, not decisions, and carry none. Some of these states cannot
 tell the outcome yet (before the model has written its kernel nothing distinguishes a good episode from
