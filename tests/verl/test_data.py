@@ -107,3 +107,42 @@ def test_the_cli_writes_parquet_and_reports(tmp_path: Path, capsys) -> None:
     assert "cuda_agent/tasks" in captured.err and (tmp_path / "out" / "val.parquet").is_file()
     assert main(["train", "verl-data", str(tmp_path / "missing"), "--out", str(tmp_path / "o2")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_prompts_are_counted_with_the_tool_schemas_and_overlong_ones_filtered(tmp_path: Path, tiny_model: Path,
+                                                                             tokenizer, capsys) -> None:  # fmt: skip
+    """verl counts a row's messages only; the agent loop also renders ten tool schemas. The converter counts
+    what the loop sends and skips (or refuses) a task over the limit, printing the counts."""
+    from cuda_agent.cli import main
+    from cuda_agent.train.verl.data import PromptLimit, prompt_for, prompt_tokens, prompt_tools
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "relu.py").write_text(TASK_SOURCE)
+    (tasks / "long.py").write_text(TASK_SOURCE + "\n" + "".join(f"# padding line {i}: {'x' * 60}\n" for i in range(300)))
+    relu = task_from_extra_info({"task": {"name": "relu", "source": TASK_SOURCE}})
+    bare = prompt_tokens(tokenizer, prompt_for(relu, AGENT), None)
+    counted = prompt_tokens(tokenizer, prompt_for(relu, AGENT), prompt_tools(AGENT))
+    assert counted > bare + 1000, "the ten tool schemas are part of the prompt the loop sends"
+    limit = counted + 50  # relu fits, the long task (about 10,000 more characters) does not
+
+    report = convert([tasks], tmp_path / "out", fmt=AGENT, limit=PromptLimit(str(tiny_model), limit))
+    assert report.written == {"train": 1}
+    (where, why), = report.skipped
+    assert where == "long" and why.startswith("prompt of ") and f"exceeds the limit of {limit}" in why
+    assert report.prompt_tokens["longest_task"] == "long" and report.prompt_tokens["over"] == 1
+    import pyarrow.parquet as pq
+
+    assert [r["extra_info"]["task"]["name"] for r in pq.read_table(tmp_path / "out" / "train.parquet").to_pylist()] == ["relu"]
+
+    with pytest.raises(ValueError, match=r"1 task prompt\(s\) exceed .* long \(\d+\)"):
+        convert([tasks], tmp_path / "refused", fmt=AGENT, limit=PromptLimit(str(tiny_model), limit, "refuse"))
+    assert not (tmp_path / "refused").exists()
+
+    assert main(["train", "verl-data", str(tasks), "--out", str(tmp_path / "cli"), "--tokenizer", str(tiny_model),
+                 "--max-prompt-tokens", str(limit)]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert f"limit {limit}, 1 over" in err and "prompt tokens (tool schemas included" in err
+    assert main(["train", "verl-data", str(tasks), "--out", str(tmp_path / "cli2"), "--tokenizer", str(tiny_model),
+                 "--max-prompt-tokens", str(limit), "--overlong", "refuse"]) == 2  # fmt: skip
+    assert "exceed" in capsys.readouterr().err

@@ -127,6 +127,12 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                       help="single_turn: stage 1 (one response, reward function); agent: stage 4 (CudaAgentLoop)")
     verl.add_argument("--val-size", type=int, default=0, help="tasks held out at random into val.parquet")
     verl.add_argument("--seed", type=int, default=0, help="seed of the held-out draw")
+    verl.add_argument("--tokenizer", help="count every prompt (tool schemas included) with this model's tokenizer "
+                      "(a folder or hub id: the recipe's MODEL / ACTOR)")  # fmt: skip
+    verl.add_argument("--max-prompt-tokens", type=int, default=8192,
+                      help="with --tokenizer: the prompt limit (the recipe's PROMPT_LEN, verl's data.max_prompt_length)")
+    verl.add_argument("--overlong", choices=("filter", "refuse"), default="filter",
+                      help="a prompt over the limit: skip its task with the count (filter) or write nothing (refuse)")
     verl.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     verl.set_defaults(handler=run_verl_data)
 
@@ -322,12 +328,13 @@ def grpo_settings(args: argparse.Namespace) -> Any:
 
 
 def run_verl_data(args: argparse.Namespace) -> int:
-    from cuda_agent.train.verl.data import convert, table
+    from cuda_agent.train.verl.data import PromptLimit, convert, table
 
     if args.val_size < 0:
         return _fail("--val-size must be 0 or more")
     try:
-        report = convert(args.tasks, args.out, fmt=args.format, val_size=args.val_size, seed=args.seed)
+        limit = PromptLimit(args.tokenizer, args.max_prompt_tokens, args.overlong) if args.tokenizer else None
+        report = convert(args.tasks, args.out, fmt=args.format, val_size=args.val_size, seed=args.seed, limit=limit)
     except (OSError, ValueError) as e:
         return _fail(str(e))
     if not report.written:

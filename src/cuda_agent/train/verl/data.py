@@ -1,5 +1,11 @@
 """Tasks -> verl's RL parquet: one row per task, for stage 1 (single turn) or stage 4 (the agent loop).
 
+verl left-truncates (or drops, with `data.filter_overlong_prompts`) a prompt longer than its
+`data.max_prompt_length`, and counts only the messages: the ten tool schemas CudaAgentLoop renders with
+them (about 2,000 tokens) are not counted. Given a tokenizer and a limit (`PromptLimit`), every row's
+prompt is counted here as the loop renders it (chat template, tools included, generation prompt), the
+longest is reported, and a row over the limit is skipped with its count, or the conversion refused.
+
 Tasks are read with the loaders `cuda-agent solve` uses: an Ops-6K parquet or `cuda-agent synth` output
 (`load_ops6k`, keeping each row's `data_source` and ops), task files and folders (`collect_tasks`), and a
 KernelBench checkout (`KernelBench/KernelBench`, whose level1/ ... level4/ folders hold the tasks). Every
@@ -38,6 +44,25 @@ SINGLE_TURN_AGENT = "cuda_agent_single_turn"  # verl's single-turn loop, judged 
 DISPLAY_ROOT = "/workspace"
 
 
+OVERLONG = ("filter", "refuse")
+
+
+@dataclass(frozen=True)
+class PromptLimit:
+    """Count every row's prompt with `tokenizer` (a model folder or hub id, as the recipe's MODEL/ACTOR)
+    and keep it under `max_tokens` (the recipe's PROMPT_LEN: verl's `data.max_prompt_length`)."""
+
+    tokenizer: str
+    max_tokens: int = 8192
+    overlong: str = "filter"  # filter: skip the row with its count; refuse: write nothing
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"the prompt token limit must be at least 1, got {self.max_tokens}")
+        if self.overlong not in OVERLONG:
+            raise ValueError(f"overlong must be one of {', '.join(OVERLONG)}, got {self.overlong!r}")
+
+
 @dataclass
 class Conversion:
     """What was read, written and skipped (with why), for the command's table and JSON."""
@@ -47,10 +72,12 @@ class Conversion:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     sources: Counter = field(default_factory=Counter)
     paths: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: dict[str, Any] = field(default_factory=dict)  # counted: longest, limit, over
 
     def to_dict(self) -> dict[str, Any]:
         return {"read": self.read, "written": self.written, "skipped": [{"where": w, "why": y} for w, y in self.skipped],
-                "data_sources": dict(self.sources), "paths": self.paths}  # fmt: skip
+                "data_sources": dict(self.sources), "paths": self.paths,
+                "prompt_tokens": self.prompt_tokens}  # fmt: skip
 
 
 def task_from_extra_info(extra_info: Any) -> Task:
@@ -145,6 +172,56 @@ def prompt_for(task: Task, fmt: str) -> list[dict[str, str]]:
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
 
+def prompt_tools(fmt: str) -> list[dict[str, Any]] | None:
+    """The tool schemas the loop renders with a row's prompt: stage 4's ten tools, none for stage 1. Bash's
+    description names the episode's sandbox; the longest of its sentences is counted."""
+    if fmt != AGENT:
+        return None
+    from cuda_agent.agent.tools import default_tools
+    from cuda_agent.agent.tools.bash import Bash
+    from cuda_agent.agent.tools.sandbox import Sandbox, SandboxPolicy
+
+    sentences = [Sandbox(None, mechanism, SandboxPolicy(allow_network=network), {}).describe()  # type: ignore[arg-type]
+                 for mechanism in ("bwrap", "unshare", "none") for network in (False, True)]  # fmt: skip
+    schemas = []
+    for tool in default_tools():
+        schema = tool.schema()
+        if isinstance(tool, Bash):
+            schema["function"]["description"] = tool.description.format(sandbox=max(sentences, key=len))
+        schemas.append(schema)
+    return schemas
+
+
+def prompt_tokens(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """Tokens of the prompt as the agent loop sends it: chat template, tool schemas, generation prompt."""
+    ids = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True,
+                                        return_dict=True)["input_ids"]  # fmt: skip
+    return len(ids)
+
+
+def within_limit(tasks: list[tuple[Task, str]], fmt: str, limit: PromptLimit, report: Conversion) -> list[tuple[Task, str]]:
+    """The tasks whose prompt fits `limit`; the others go to `report.skipped` with their count (filter) or
+    raise a ValueError listing them (refuse). `report.prompt_tokens` gets the figures either way."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(limit.tokenizer)
+    tools = prompt_tools(fmt)
+    counts = [(task, origin, prompt_tokens(tokenizer, prompt_for(task, fmt), tools)) for task, origin in tasks]
+    over = [(task.name, n) for task, _, n in counts if n > limit.max_tokens]
+    longest = max(counts, key=lambda c: c[2], default=None)
+    report.prompt_tokens = {"tokenizer": limit.tokenizer, "limit": limit.max_tokens, "tools_counted": bool(tools),
+                            "longest": longest[2] if longest else 0, "longest_task": longest[0].name if longest else None,
+                            "over": len(over)}  # fmt: skip
+    if over and limit.overlong == "refuse":
+        shown = ", ".join(f"{name} ({n})" for name, n in over[:10]) + (" ..." if len(over) > 10 else "")
+        raise ValueError(f"{len(over)} task prompt(s) exceed {limit.max_tokens} tokens with the tool schemas: {shown}; "
+                         "raise the limit (and the recipe's PROMPT_LEN) or pass --overlong filter")  # fmt: skip
+    for name, n in over:
+        report.skipped.append((name, f"prompt of {n} tokens (tool schemas included) exceeds the limit of "
+                                     f"{limit.max_tokens}"))  # fmt: skip
+    return [(task, origin) for task, origin, n in counts if n <= limit.max_tokens]
+
+
 def row_for(task: Task, origin: str, fmt: str, index: int, split: str) -> dict[str, Any]:
     from cuda_agent.train.verl import AGENT_NAME
 
@@ -160,13 +237,17 @@ def row_for(task: Task, origin: str, fmt: str, index: int, split: str) -> dict[s
     }
 
 
-def convert(specs: Iterable[str | Path], out: Path, *, fmt: str, val_size: int = 0, seed: int = 0) -> Conversion:
-    """Write `out`/train.parquet (and val.parquet with `val_size` tasks held out at random)."""
+def convert(specs: Iterable[str | Path], out: Path, *, fmt: str, val_size: int = 0, seed: int = 0,
+            limit: PromptLimit | None = None) -> Conversion:  # fmt: skip
+    """Write `out`/train.parquet (and val.parquet with `val_size` tasks held out at random); with `limit`,
+    only rows whose prompt fits it."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     report = Conversion()
     tasks = load_tasks(specs, report.skipped)
     report.read = len(tasks) + len(report.skipped)
+    if limit is not None and tasks:
+        tasks = within_limit(tasks, fmt, limit, report)
     if not tasks:
         return report
     order = list(range(len(tasks)))
@@ -203,6 +284,13 @@ def table(report: Conversion) -> str:
                                                     or "nothing")]  # fmt: skip
     for source, count in sorted(report.sources.items()):
         lines.append(f"  {source:<32} {count:>6}")
+    counted = report.prompt_tokens
+    if counted:
+        lines.append(f"prompt tokens ({'tool schemas included, ' if counted['tools_counted'] else ''}"
+                     f"{counted['tokenizer']}): longest {counted['longest']} ({counted['longest_task']}), "
+                     f"limit {counted['limit']}, {counted['over']} over")  # fmt: skip
+    else:
+        lines.append("prompt tokens: not counted (pass --tokenizer MODEL to count them against --max-prompt-tokens)")
     if report.skipped:
         lines.append(f"skipped {len(report.skipped)}:")
         lines += [f"  {where}: {why}" for where, why in report.skipped[:20]]
