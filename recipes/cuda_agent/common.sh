@@ -51,11 +51,25 @@ done
 # - what the policy wrote, decoded, one JSONL file per step (verl's trainer.rollout_data_dir), on by
 #   default (rollouts/EXPERIMENT) so a run can be read; ROLLOUT_DATA_DIR=null turns it off;
 # - verl v1's replay buffer plus the count of samples without a verdict (masked out of the loss) in
-#   every step's metrics: cuda_agent/unjudged_total, cuda_agent/unjudged_fraction, ... (train/verl/sampler.py).
+#   every step's metrics: cuda_agent/unjudged_total, cuda_agent/unjudged_fraction, ... (train/verl/sampler.py);
+# - rollout correction (verl 0.9.1's algorithm.rollout_correction, the variables named after its keys):
+#   importance weights between the inference engine's log-probabilities (vLLM, bf16, the weights of the
+#   last sync) and the trainer's, and optional rejection of samples whose ratio strays. Off by default
+#   (verl's default: ROLLOUT_IS=null); ROLLOUT_IS=token ROLLOUT_IS_THRESHOLD=2.0 is truncated IS per
+#   token, =sequence per sequence; ROLLOUT_RS=seq_mean_k3 ROLLOUT_RS_THRESHOLD=0.2 rejects; the
+#   rollout_corr/* metrics (the log-prob gap) are logged whenever the rollout returns log-probabilities
+#   (actor_rollout_ref.rollout.calculate_log_probs, on here). recipes/cuda_agent/README.md has the table.
 ppo_common() {
     PPO_COMMON=(
     "trainer.rollout_data_dir=${ROLLOUT_DATA_DIR:-rollouts/$1}"
     "trainer.v1.sampler.custom_sampler.path=pkg://cuda_agent.train.verl.sampler"
     "trainer.v1.sampler.custom_sampler.name=JudgedReplayBuffer"
+    "actor_rollout_ref.rollout.calculate_log_probs=True"
+    "algorithm.rollout_correction.rollout_is=${ROLLOUT_IS:-null}"
+    "algorithm.rollout_correction.rollout_is_threshold=${ROLLOUT_IS_THRESHOLD:-2.0}"
+    "algorithm.rollout_correction.rollout_is_batch_normalize=${ROLLOUT_IS_BATCH_NORMALIZE:-False}"
+    "algorithm.rollout_correction.rollout_rs=${ROLLOUT_RS:-null}"
+    "algorithm.rollout_correction.rollout_rs_threshold=${ROLLOUT_RS_THRESHOLD:-null}"
+    "algorithm.rollout_correction.bypass_mode=${ROLLOUT_CORRECTION_BYPASS_MODE:-False}"
     )
 }

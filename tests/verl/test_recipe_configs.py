@@ -116,6 +116,41 @@ def _check_unjudged_counting(config, experiment: str) -> None:
     assert issubclass(load_extern_object(custom.path, custom.name), ReplayBuffer)
 
 
+def test_rollout_correction_is_a_recipe_option_with_verls_names(tiny_model: Path) -> None:
+    """Off by default (verl's default); the variables set verl 0.9.1's algorithm.rollout_correction keys,
+    which its config class accepts and its correction helper applies to log-probabilities."""
+    import torch
+    from verl.protocol import DataProto
+    from verl.trainer.config.algorithm import RolloutCorrectionConfig
+    from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_and_add_to_batch
+    from verl.utils.config import omega_conf_to_dataclass
+
+    base = dict(ACTOR=str(tiny_model), CRITIC=str(tiny_model))
+    default = compose("ppo_trainer", recipe_lines("stage4_agentic_ppo.sh", **base)[1:])
+    assert default.algorithm.rollout_correction.rollout_is is None and default.algorithm.rollout_correction.rollout_rs is None
+    assert default.actor_rollout_ref.rollout.calculate_log_probs
+
+    lines = recipe_lines("stage4_agentic_ppo.sh", **base, ROLLOUT_IS="token", ROLLOUT_IS_THRESHOLD="2.0",
+                         ROLLOUT_RS="seq_mean_k3", ROLLOUT_RS_THRESHOLD="0.2")  # fmt: skip
+    config = compose("ppo_trainer", lines[1:])
+    _validate_ppo(config)
+    omega_conf_to_dataclass(config.algorithm)
+    correction = omega_conf_to_dataclass(config.algorithm.rollout_correction, RolloutCorrectionConfig)
+    assert (correction.rollout_is, float(correction.rollout_is_threshold), correction.rollout_rs) == ("token", 2.0, "seq_mean_k3")
+    assert not correction.bypass_mode
+
+    # what verl's trainer does with it: IS weights clipped at the threshold, a sample whose log-probs drift rejected
+    rollout = torch.tensor([[-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0]])
+    trainer = torch.tensor([[-1.0, -0.2, -1.0], [-1.0, -3.0, -4.0]])  # sample 1 drifted far from the engine
+    batch = DataProto.from_dict(tensors={"old_log_probs": trainer, "rollout_log_probs": rollout,
+                                         "response_mask": torch.ones(2, 3, dtype=torch.long)})  # fmt: skip
+    out, metrics = compute_rollout_correction_and_add_to_batch(batch, config.algorithm.rollout_correction)
+    weights = out.batch["rollout_is_weights"]
+    assert weights.max().item() <= 2.0 + 1e-6 and weights[0, 1].item() == pytest.approx(2.0)
+    assert out.batch["response_mask"][1].sum().item() == 0 and out.batch["response_mask"][0].sum().item() == 3
+    assert any(k.startswith("rollout_corr/") for k in metrics)
+
+
 def test_stage3a_sft_composes_and_verl_reads_part_1s_parquet(tiny_model: Path, tokenizer, tmp_path: Path) -> None:
     from verl.trainer.sft_trainer import create_sft_dataset
     from verl.utils.config import omega_conf_to_dataclass
