@@ -34,13 +34,19 @@ run_command() {
     "$@"
 }
 
-# The judge: JUDGE_URL names a judge server (`cuda-agent serve`, one per cluster or per node); without it
-# every rollout/reward worker judges on its own node's GPUs. Ray hands these variables to every worker
-# on every node (job runtime_env). The token is never put on a command line (verl prints its config):
-# name a file holding it (on a filesystem all nodes see) in CUDA_AGENT_JUDGE_TOKEN_FILE.
+# The judge: JUDGE_URL names a judge server (`cuda-agent serve`, one per cluster or per node) on GPUs of
+# its own, which stages 1 and 4 require by default; JUDGE_URL=local judges in every rollout/reward worker
+# on its own node's GPUs instead, the GPUs vLLM and the trainer use (Ray leaves CUDA_VISIBLE_DEVICES as
+# the node's in verl's GPU-less agent-loop workers): a judgment then contends with them, and a verdict
+# contention can cause is masked as judge_error (train/unjudged.py), so fewer samples train.
+# Ray hands these variables to every worker on every node (job runtime_env). The token is never put on a
+# command line (verl prints its config): name a file holding it (on a filesystem all nodes see) in
+# CUDA_AGENT_JUDGE_TOKEN_FILE.
 JUDGE_URL=${JUDGE_URL:-}
+JUDGE_FOR_RAY=$JUDGE_URL
+if [ "$JUDGE_URL" = local ]; then JUDGE_FOR_RAY=; fi
 RAY_ENV=()
-for pair in "CUDA_AGENT_JUDGE_URL=$JUDGE_URL" "CUDA_AGENT_JUDGE_TOKEN_FILE=${CUDA_AGENT_JUDGE_TOKEN_FILE:-}" \
+for pair in "CUDA_AGENT_JUDGE_URL=$JUDGE_FOR_RAY" "CUDA_AGENT_JUDGE_TOKEN_FILE=${CUDA_AGENT_JUDGE_TOKEN_FILE:-}" \
             "CUDA_AGENT_JUDGE_TIMEOUT_S=${CUDA_AGENT_JUDGE_TIMEOUT_S:-}" \
             "CUDA_AGENT_FAILURE_REWARD=${CUDA_AGENT_FAILURE_REWARD:-}" \
             "CUDA_AGENT_ROLLOUT_DIR=${CUDA_AGENT_ROLLOUT_DIR:-}"; do
@@ -60,6 +66,11 @@ done
 #   rollout_corr/* metrics (the log-prob gap) are logged whenever the rollout returns log-probabilities
 #   (actor_rollout_ref.rollout.calculate_log_probs, on here). recipes/cuda_agent/README.md has the table.
 ppo_common() {
+    if [ -z "$JUDGE_URL" ]; then
+        echo "set JUDGE_URL to a judge server on GPUs of its own (cuda-agent serve --gpus N; recipes/cuda_agent/README.md)," \
+             "or JUDGE_URL=local to judge on the training GPUs (contention masks samples)" >&2
+        exit 2
+    fi
     PPO_COMMON=(
     "trainer.rollout_data_dir=${ROLLOUT_DATA_DIR:-rollouts/$1}"
     "trainer.v1.sampler.custom_sampler.path=pkg://cuda_agent.train.verl.sampler"

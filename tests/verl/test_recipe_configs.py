@@ -73,7 +73,8 @@ def test_stage1_single_turn_ppo_composes_and_its_reward_function_loads(tiny_mode
 
 
 def test_stage4_agentic_ppo_composes_with_the_papers_settings(tiny_model: Path) -> None:
-    lines = recipe_lines("stage4_agentic_ppo.sh", ACTOR=str(tiny_model), CRITIC=str(tiny_model), NNODES="2")
+    lines = recipe_lines("stage4_agentic_ppo.sh", ACTOR=str(tiny_model), CRITIC=str(tiny_model), NNODES="2",
+                         JUDGE_URL="http://judge:8765")  # fmt: skip
     config = compose("ppo_trainer", lines[1:])
     rollout = _validate_ppo(config)
     assert config.trainer.total_training_steps == 150
@@ -116,6 +117,25 @@ def _check_unjudged_counting(config, experiment: str) -> None:
     assert issubclass(load_extern_object(custom.path, custom.name), ReplayBuffer)
 
 
+def test_ppo_stages_want_a_judge_pool_of_their_own_unless_told_local(tiny_model: Path) -> None:
+    """By default stages 1 and 4 refuse to start without JUDGE_URL (a judge on the training GPUs contends
+    with vLLM and the trainer); JUDGE_URL=local is the explicit choice, and hands no URL to the workers."""
+    import os
+    import subprocess
+    import sys
+
+    for script, env in (("stage1_single_turn_ppo.sh", {"MODEL": str(tiny_model)}),
+                        ("stage4_agentic_ppo.sh", {"ACTOR": str(tiny_model), "CRITIC": str(tiny_model)})):  # fmt: skip
+        full = {k: v for k, v in os.environ.items() if k != "JUDGE_URL"}
+        full.update(CUDA_AGENT_DRY_RUN="1", PYTHON=sys.executable, **env)
+        done = subprocess.run(["bash", str(RECIPE / script)], env=full, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "set JUDGE_URL to a judge server on GPUs of its own" in done.stderr, script
+        local = recipe_lines(script, **env, JUDGE_URL="local")
+        assert not any("CUDA_AGENT_JUDGE_URL" in line for line in local)
+        pool = recipe_lines(script, **env, JUDGE_URL="http://judge:8765")
+        assert "+ray_kwargs.ray_init.runtime_env.env_vars.CUDA_AGENT_JUDGE_URL=http://judge:8765" in pool
+
+
 def test_rollout_correction_is_a_recipe_option_with_verls_names(tiny_model: Path) -> None:
     """Off by default (verl's default); the variables set verl 0.9.1's algorithm.rollout_correction keys,
     which its config class accepts and its correction helper applies to log-probabilities."""
@@ -125,7 +145,7 @@ def test_rollout_correction_is_a_recipe_option_with_verls_names(tiny_model: Path
     from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_and_add_to_batch
     from verl.utils.config import omega_conf_to_dataclass
 
-    base = dict(ACTOR=str(tiny_model), CRITIC=str(tiny_model))
+    base = dict(ACTOR=str(tiny_model), CRITIC=str(tiny_model), JUDGE_URL="local")
     default = compose("ppo_trainer", recipe_lines("stage4_agentic_ppo.sh", **base)[1:])
     assert default.algorithm.rollout_correction.rollout_is is None and default.algorithm.rollout_correction.rollout_rs is None
     assert default.actor_rollout_ref.rollout.calculate_log_probs

@@ -42,7 +42,7 @@ def stage1(tiny_model: Path, tmp_path_factory) -> dict:
     assert convert([root / "tasks"], root / "data", fmt=SINGLE_TURN).written == {"train": 1}
     # the tiny tokenizer spends about a token per two characters: the prompt needs more than 8,192 of them
     lines = recipe_lines("stage1_single_turn_ppo.sh", MODEL=str(tiny_model), DATA=str(root / "data"),
-                         PROMPT_LEN="16384", NGPUS="1")  # fmt: skip
+                         PROMPT_LEN="16384", NGPUS="1", JUDGE_URL="local")  # fmt: skip
     return {"config": compose("ppo_trainer", lines[1:]), "data": root / "data" / "train.parquet"}
 
 

@@ -57,7 +57,7 @@ def test_a_good_response_through_verls_reward_manager(judge, tiny_model: Path, t
     from verl.protocol import DataProto
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    config = compose("ppo_trainer", recipe_lines("stage1_single_turn_ppo.sh", MODEL=str(tiny_model))[1:])
+    config = compose("ppo_trainer", recipe_lines("stage1_single_turn_ppo.sh", MODEL=str(tiny_model), JUDGE_URL="local")[1:])
     response = torch.tensor(tokenizer.encode(GOOD + "<|im_end|>", add_special_tokens=False))
     prompt = torch.tensor(tokenizer.apply_chat_template(ROW["prompt"], add_generation_prompt=True, tokenize=True,
                                                         return_dict=False))  # fmt: skip

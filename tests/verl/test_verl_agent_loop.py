@@ -54,7 +54,7 @@ def stage4(tiny_model: Path, tmp_path_factory) -> dict:
     assert report.written == {"train": 1}
     lines = recipe_lines("stage4_agentic_ppo.sh", ACTOR=str(tiny_model), CRITIC=str(tiny_model),
                          DATA=str(root / "data"), CONTEXT="49152", PROMPT_LEN=str(TINY_PROMPT_LEN), SP="1",
-                         NGPUS="1")  # fmt: skip
+                         NGPUS="1", JUDGE_URL="local")  # fmt: skip
     assert lines[0] == "verl.trainer.main_ppo"
     return {"config": compose("ppo_trainer", lines[1:]), "data": root / "data" / "train.parquet"}
 

@@ -37,7 +37,7 @@ from cuda_agent.agent.config import AgentConfig
 from cuda_agent.agent.judging import JUDGE_ERROR, Judge, JudgeOutcome
 from cuda_agent.agent.tools import Tool, ToolBox, default_tools
 from cuda_agent.task import Task, load_task
-from cuda_agent.train.unjudged import ROLLOUT_ERROR
+from cuda_agent.train.unjudged import ROLLOUT_ERROR, on_shared_gpus
 
 log = logging.getLogger(__name__)
 
@@ -194,16 +194,18 @@ class CudaKernelEnv:
         self._toolbox.close()  # background shells must not change the files while they are judged
         start = time.monotonic()
         gpu_wait_s = None
+        remote = bool(getattr(self._judge, "url", None))
         try:
             # A judge on this host's GPU holds it alone (cuda_agent.gpu_lease): no rollout's tool command
             # runs on it while this one is timed. A judge with a URL judges elsewhere.
-            remote = bool(getattr(self._judge, "url", None))
             what = f"the judgment of rollout {self._slot}/{self._rollout}"
             with gpu_lease.judgment([] if remote else None, what=what) as lease:
                 outcome = self._judge(workspace, self._task)
                 gpu_wait_s = round(lease.waited_s, 3) if lease.gpus else None
         except Exception as e:  # a judge bug, a dead connection or a GPU never free: no verdict, masked
             outcome = JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
+        if not remote:  # this host's GPU, which generation and training use too (one-GPU GRPO)
+            outcome = on_shared_gpus(outcome)
         return self._finish(outcome, workspace, start, gpu_wait_s)
 
     # private: TRL exposes every public method to the model

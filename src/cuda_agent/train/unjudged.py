@@ -19,11 +19,33 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
+
+from cuda_agent.agent.judging import JUDGE_ERROR, JudgeOutcome
 
 # The rollout itself raised (an exception in verl's agent loop `run()`, a workspace that could not be
 # laid out): as with a judge failure, there is no verdict and nothing the policy is to blame for.
 ROLLOUT_ERROR = "rollout_error"
+
+# Verdicts that a judge on GPUs shared with training cannot tell apart from GPU contention, so on shared
+# GPUs they are judge failures (masked), never -1: (status, how the reason starts, why).
+SHARED_GPU_RULES: tuple[tuple[str, str, str], ...] = (
+    ("rejected", "the GPU stayed busy for",
+     "before timing a baseline the judge freezes the candidate and waits for the GPU to drain; on a GPU that "
+     "vLLM or the trainer also use, their kernels keep it busy and the wait times out, which the judge (rightly, "
+     "on a GPU of its own) reads as work the candidate hid"),
+)  # fmt: skip
+
+
+def on_shared_gpus(outcome: JudgeOutcome) -> JudgeOutcome:
+    """`outcome` as seen from a judge that shares its GPUs with training: a verdict of SHARED_GPU_RULES
+    becomes `judge_error` without a reward (the verdict is kept for the record)."""
+    for status, reason, _why in SHARED_GPU_RULES:
+        if outcome.status == status and outcome.reason.startswith(reason):
+            return replace(outcome, status=JUDGE_ERROR, reward=None,
+                           reason=f"GPU contention (the judge shares its GPUs with training): {outcome.reason}")  # fmt: skip
+    return outcome
 
 
 def is_judged(record: Mapping[str, Any]) -> bool:

@@ -132,7 +132,8 @@ class CudaAgentLoop(AgentLoopBase):
             toolbox.close()
         judge_start = time.monotonic()
         outcome = await judge_bounded(judge_for(self.judge_settings), toolbox.context.workspace.root, task,
-                                      self.judge_settings.timeout_s)  # fmt: skip
+                                      self.judge_settings.timeout_s,
+                                      shared_gpus=self.judge_settings.url is None)  # fmt: skip
         metrics["compute_score"] = time.monotonic() - judge_start
         score = score_outcome(outcome, self.judge_settings.failure_reward, where=f"task {task.name}")
         await self._clean(folder)

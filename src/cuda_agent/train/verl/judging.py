@@ -27,6 +27,7 @@ from typing import Any
 
 from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome, ServiceJudge
 from cuda_agent.task import Task
+from cuda_agent.train.unjudged import on_shared_gpus
 
 log = logging.getLogger("cuda_agent.train.verl")
 
@@ -113,11 +114,15 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(JUDGE_THREADS, thread_name_prefix="cuda-agent-judge")
 
 
-async def judge_bounded(judge: Judge, workspace: Path, task: Task, timeout_s: float) -> JudgeOutcome:
-    """The judge's outcome within `timeout_s`, or an outcome without reward that says why not."""
+async def judge_bounded(judge: Judge, workspace: Path, task: Task, timeout_s: float, *,
+                        shared_gpus: bool = False) -> JudgeOutcome:  # fmt: skip
+    """The judge's outcome within `timeout_s`, or an outcome without reward that says why not. With
+    `shared_gpus` (this node's JudgeService, on the GPUs vLLM and the trainer use) a verdict that GPU
+    contention can cause is a judge failure (train/unjudged.py `on_shared_gpus`)."""
     loop = asyncio.get_running_loop()
     try:
-        return await asyncio.wait_for(loop.run_in_executor(_pool(), judge, Path(workspace), task), timeout_s)
+        outcome = await asyncio.wait_for(loop.run_in_executor(_pool(), judge, Path(workspace), task), timeout_s)
+        return on_shared_gpus(outcome) if shared_gpus else outcome
     except asyncio.TimeoutError:
         return JudgeOutcome(TIMEOUT, None, f"the judge gave no verdict within {timeout_s:g} s")
     except Exception as exc:  # a Judge should not raise; one that does still ends as a recorded outcome

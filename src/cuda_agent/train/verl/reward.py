@@ -72,7 +72,8 @@ async def judge_files(task: Task, files: dict[str, str], settings: JudgeSettings
     except OSError as exc:
         return JudgeOutcome(JUDGE_ERROR, None, f"cannot lay out the workspace: {exc}")
     try:
-        return await judge_bounded(judge_for(settings), workspace, task, settings.timeout_s)
+        return await judge_bounded(judge_for(settings), workspace, task, settings.timeout_s,
+                                   shared_gpus=settings.url is None)
     finally:
         await loop.run_in_executor(None, remove_tree, root)
 
