@@ -2,7 +2,7 @@
 
 Plug-ins to verl's stock trainer through its own extension points; nothing here forks its loop:
   judging.py      the rollout's judge: this node's JudgeService or a judge server (RemoteJudge) by URL,
-                  bounded in time, never raising; a missing verdict scores `failure_reward` (0 by default)
+                  bounded in time, never raising; a sample without a verdict is masked (train/unjudged.py)
   agent_loop.py   CudaAgentLoop (verl AgentLoopBase, agent name "cuda_agent"): our ten tools over a fresh
                   workspace, token-in/token-out through verl's server manager, milestone reward at the end
   reward.py       stage 1's custom reward function (async): part 1's single-turn parser, then the judge

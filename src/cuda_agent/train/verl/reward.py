@@ -9,8 +9,9 @@ through part 1's single-turn parser: a response that is not a set of allowed fil
 outside `model_new.py` / `kernels/`, `..`, absolute paths, duplicates, oversized or broken text) scores
 -1 with the parser's reason and never reaches the judge; one that parses is laid out in a fresh
 workspace and judged (judging.py: this node's JudgeService or a judge server, bounded in time). A judge
-that is down or slow gives `failure_reward` (0.0 unless configured) and a logged reason, never an
-exception. A row without a usable task is a data error, scored the same way (with the reason logged)
+that is down or slow gives `failure_reward` (0.0 unless configured), `judged: False` and a logged reason,
+never an exception; the stage-1 agent loop (single_turn_loop.py) calls this function and masks such a
+sample out of the loss, which a reward function alone cannot do. A row without a usable task is a data error, scored the same way (with the reason logged)
 rather than stopping the step.
 
 The returned dict always has the same keys (verl stacks them across the batch): `score` (the reward),
