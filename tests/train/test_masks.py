@@ -194,7 +194,9 @@ def test_qwen3_thinking_blocks_tool_calls_and_the_closing_token(tokenizers) -> N
         f'<think>\nWrite it.\n</think>\n\n<tool_call>\n{{"name": "Bash", "arguments": {WRITE}}}\n</tool_call><|im_end|>',
         "<think>\n\n</think>\n\nDone: one fused kernel.<|im_end|>",
     ]  # fmt: skip
-    assert "<tool_response>\nCuda compilation tools" in rest and "# Tools" in rest and "Make ReLU fast." in rest
+    assert (
+        "<tool_response>\nCuda compilation tools" in rest and "# Tools" in rest and "Make ReLU fast." in rest
+    )
     assert rest.count("<|im_start|>assistant\n") == 3  # the headers are the server's, not the model's
 
 
@@ -231,8 +233,13 @@ def test_mistral_tool_calls_results_and_eos(tokenizers) -> None:
         f'[TOOL_CALLS] [{{"name": "Bash", "arguments": {WRITE}, "id": "call2abcd"}}]</s>',
         " Done: one fused kernel.</s>",
     ]  # fmt: skip
-    assert rest.startswith("<s>[AVAILABLE_TOOLS] ") and "You write CUDA kernels.\n\nMake ReLU fast.[/INST]" in rest
-    assert '[TOOL_RESULTS] {"content": "wrote kernels/relu.cu", "call_id": "call2abcd"}[/TOOL_RESULTS]' in rest
+    assert (
+        rest.startswith("<s>[AVAILABLE_TOOLS] ")
+        and "You write CUDA kernels.\n\nMake ReLU fast.[/INST]" in rest
+    )
+    assert (
+        '[TOOL_RESULTS] {"content": "wrote kernels/relu.cu", "call_id": "call2abcd"}[/TOOL_RESULTS]' in rest
+    )
 
 
 def test_a_template_with_generation_markers_gets_the_mask_transformers_gives(tiny_model: Path) -> None:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl.experimental.agent_loop", reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)")
+pytest.importorskip(
+    "verl.experimental.agent_loop",
+    reason="needs verl: these tests run in .venv-verl (bash scripts/setup_verl.sh)",
+)
 
 from verl_helpers import (
     BINDING,
@@ -61,7 +64,7 @@ def _generate(stage1, tokenizer, server):
 
 
 def _valid(out) -> int:
-    return int(out.batch["attention_mask"][0][out.batch["prompts"].shape[1]:].sum())
+    return int(out.batch["attention_mask"][0][out.batch["prompts"].shape[1] :].sum())
 
 
 def test_a_judged_response_trains_with_its_reward(stage1, tokenizer, tmp_path, monkeypatch) -> None:

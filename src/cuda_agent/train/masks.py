@@ -42,11 +42,15 @@ def end_of_turn(tokenizer: Any) -> str:
     at = text.rfind(PROBE_ASSISTANT)
     marker = text[at + len(PROBE_ASSISTANT):].strip() if at >= 0 else ""  # fmt: skip
     if not marker:
-        raise MaskError("the chat template writes nothing after an assistant message: cannot tell where turns end")
+        raise MaskError(
+            "the chat template writes nothing after an assistant message: cannot tell where turns end"
+        )
     return marker
 
 
-def assistant_spans(tokenizer: Any, messages: list[dict[str, Any]], tools: Any) -> tuple[str, list[tuple[int, int]]]:
+def assistant_spans(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: Any
+) -> tuple[str, list[tuple[int, int]]]:
     """The conversation's rendered text and the [start, end) character span of each assistant turn."""
     full = _text(tokenizer, messages, tools)
     marker = end_of_turn(tokenizer)
@@ -60,7 +64,7 @@ def assistant_spans(tokenizer: Any, messages: list[dict[str, Any]], tools: Any) 
         if full.startswith(prompted) and len(prompted) >= position:
             start = len(prompted)
         else:  # not prefix-preserving here: find the generation prompt after the previous turn
-            header = prompted[len(before):] if prompted.startswith(before) else ""
+            header = prompted[len(before) :] if prompted.startswith(before) else ""
             found = full.find(header, position) if header.strip() else -1
             if found < 0:
                 raise MaskError(f"message {index}: the template's rendering of the conversation does not contain "
@@ -89,7 +93,9 @@ def assistant_mask(tokenizer: Any, messages: list[dict[str, Any]], tools: Any) -
     return {"input_ids": ids, "assistant_masks": mask}
 
 
-def render(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, max_length: int | None = None) -> dict[str, list[int]]:
+def render(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: Any, max_length: int | None = None
+) -> dict[str, list[int]]:
     """{"input_ids", "assistant_masks"} of one conversation, cut to `max_length` tokens when given."""
     if isinstance(tools, str):
         tools = json.loads(tools)
@@ -113,5 +119,7 @@ def max_length_too_short(max_length: int, starts: list[int]) -> str:
     """The one-line message for a `--max-length` that cuts every conversation before its first assistant
     token (`starts`: each conversation's `first_assistant_token`)."""
     earliest = min(starts)
-    return (f"--max-length {max_length} cuts all {len(starts)} conversation(s) before their first assistant token "
-            f"(the earliest starts at token {earliest}): nothing to train on; pass --max-length above {earliest}")
+    return (
+        f"--max-length {max_length} cuts all {len(starts)} conversation(s) before their first assistant token "
+        f"(the earliest starts at token {earliest}): nothing to train on; pass --max-length above {earliest}"
+    )
