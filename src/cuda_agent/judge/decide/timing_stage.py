@@ -196,8 +196,7 @@ class TimingStage:
             # This judgment's own calibration: the host's per-call overhead drifts (CPU frequency, load,
             # wake-up latency), so one kept from another judgment charges or spares the wrong rounds. The
             # margin is the wider of this judgment's (few rounds) and the cached one's.
-            fresh = HostClock.from_reference(reference_rounds)
-            self.host_clock = HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
+            self.host_clock = _judgment_clock(reference_rounds, cached)
             paired, source = False, "cached"
         charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
         cand_rounds = [t for t, _ in charged]
@@ -466,8 +465,9 @@ def _cover(reference: dict, candidate: dict) -> tuple[dict[str, float], float]:
     return draws, cover_for(max(draws.values()))
 
 
-def _running_clock(reference_rounds: list[tuple[float, float, list[float]]], cached: BaselineRecord | None) -> HostClock:
-    """The host clock as far as this judgment has calibrated it (the final one is made the same way)."""
+def _judgment_clock(reference_rounds: list[tuple[float, float, list[float]]], cached: BaselineRecord | None) -> HostClock:
+    """The host clock from this judgment's reference rounds; with cached baselines its margin is the wider of
+    this judgment's (few rounds) and the cached one's. Made the same way while timing runs and at its end."""
     fresh = HostClock.from_reference(reference_rounds)
     if cached is None:
         return fresh
@@ -489,8 +489,7 @@ def _running_decisions(
 ) -> dict[str, Decision]:
     """The reward questions as the rounds so far answer them, with the host clock as far as this judgment
     has calibrated it (the final clock is made the same way)."""
-    fresh = HostClock.from_reference(reference_rounds)
-    clock = fresh if cached is None else HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
+    clock = _judgment_clock(reference_rounds, cached)
     cand = [round_time(r, w, clock)[0] for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
     if cached is not None:
         return _sequential(cand, {"eager": cached.eager_rounds, "compile": cached.compile_rounds}, paired=False)
