@@ -29,7 +29,9 @@ SPREAD_TARGET = 0.03
 AA_TARGET = 0.02
 
 
-def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path | None) -> dict[str, list[dict]]:
+def judge_cold(
+    examples: list[Path], runs: int, builds: int | None, sink: Path | None, sequential: bool = False
+) -> dict[str, list[dict]]:
     from dataclasses import replace
 
     from cuda_agent.judge.config import JudgeConfig
@@ -41,6 +43,8 @@ def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path |
             config = JudgeConfig(cache_dir=Path(cache))
             if builds:
                 config = replace(config, timing=replace(config.timing, compile_builds=builds))
+            if sequential:
+                config = replace(config, timing=replace(config.timing, sequential=True))
             began = time.monotonic()
             with JudgeService(config) as service:
                 for example in examples:
@@ -56,6 +60,7 @@ def judge_cold(examples: list[Path], runs: int, builds: int | None, sink: Path |
                             compile_threshold=t.compile_threshold, eager_threshold=t.eager_threshold,
                             compile_iqr=t.compile.relative_iqr, policy=t.policy,
                             host_clock=_clock_facts(verdict.checks.get("host_clock") or {}),
+                            sequential=verdict.checks.get("sequential"),
                         )  # fmt: skip
                     results[example.name].append(row)
                     print(_line(example.name, row), flush=True)
@@ -88,7 +93,10 @@ def _line(name: str, row: dict) -> str:
 
 
 def summarise(results: dict[str, list[dict]]) -> tuple[list[str], bool]:
-    lines = [f"{'example':20s} {'compile spread':>14s} {'rewards':>12s} {'A/A range':>18s}  verdict", "-" * 80]
+    lines = [
+        f"{'example':20s} {'compile spread':>14s} {'rewards':>12s} {'A/A range':>18s}  verdict",
+        "-" * 80,
+    ]
     ok_all = True
     for name, rows in results.items():
         timed = [r for r in rows if "compile_ms" in r]
@@ -111,17 +119,26 @@ def summarise(results: dict[str, list[dict]]) -> tuple[list[str], bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("examples", nargs="*", type=Path, default=[ROOT / e for e in DEFAULT_EXAMPLES])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--compile-builds", type=int, help="fresh torch.compile builds per judgment (default: the judge's)")
+    parser.add_argument(
+        "--compile-builds", type=int, help="fresh torch.compile builds per judgment (default: the judge's)"
+    )
+    parser.add_argument(
+        "--sequential-timing",
+        action="store_true",
+        help="time with TimingConfig.sequential (stop once the reward is decided; issue 34)",
+    )
     args = parser.parse_args()
     missing = [e for e in args.examples if not (e / "model_new.py").is_file()]
     if missing:
         print(f"error: not a submission folder: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json)
+    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.sequential_timing)
     lines, ok = summarise(results)
     print("\n" + "\n".join(lines))
     if args.json:

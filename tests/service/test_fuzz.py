@@ -120,7 +120,10 @@ def test_every_route_answers_without_a_5xx(target) -> None:
             params.pop("wait", None)  # an unfinished judgment's stream stays open: only 404s and the done one
         response = client.request(method, url, params=params, headers=headers, **kw)
         seen.append(response.status_code)
-        assert response.status_code < 500, (method, url, params, response.status_code, response.text[:300])
+        # /v1/ready is a readiness probe: 503 with ready false is its documented answer while the queue is full
+        probe_says_busy = url == "/v1/ready" and response.status_code == 503 and response.json().get("ready") is False
+        assert response.status_code < 500 or probe_says_busy, (method, url, params, response.status_code,
+                                                               response.text[:300])  # fmt: skip
 
     one_request()
     assert len(seen) >= 2000 and {202, 400, 401, 404} <= set(seen)
