@@ -30,7 +30,7 @@ AA_TARGET = 0.02
 
 
 def judge_cold(
-    examples: list[Path], runs: int, builds: int | None, sink: Path | None, sequential: bool = False
+    examples: list[Path], runs: int, builds: int | None, sink: Path | None, fixed_budget: bool = False
 ) -> dict[str, list[dict]]:
     from dataclasses import replace
 
@@ -43,8 +43,8 @@ def judge_cold(
             config = JudgeConfig(cache_dir=Path(cache))
             if builds:
                 config = replace(config, timing=replace(config.timing, compile_builds=builds))
-            if sequential:
-                config = replace(config, timing=replace(config.timing, sequential=True))
+            if fixed_budget:
+                config = replace(config, timing=replace(config.timing, sequential=False))
             began = time.monotonic()
             with JudgeService(config) as service:
                 for example in examples:
@@ -129,16 +129,16 @@ def main() -> int:
         "--compile-builds", type=int, help="fresh torch.compile builds per judgment (default: the judge's)"
     )
     parser.add_argument(
-        "--sequential-timing",
+        "--fixed-budget-timing",
         action="store_true",
-        help="time with TimingConfig.sequential (stop once the reward is decided; issue 34)",
+        help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
     )
     args = parser.parse_args()
     missing = [e for e in args.examples if not (e / "model_new.py").is_file()]
     if missing:
         print(f"error: not a submission folder: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.sequential_timing)
+    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.fixed_budget_timing)
     lines, ok = summarise(results)
     print("\n" + "\n".join(lines))
     if args.json:

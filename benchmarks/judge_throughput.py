@@ -305,8 +305,8 @@ def main() -> int:
         "--aa-reps", type=int, default=5, help="A/A variants judged on an idle machine (default 5)"
     )
     parser.add_argument("--batch", type=int, default=60, help="variants through judge_many (default 60)")
-    parser.add_argument("--sequential-timing", action="store_true",
-                        help="time with TimingConfig.sequential (stop once the reward is decided; issue 34)")
+    parser.add_argument("--fixed-budget-timing", action="store_true",
+                        help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)")
     parser.add_argument("--build-workers", type=int, default=None,
                         help="the service's parallel builds (default: the service's, cpu_count - 2)")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
@@ -372,7 +372,7 @@ def main() -> int:
         print("\n== starting the judge service ==", flush=True)
         t0 = time.monotonic()
         try:
-            config = JudgeConfig(timing=TimingConfig(sequential=args.sequential_timing))
+            config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing))
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:
@@ -422,7 +422,7 @@ def main() -> int:
                 print(f"\n== f. throughput: {args.batch} variants through judge_many ==", flush=True)
                 batch, batch_wall, batch_error = phase_batch(service, journal, jobs, expected)
             report["batch"] = {"records": batch, "wall_s": round(batch_wall, 3), "error": batch_error,
-                               "sequential_timing": args.sequential_timing}  # fmt: skip
+                               "sequential_timing": not args.fixed_budget_timing}  # fmt: skip
         finally:
             service_cm.__exit__(None, None, None)
     finally:

@@ -337,19 +337,29 @@ def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
                        "reference": {"in_loop": None, "outside_loop": None, "sample_skew": None}}
 
 
+def _cached_then_warm(tmp_path, monkeypatch, proc, timing: TimingConfig, true_ms: float = 0.25,
+                      **ref_kw: float) -> tuple[Judgment, Any]:  # fmt: skip
+    """One judgment that measures the baselines (and caches them), then the judgment under test against
+    the cached ones, on a fresh reference: returns the second judgment and its timing."""
+    first = Reference(proc.pid, **ref_kw)
+    _judgment(tmp_path, monkeypatch, proc, first, timing).time(first, Candidate(proc.pid))  # type: ignore[arg-type]
+    ref = Reference(proc.pid, **ref_kw)
+    made = _judgment(tmp_path, monkeypatch, proc, ref, timing)
+    return made, made.time(ref, Candidate(proc.pid, true_ms=true_ms))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("sequential", [False, True])
 def test_a_clear_speedup_stops_timing_once_the_sequence_decides_it(tmp_path, monkeypatch, candidate_process,
                                                                    sequential: bool) -> None:  # fmt: skip
-    """4x over eager and 2x over compile: with the fixed budget (a target no round count reaches) timing runs
-    every round; with the confidence sequence it stops at its first decision (9 of 9 rounds above the bar),
-    and the bounds the reward compares are the sequence's (issue 34, item 1)."""
+    """4x over eager and 2x over compile, against cached baselines: with the fixed budget (a target no round
+    count reaches) timing runs every round; with the confidence sequence it stops at its first decision
+    (9 of 9 rounds above the bar), and the bounds the reward compares are the sequence's (issue 34, item 1)."""
     from cuda_agent.judge.decide.reward import milestone_reward
 
     timing = TimingConfig(min_samples=30, min_gpu_ms=10_000.0, max_rounds=40, compile_builds=3, target_rse=1e-9,
                           sequential=sequential, sequential_min_rounds=8)  # fmt: skip
-    ref = Reference(candidate_process.pid)
-    made = _judgment(tmp_path, monkeypatch, candidate_process, ref, timing)
-    got = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    made, got = _cached_then_warm(tmp_path, monkeypatch, candidate_process, timing)
+    assert got.baseline_source == "cached"
     reward = milestone_reward(True, got.speedup_vs_eager_low, got.speedup_vs_compile_low,
                               eager_threshold=got.eager_threshold, compile_threshold=got.compile_threshold)  # fmt: skip
     assert reward == 3
@@ -364,14 +374,26 @@ def test_a_clear_speedup_stops_timing_once_the_sequence_decides_it(tmp_path, mon
     assert got.speedup_vs_compile_low == pytest.approx(seq["compile"]["low"], abs=1e-4)
 
 
+def test_a_judgment_that_measures_the_baselines_never_stops_early(tmp_path, monkeypatch, candidate_process) -> None:
+    """The baseline rounds of a cold judgment are cached for every later judgment of the task: cut at 9
+    rounds they would make all later rewards noisier, so the sequential rule waits for cached baselines."""
+    timing = TimingConfig(min_samples=30, min_gpu_ms=10_000.0, max_rounds=24, compile_builds=3, target_rse=1e-9,
+                          sequential=True, sequential_min_rounds=8)  # fmt: skip
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref, timing)
+    got = made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert got.baseline_source == "measured" and got.rounds == 24 and "sequential" not in made.checks
+    assert got.policy["stopping"] == "fixed budget, bootstrap (5%); baselines measured here, so no early stop"
+    assert ref.rounds.count("compile") == 24  # the cached record holds the full budget of baseline rounds
+
+
 def test_a_tie_with_compile_is_decided_below_as_quickly(tmp_path, monkeypatch, candidate_process) -> None:
     """As fast as torch.compile, 2x eager: rounds at or under the compile bar answer "below" as quickly as
     clear ones answer "above", so the reward (2) is decided early too."""
     timing = TimingConfig(min_samples=30, min_gpu_ms=10_000.0, max_rounds=24, compile_builds=3, target_rse=1e-9,
                           sequential=True, sequential_min_rounds=8)  # fmt: skip
-    ref = Reference(candidate_process.pid, eager_ms=1.0, compile_ms=0.5)
-    made = _judgment(tmp_path, monkeypatch, candidate_process, ref, timing)
-    got = made.time(ref, Candidate(candidate_process.pid, true_ms=0.5))  # type: ignore[arg-type]
+    made, got = _cached_then_warm(tmp_path, monkeypatch, candidate_process, timing, eager_ms=1.0, compile_ms=0.5,
+                                  true_ms=0.5)  # fmt: skip
     seq = made.checks["sequential"]
     assert seq["eager"]["answer"] == "above" and seq["compile"]["answer"] == "below", seq
     assert got.speedup_vs_compile_low <= got.compile_threshold < got.speedup_vs_eager_low

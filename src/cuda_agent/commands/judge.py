@@ -44,9 +44,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                         help="the paper's rule: atol/rtol alone, without the precision audit against float64")  # fmt: skip
     parser.add_argument("--build-only", action="store_true",
                         help="CPU checks only: task, static checks, build (no GPU needed); exit 1 if any fail")
-    parser.add_argument("--sequential-timing", action="store_true",
-                        help="stop timing once the reward is decided (a confidence sequence valid at every round; "
-                             "docs/design/timing.md); default: the fixed budget")  # fmt: skip
+    parser.add_argument("--fixed-budget-timing", action="store_true",
+                        help="time every judgment for the full budget (default: stop once the reward is decided "
+                             "by a confidence sequence valid at every round; docs/design/timing.md)")  # fmt: skip
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     config = JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
         forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
-        timing=TimingConfig(sequential=args.sequential_timing),
+        timing=TimingConfig(sequential=not args.fixed_budget_timing),
     )  # fmt: skip
     devices = list(range(args.gpus)) if args.gpus > 1 else None
     verdicts: dict[int, Verdict] = {}

@@ -106,6 +106,10 @@ class TimingStage:
         split: dict[str, list[tuple[float, float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
         froze_last = False
         decided_early = False  # both rewards' questions answered by the confidence sequence (tc.sequential)
+        # Early stops only against cached baselines: a judgment that measures them runs the full budget,
+        # because its baseline rounds are cached and become the baseline of every later judgment of the
+        # task (stopped at 9 rounds, they would make every later reward of the task noisier).
+        sequential = tc.sequential and cached is not None
         while True:
             share = 1.0 if owed_trace else trace_p
             round_began = time.monotonic()
@@ -158,7 +162,7 @@ class TimingStage:
             # and the last one before timing ends.
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
             contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
-            if tc.sequential and not decided_early and len(rounds["candidate"]) >= tc.sequential_min_rounds:
+            if sequential and not decided_early and len(rounds["candidate"]) >= tc.sequential_min_rounds:
                 running = _running_decisions(rounds, walls, cached, reference_rounds)
                 decided_early = all(d.answer != "open" for d in running.values())
             if len(rounds["candidate"]) >= tc.max_rounds or decided_early or self._timing_done(rounds, contenders):
@@ -221,10 +225,10 @@ class TimingStage:
             "split_ms": _split_medians(split),
         }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
-        alpha = BOOTSTRAP_ALPHA if tc.sequential else 0.05
+        alpha = BOOTSTRAP_ALPHA if sequential else 0.05
         s_eager, s_eager_low = ratio_with_bound(eager_rounds, cand_rounds, paired=paired, alpha=alpha)
         s_comp, s_comp_low = ratio_with_bound(compile_rounds, cand_rounds, paired=paired, alpha=alpha)
-        if tc.sequential:
+        if sequential:
             # The confidence sequence's bounds on the final (clock-charged) rounds. Stopped early, they alone
             # decide (the bootstrap is not valid at a time chosen by looking); at the full budget the larger
             # of the two bounds, 1% + 4% (decide/sequential.py).
@@ -257,8 +261,9 @@ class TimingStage:
             "draw_cover_ms": round(cover, 4), "draw_host_ms": {k: round(v, 4) for k, v in draws.items()},
             "compile_builds_ms": [round(b, 5) for b in builds_ms],
             "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
-            "stopping": ("confidence sequence (1%), bootstrap (4%) at the full budget" if tc.sequential
-                         else "fixed budget, bootstrap (5%)"),
+            "stopping": ("confidence sequence (1%), bootstrap (4%) at the full budget" if sequential
+                         else "fixed budget, bootstrap (5%)" + ("; baselines measured here, so no early stop"
+                                                                 if tc.sequential else "")),
         }  # fmt: skip
         return Timing(
             candidate_ms=cand_stat.median, eager_ms=eager_stat.median, compile_ms=compile_stat.median,
