@@ -15,7 +15,7 @@ from train_helpers import judged, write_jsonl
 
 from cuda_agent.cli import main
 from cuda_agent.train.rft_data import read_rows
-from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, state_positions, value_example
+from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, split_kind, state_positions, value_example
 
 
 def shortened(record: dict) -> dict:
@@ -224,3 +224,28 @@ def test_transformers_reads_the_tiny_models_tool_calls(data, tiny_model) -> None
     assert [c["function"]["name"] for c in calls] == ["Write", "Write"]
     assert [c["function"]["arguments"] for c in calls] == [json.loads(c["function"]["arguments"])
                                                            for c in messages[turn]["tool_calls"]]  # fmt: skip
+
+
+def test_held_out_episodes_are_whole_tasks() -> None:
+    """Episodes of one task share their prompt and most turns: a task on both sides of the split lets the
+    critic score held-out episodes from memory. 10 tasks of 2-5 episodes, mixed outcomes."""
+    import random
+
+    rng = random.Random(1)
+    rows = [{"task": f"t{t}", "reward": rng.choice([-1.0, 1.0, 2.0]), "n": i}
+            for t in range(10) for i in range(rng.randint(2, 5))]  # fmt: skip
+    assert split_kind(rows) == "task"
+    for seed in range(20):
+        train, held = split_episodes(rows, 0.25, seed)
+        assert len(train) + len(held) == len(rows)
+        assert not {r["task"] for r in train} & {r["task"] for r in held}
+        assert {r["reward"] > 0 for r in held} == {r["reward"] > 0 for r in train} == {True, False}
+        assert 0.1 * len(rows) <= len(held) <= 0.5 * len(rows)
+    assert split_episodes(rows, 0.25, 3) == split_episodes(rows, 0.25, 3)
+    # two tasks: one held out, one trained on, whatever the fraction
+    two = [{"task": "a", "reward": 1.0}, {"task": "a", "reward": -1.0}, {"task": "b", "reward": -1.0}]
+    train, held = split_episodes(two, 0.9, 0)
+    assert len({r["task"] for r in train}) == len({r["task"] for r in held}) == 1
+    # one task, or unnamed ones: by episode, and said so
+    assert split_kind([{"task": "a", "reward": 1.0}, {"task": "a", "reward": -1.0}]) == "episode"
+    assert split_kind([{"reward": 1.0}, {"task": "b", "reward": -1.0}]) == "episode"

@@ -63,8 +63,10 @@ def shortened(record: dict) -> dict:
 
 
 def variant(record: dict, kernel: str, opening: str | None, ending: str, reward: int) -> dict:
-    """The recorded episode with its kernel, its first turn and its last words replaced."""
+    """The recorded episode with its kernel, its first turn and its last words replaced; its task named
+    after its opening (4 tasks of 6 episodes, both outcomes in each), so the held-out side is whole tasks."""
     out = shortened(record)
+    out["task"] = {**(out.get("task") or {}), "name": f"relu_{OPENINGS.index(opening)}"}
     messages = out["messages"]
     if opening is None:  # drop the Read turn and its result
         messages[2:4] = []
@@ -154,6 +156,8 @@ def test_critic_tells_heldout_outcomes_apart(mixed, tiny_model, tmp_path, capsys
     summary = json.loads(capsys.readouterr().out)
     before, after = summary["heldout_before"], summary["heldout_after"]
     assert summary["heldout_episodes"] == 6 and sorted(summary["split"]["heldout_rewards"]) == [-1.0] * 3 + [1.0] * 3
+    split = summary["split"]
+    assert split["by"] == "task" and len(set(split["heldout"])) == 1 and not set(split["heldout"]) & set(split["train"])
     assert abs(before["explained_variance"]) < 1e-3  # the head starts at the mean
     assert after["explained_variance"] > 0.5, after
     assert after["value_loss"] < before["value_loss"]
@@ -163,3 +167,26 @@ def test_critic_tells_heldout_outcomes_apart(mixed, tiny_model, tmp_path, capsys
     steps = [p["step"] for p in summary["heldout_curve"]]
     assert steps[0] == 0 and steps[-1] == summary["steps"] and len(steps) >= 3
     assert AutoModelForTokenClassification.from_pretrained(out).config.num_labels == 1
+
+
+def test_checkpoints_resume_where_the_run_stopped(mixed, tiny_model, tmp_path, capsys) -> None:
+    """--save-steps writes resumable checkpoints; --resume latest continues from the newest (optimizer,
+    scheduler and step count included) instead of starting again; without a checkpoint, one line."""
+    out = tmp_path / "critic"
+    common = ["train", "value", "--data", str(mixed), "--model", str(tiny_model), "--out", str(out),
+              "--batch-size", "4", "--lr", "1e-3", "--no-bf16", "--json", "--save-steps", "2"]  # fmt: skip
+    assert main([*common, "--resume", "latest", "--max-steps", "2"]) == 2
+    assert "no checkpoint-N folder" in capsys.readouterr().err
+    assert main([*common, "--max-steps", "4"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["steps"] == first["steps_run"] == 4
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert main([*common, "--max-steps", "6", "--resume", "latest"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    # the resumed run trained steps 5 and 6 only: steps 1-4 of its curve are the first run's, restored
+    assert resumed["steps"] == 6 and resumed["steps_run"] == 2 and resumed["resumed"] == "latest"
+    assert [s for s, _ in resumed["loss_curve"]] == [1, 2, 3, 4, 5, 6]
+    assert resumed["loss_curve"][:4] == first["loss_curve"]
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-6"]
+    assert main([*common, "--max-steps", "2", "--resume", str(tmp_path)]) == 2
+    assert "not a checkpoint folder" in capsys.readouterr().err

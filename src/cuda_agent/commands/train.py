@@ -67,6 +67,10 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                        help="also evaluate the held-out episodes every N steps (0: before and after only)")
     value.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping")
     value.add_argument("--gradient-checkpointing", action="store_true")
+    value.add_argument("--save-steps", type=int, default=0,
+                       help="write a resumable checkpoint under --out every N steps, the two newest kept (0: none)")
+    value.add_argument("--resume", metavar="latest|DIR",
+                       help="continue from the newest checkpoint under --out (latest) or from a checkpoint folder")
     value.set_defaults(handler=run_value)
 
     tiny = stages.add_parser("tiny-model", help="build a tiny offline model (tokenizer, template, weights)",
@@ -253,7 +257,8 @@ def run_value(args: argparse.Namespace) -> int:
                              grad_accum=args.grad_accum, max_length=args.max_length, eval_fraction=args.eval_fraction,
                              bf16=args.bf16, gradient_checkpointing=args.gradient_checkpointing,
                              warmup_steps=args.warmup_steps, seed=args.seed, logging_steps=args.logging_steps,
-                             eval_every=args.eval_every, max_grad_norm=args.max_grad_norm)  # fmt: skip
+                             eval_every=args.eval_every, max_grad_norm=args.max_grad_norm,
+                             save_steps=args.save_steps, resume=args.resume)  # fmt: skip
     try:
         summary = run_value(settings)
     except (ValueError, OSError) as e:

@@ -1,7 +1,8 @@
 """The `TrainingArguments` fields that SFT and value pretraining share, read from either's settings.
 
-One place for the run's schedule, precision and logging, and for what these runs never do (checkpoints
-mid-run, experiment trackers, tqdm bars: progress goes to stderr through `curves.stderr_logging`).
+One place for the run's schedule, precision and logging, and for what these runs never do (experiment
+trackers, tqdm bars: progress goes to stderr through `curves.stderr_logging`). Checkpoints mid-run only
+where the settings ask for them (`save_steps`), the two newest kept.
 """
 
 from __future__ import annotations
@@ -32,8 +33,16 @@ def shared_arguments(settings: Any) -> dict[str, Any]:
         "gradient_checkpointing": settings.gradient_checkpointing,
         "warmup_steps": settings.warmup_steps,
         "logging_steps": settings.logging_steps,
-        "save_strategy": "no",
+        **checkpointing(getattr(settings, "save_steps", 0)),
         "report_to": "none",
         "seed": settings.seed,
         "disable_tqdm": True,
     }
+
+
+def checkpointing(save_steps: int) -> dict[str, Any]:
+    """A resumable checkpoint (model, optimizer, scheduler, RNG, trainer state) every `save_steps` steps,
+    the two newest kept; none mid-run for 0."""
+    if save_steps <= 0:
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": save_steps, "save_total_limit": 2}

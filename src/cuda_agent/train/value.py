@@ -20,7 +20,8 @@ a single target, so its gradient mostly moves the constant and the head swings b
 (what the first H200 run did: batch 1, loss 0.7 <-> 3.1). The head starts at the best constant (weights
 zero, bias the mean target), so training only has to learn what tells episodes apart.
 
-Evaluation on held-out episodes (split by episode, successes and failures on both sides), before and
+Evaluation on held-out episodes (whole tasks held out, successes and failures on both sides; by
+episode only when the data has a single task, `split_kind`), before and
 after training (and every `eval_every` steps), reports the value loss and the standard explained
 variance 1 - Var(target - value) / Var(target), pooled over every target position of the held-out
 episodes (verl's `critic/vf_explained_var`, over the same positions), plus the same figures per
@@ -64,6 +65,8 @@ class ValueSettings:
     warmup_steps: int = 0
     logging_steps: int = 1
     seed: int = 0
+    save_steps: int = 0  # a resumable checkpoint under out/checkpoint-N every N steps (0: none mid-run)
+    resume: str | None = None  # "latest" (the newest checkpoint under out) or a checkpoint folder
 
 
 def state_positions(assistant_mask: list[int]) -> list[int]:
@@ -91,13 +94,59 @@ def value_example(tokenizer: Any, row: dict[str, Any], max_length: int | None) -
 
 
 def split_episodes(rows: list[dict[str, Any]], eval_fraction: float, seed: int) -> tuple[list, list]:
-    """Held-out episodes drawn from the successes (reward > 0) and from the failures: each side with two
-    or more episodes gives at least one to the held-out set and keeps at least one for training (a side
-    seen once stays in training), so the explained variance is measured across both."""
+    """Held-out episodes, whole tasks at a time: episodes of one task share their prompt and usually most of
+    their turns, so a task on both sides lets the critic score held-out episodes by remembering their
+    training twins, and the explained variance then measures memory, not judgment. Where the rows name
+    two or more tasks, whole tasks are held out (`split_by_task`); with one task (or none named) the split
+    falls back to episodes (`split_by_episode`) and `split_kind` says so."""
     if len(rows) < 2:
         raise ValueError(f"value training needs at least 2 episodes (one held out); got {len(rows)}")
     if not 0 < eval_fraction < 1:
         raise ValueError("--eval-fraction must be between 0 and 1")
+    if split_kind(rows) == "task":
+        return split_by_task(rows, eval_fraction, seed)
+    return split_by_episode(rows, eval_fraction, seed)
+
+
+def split_kind(rows: list[dict[str, Any]]) -> str:
+    """"task" when every row names its task and there are at least two, else "episode"."""
+    tasks = {str(r.get("task") or "") for r in rows}
+    return "task" if "" not in tasks and len(tasks) >= 2 else "episode"
+
+
+def split_by_task(rows: list[dict[str, Any]], eval_fraction: float, seed: int) -> tuple[list, list]:
+    """Whole tasks held out, about `eval_fraction` of the episodes, training keeping at least one task.
+    First one task with a success and one with a failure go to the held-out side, each only where another
+    task with that outcome stays in training, so the explained variance is measured across both
+    outcomes and the critic has seen both; then tasks in a seeded order until the share is reached."""
+    rng = random.Random(seed)
+    by_task: dict[str, list[int]] = {}
+    for index, row in enumerate(rows):
+        by_task.setdefault(str(row["task"]), []).append(index)
+    tasks = sorted(by_task)
+    rng.shuffle(tasks)
+    outcomes = {t: {float(rows[i]["reward"]) > 0 for i in by_task[t]} for t in tasks}
+    target = max(1, round(len(rows) * eval_fraction))
+    held: list[str] = []
+    for outcome in (True, False):
+        if any(outcome in outcomes[t] for t in held):
+            continue
+        having = [t for t in tasks if t not in held and outcome in outcomes[t]]
+        if len(having) >= 2 and len(held) < len(tasks) - 1:
+            held.append(having[0])
+    for task in tasks:
+        if sum(len(by_task[t]) for t in held) >= target or len(held) >= len(tasks) - 1:
+            break
+        if task not in held:
+            held.append(task)
+    chosen = {i for t in held for i in by_task[t]}
+    return [r for i, r in enumerate(rows) if i not in chosen], [r for i, r in enumerate(rows) if i in chosen]
+
+
+def split_by_episode(rows: list[dict[str, Any]], eval_fraction: float, seed: int) -> tuple[list, list]:
+    """Held-out episodes drawn from the successes (reward > 0) and from the failures: each side with two
+    or more episodes gives at least one to the held-out set and keeps at least one for training (a side
+    seen once stays in training), so the explained variance is measured across both."""
     rng = random.Random(seed)
     by_reward: dict[bool, list[int]] = {}
     for index, row in enumerate(rows):
@@ -247,6 +296,36 @@ def heldout_callback(held: list[dict[str, Any]], collator: ValueCollator, every:
     return HeldOut()
 
 
+def step_counter() -> Any:
+    """A TrainerCallback counting the optimiser steps this process takes (a resumed run starts at the
+    checkpoint's step; the count says how many were trained now)."""
+    from transformers import TrainerCallback
+
+    class StepCounter(TrainerCallback):
+        steps = 0
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.steps += 1
+
+    return StepCounter()
+
+
+def resume_target(settings: ValueSettings) -> str | bool | None:
+    """What `Trainer.train(resume_from_checkpoint=...)` takes: True for the newest checkpoint under `out`
+    (a clear error when there is none), a folder, or None for a fresh run."""
+    if not settings.resume:
+        return None
+    if settings.resume == "latest":
+        from transformers.trainer_utils import get_last_checkpoint
+
+        if not Path(settings.out).is_dir() or get_last_checkpoint(str(settings.out)) is None:
+            raise ValueError(f"--resume latest: no checkpoint-N folder under {settings.out} (write them with --save-steps)")
+        return True
+    if not (Path(settings.resume) / "trainer_state.json").is_file():
+        raise ValueError(f"--resume {settings.resume}: not a checkpoint folder (no trainer_state.json)")
+    return str(settings.resume)
+
+
 def run_value(settings: ValueSettings) -> dict[str, Any]:
     """Train the critic, save it under `out` with `value_summary.json` and `value_loss.png`."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
@@ -279,7 +358,9 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
     heldout_curve = [(0, before["value_loss"], before["explained_variance"])]
     if settings.eval_every > 0:
         trainer.add_callback(heldout_callback(held, collator, settings.eval_every, heldout_curve))
-    trainer.train()
+    counter = step_counter()
+    trainer.add_callback(counter)
+    trainer.train(resume_from_checkpoint=resume_target(settings))
     after = evaluate_values(trainer.model, held, collator)
     if heldout_curve[-1][0] != trainer.state.global_step:
         heldout_curve.append((trainer.state.global_step, after["value_loss"], after["explained_variance"]))
@@ -291,11 +372,13 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         "out": str(out),
         "train_episodes": len(train),
         "heldout_episodes": len(held),
-        "split": {"train": [r.get("task", "") for r in train_rows], "heldout": [r.get("task", "") for r in eval_rows],
+        "split": {"by": split_kind(rows), "train": [r.get("task", "") for r in train_rows], "heldout": [r.get("task", "") for r in eval_rows],
                   "heldout_rewards": [float(r["reward"]) for r in eval_rows]},
         "head_bias": head_bias,
         "rewards": rewards,
         "steps": trainer.state.global_step,
+        "steps_run": counter.steps,  # optimiser steps taken by this process (fewer than `steps` when resumed)
+        "resumed": settings.resume,
         "heldout_before": before,
         "heldout_after": after,
         "first_loss": points[0][1] if points else None,
