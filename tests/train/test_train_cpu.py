@@ -15,7 +15,14 @@ from train_helpers import judged, write_jsonl
 
 from cuda_agent.cli import main
 from cuda_agent.train.rft_data import read_rows
-from cuda_agent.train.value import ValueCollator, masked_mse, split_episodes, split_kind, state_positions, value_example
+from cuda_agent.train.value import (
+    ValueCollator,
+    masked_mse,
+    split_episodes,
+    split_kind,
+    state_positions,
+    value_example,
+)
 
 
 def shortened(record: dict) -> dict:
