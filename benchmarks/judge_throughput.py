@@ -3,7 +3,7 @@
     python benchmarks/judge_throughput.py [--batch 60] [--warm-reps 3] [--out DIR]
     python benchmarks/judge_throughput.py --rl-shaped                       # adds g: 8 tasks x 8 candidates
     python benchmarks/judge_throughput.py --groups 4 --group-size 16        # g with another shape
-    python benchmarks/judge_throughput.py --original-reps 0 --batch 0 --rl-shaped   # RL-shaped figures only
+    python benchmarks/judge_throughput.py --original-reps 0 --batch 0 --rl-shaped   # b-e and g: no a, no f
     # every issue-34 target in one run that fits a 10-minute device call (estimated ~8 min at 1,328/h):
     python benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 --batch 32 --rl-shaped
 
