@@ -1,9 +1,18 @@
 """The GPU's idle share during a benchmark phase, from NVML (issue 34, item 2: "measure the GPU's idle
 share between timed windows and drive it toward zero").
 
-A thread polls NVML every `interval_s` (default 40 ms) while the phase runs; the phase's idle share is the
-share of utilization samples that read 0 %, i.e. sample periods in which no kernel ran at all.
-`aggregate` turns samples into the figures and is pure, so it is tested without a GPU.
+A thread polls NVML every `interval_s` (default 40 ms) while the phase runs. Each utilization sample is
+"the percent of time over the past sample period during which one or more kernels was executing", so
+the phase gives two figures:
+
+- `idle_share`: the share of samples at 0 %, sample periods in which no kernel ran at all;
+- `idle_time_share`: 1 - mean utilization / 100, the share of the phase's time no kernel ran.
+
+The driver's sample period is long against the judge's gaps (1/6 s to 1 s by the NVML docs; ~166-200 ms
+reported for datacenter cards): a 100 ms gap between two timed windows leaves a sample at 50 %, not 0 %,
+so `idle_share` misses most of the idle time the issue means. `idle_time_share` counts it, and is never
+below `idle_share`; the PASS/FAIL against the target is on it. `aggregate` turns samples into the figures
+and is pure, so it is tested without a GPU.
 
 Where the samples come from, best first:
 
@@ -12,12 +21,12 @@ Where the samples come from, best first:
   the driver's sampling periods, so polling faster than the driver samples neither repeats nor loses one.
 - `nvmlDeviceGetUtilizationRates` polled: "percent of time over the past sample period (1/6 s to 1 s,
   depending on the product) during which one or more kernels was executing". Polls faster than that period
-  read the same period again; the share is still of time, only coarser. Used only where the driver refuses
+  read the same period again (weighing it as often as it was polled). Used only where the driver refuses
   the samples API.
 
-`aggregate` reports `median_gap_ms` (the spacing of the samples it counted), which says how fine the
-resolution was. Either way it is a lower bound on the idle time between timed windows: a sample period
-with one short kernel in it counts as busy.
+`aggregate` reports `median_gap_ms` (the spacing of the samples it counted), which says the resolution.
+Both figures are lower bounds on idle capacity: NVML counts time as busy while any kernel runs, even one
+that occupies a single SM.
 
 NVML is reached through ctypes on the driver's own `libnvidia-ml.so.1` rather than through pynvml: the
 project does not depend on pynvml (its two users in the judge guard the import and fall back), while the
@@ -71,7 +80,8 @@ class Reader(Protocol):
 
 
 def aggregate(samples: Iterable[tuple[int, float]]) -> dict[str, Any]:
-    """The idle share of `samples` ((timestamp_us, utilization %) pairs): samples that read 0 % over all.
+    """The idle shares of `samples` ((timestamp_us, utilization %) pairs): of samples that read 0 %
+    (`idle_share`), and of time (`idle_time_share`, 1 - mean utilization / 100).
 
     A timestamp seen twice counts once (its last reading), so overlapping reads of the driver's buffer do
     not weigh a period twice. Readings outside 0-100 are dropped and counted in `invalid`."""
@@ -90,6 +100,7 @@ def aggregate(samples: Iterable[tuple[int, float]]) -> dict[str, Any]:
         "samples": len(values),
         "idle_samples": idle,
         "idle_share": round(idle / len(values), 4) if values else None,
+        "idle_time_share": round(1 - statistics.fmean(values) / 100, 4) if values else None,
         "mean_utilization": round(statistics.fmean(values), 2) if values else None,
         "median_gap_ms": round(statistics.median(gaps), 2) if gaps else None,
         "invalid": invalid,
@@ -97,16 +108,16 @@ def aggregate(samples: Iterable[tuple[int, float]]) -> dict[str, Any]:
 
 
 def idle_verdict(phase: str, figures: dict[str, Any], target: float) -> tuple[bool | None, str]:
-    """(passed, text) of the idle share against `target` (a share, e.g. 0.15); passed is None when the
-    share was not measured (the text says why)."""
-    share = figures.get("idle_share")
+    """(passed, text) of the phase's idle time share against `target` (a share, e.g. 0.15), the samples'
+    share at 0 % beside it; passed is None when nothing was measured (the text says why)."""
+    share = figures.get("idle_time_share")
     if share is None:
-        return (
-            None,
-            f"GPU idle share during the {phase}: not measured ({figures.get('note') or 'no samples'})",
-        )
-    text = (f"GPU idle share during the {phase} {100 * share:.1f}% of {figures['samples']} samples "
-            f"({figures.get('source', '?')}, median gap {figures.get('median_gap_ms')} ms; target < {100 * target:g}%)")  # fmt: skip
+        why = figures.get("note") or "no samples"
+        return None, f"GPU idle share during the {phase}: not measured ({why})"
+    text = (f"GPU idle share during the {phase} {100 * share:.1f}% of the time, "
+            f"{100 * figures['idle_share']:.1f}% of {figures['samples']} samples at 0% "
+            f"({figures.get('source', '?')}, median gap {figures.get('median_gap_ms')} ms; target < {100 * target:g}% "
+            "of the time)")  # fmt: skip
     return share < target, text
 
 
@@ -168,9 +179,10 @@ class SamplesReader:
         self.last_seen = max((t for t, _ in past), default=0)
 
     def read(self) -> list[tuple[int, float]]:
-        new = self.nvml.samples(self.last_seen)
+        # the driver may hand back samples at or before lastSeenTimeStamp: those belong to an earlier read
+        new = [(t, v) for t, v in self.nvml.samples(self.last_seen) if t > self.last_seen]
         if new:
-            self.last_seen = max(self.last_seen, *(t for t, _ in new))
+            self.last_seen = max(t for t, _ in new)
         return new
 
 

@@ -28,8 +28,11 @@ One run, on the same honest submissions (examples/elementwise_chain, row_softmax
      verdicts/hour and per-group latency (from the step's start to its group's first and last verdict:
      the last is when the trainer can score the group).
 
-During f and g a thread reads the GPU's utilization from NVML every 40 ms (benchmarks/gpu_idle.py): the
-share of samples at 0 % is the phase's GPU idle share (null, with the reason, where NVML is absent).
+During f and g a thread reads the GPU's utilization samples from NVML every 40 ms (benchmarks/gpu_idle.py):
+the phase's GPU idle share is 1 - their mean utilization (the share of time no kernel ran), printed with
+the share of samples at 0 % beside it (null, with the reason, where NVML is absent). The target is on the
+time share: a sample spans 1/6 s or more, so a 0 % sample needs a whole period idle and the samples'
+share misses the short gaps between timed windows that the issue means.
 
 The judge's caches (objects, baselines) start empty in a fresh folder unless `--cache-dir` names one.
 Prints a table (p50/p90/mean latency, verdicts/hour), the ratios to the original, the cold-build times,
@@ -616,11 +619,12 @@ def phase_rl(service: Any, journal: Journal, shape: tuple[int, int], variants: P
 
 
 def _share_text(figures: dict[str, Any] | None) -> str:
-    if not figures or figures.get("idle_share") is None:
+    if not figures or figures.get("idle_time_share") is None:
         return f"not measured ({(figures or {}).get('note') or 'no samples'})"
     return (
-        f"{100 * figures['idle_share']:.1f}% of {figures['samples']} samples, mean utilization "
-        f"{figures['mean_utilization']}%, median gap {figures['median_gap_ms']} ms"
+        f"{100 * figures['idle_time_share']:.1f}% of the time (mean utilization {figures['mean_utilization']}%), "
+        f"{100 * figures['idle_share']:.1f}% of {figures['samples']} samples at 0%, median gap "
+        f"{figures['median_gap_ms']} ms"
     )
 
 
@@ -791,7 +795,8 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "aa_idle_median_ms": idle_median,
         "aa_busy_median_ms": busy_median,
         "aa_ratio": None if aa_ratio is None else round(aa_ratio, 4),
-        "batch_gpu_idle_share": (batch_idle or {}).get("idle_share"),
+        "batch_gpu_idle_share": (batch_idle or {}).get("idle_time_share"),
+        "batch_gpu_idle_samples_share": (batch_idle or {}).get("idle_share"),
         "rl_shape": [rl["groups"], rl["group_size"]] if rl else None,
         "rl_per_hour": round(rl_per_hour, 1) if rl else None,
         "rl_wall_s": rl["wall_s"] if rl else None,
@@ -799,7 +804,8 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "rl_not_ok": rl_bad if rl else None,
         "rl_group_last_s": group_last,
         "rl_groups": groups,
-        "rl_gpu_idle_share": (rl_idle or {}).get("idle_share"),
+        "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
+        "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),
         "warm_stage_medians_s": stage_medians,

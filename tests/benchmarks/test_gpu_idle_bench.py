@@ -20,8 +20,16 @@ def test_the_idle_share_is_the_share_of_samples_at_zero() -> None:
     samples = [(1_000, 0.0), (2_000, 35.0), (3_000, 100.0), (4_000, 0.0)]
     figures = idle.aggregate(samples)
     assert figures["samples"] == 4 and figures["idle_samples"] == 2 and figures["idle_share"] == 0.5
-    assert figures["mean_utilization"] == 33.75
+    assert figures["mean_utilization"] == 33.75 and figures["idle_time_share"] == 0.6625
     assert figures["median_gap_ms"] == 1.0  # timestamps are microseconds
+
+
+def test_short_gaps_show_in_the_time_share_not_in_the_samples_at_zero() -> None:
+    # 200 ms samples, each with a ~40 ms gap between timed windows: no sample reads 0 %, a fifth is idle
+    figures = idle.aggregate([(t * 200_000, 80.0) for t in range(50)])
+    assert figures["idle_share"] == 0.0 and figures["idle_time_share"] == 0.2
+    passed, text = idle.idle_verdict("batch", figures, 0.15)
+    assert passed is False and "20.0% of the time" in text and "0.0% of 50 samples at 0%" in text
 
 
 def test_a_sample_read_twice_counts_once_and_nonsense_is_dropped() -> None:
@@ -34,24 +42,25 @@ def test_a_sample_read_twice_counts_once_and_nonsense_is_dropped() -> None:
 
 def test_no_samples_give_no_share() -> None:
     figures = idle.aggregate([])
-    assert figures["idle_share"] is None and figures["mean_utilization"] is None and figures["samples"] == 0
+    assert figures["idle_share"] is None and figures["idle_time_share"] is None and figures["samples"] == 0
 
 
-def test_a_busy_but_never_idle_gpu_has_share_zero() -> None:
-    figures = idle.aggregate([(t, 1.0) for t in range(0, 100_000, 40_000)])
-    assert figures["idle_share"] == 0.0 and figures["idle_samples"] == 0
+def test_a_gpu_always_busy_has_both_shares_zero() -> None:
+    figures = idle.aggregate([(t, 100.0) for t in range(0, 100_000, 40_000)])
+    assert figures["idle_share"] == 0.0 and figures["idle_time_share"] == 0.0 and figures["idle_samples"] == 0
 
 
-def test_the_verdict_is_strictly_below_the_target() -> None:
-    assert idle.idle_verdict("batch", {"idle_share": 0.1499, "samples": 10}, 0.15)[0] is True
-    passed, text = idle.idle_verdict("batch", {"idle_share": 0.15, "samples": 10, "source": "s"}, 0.15)
-    assert passed is False and "15.0%" in text and "target < 15%" in text
+def test_the_verdict_is_on_the_time_share_strictly_below_the_target() -> None:
+    below = {"idle_time_share": 0.1499, "idle_share": 0.0, "samples": 10}
+    assert idle.idle_verdict("batch", below, 0.15)[0] is True
+    at = {"idle_time_share": 0.15, "idle_share": 0.1, "samples": 10, "source": "s"}
+    passed, text = idle.idle_verdict("batch", at, 0.15)
+    assert passed is False and "15.0% of the time" in text and "target < 15% of the time" in text
 
 
 def test_an_unmeasured_share_neither_passes_nor_fails_and_says_why() -> None:
-    passed, text = idle.idle_verdict(
-        "batch", {"idle_share": None, "note": "NVML unavailable: no library"}, 0.15
-    )
+    unmeasured = {"idle_share": None, "idle_time_share": None, "note": "NVML unavailable: no library"}
+    passed, text = idle.idle_verdict("batch", unmeasured, 0.15)
     assert passed is None and "not measured" in text and "NVML unavailable" in text
 
 
@@ -72,7 +81,7 @@ def test_without_nvml_the_reader_is_none_and_the_figures_null() -> None:
     assert reader is None and note.startswith("NVML unavailable")
     sampler = idle.IdleSampler(reader, note).start()
     figures = sampler.stop()
-    assert figures["idle_share"] is None and figures["source"] is None
+    assert figures["idle_share"] is None and figures["idle_time_share"] is None and figures["source"] is None
     assert figures["note"].startswith("NVML unavailable")
 
 
@@ -118,3 +127,24 @@ def test_a_failed_poll_is_a_gap_named_in_the_note() -> None:
 def test_the_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="interval_s"):
         idle.IdleSampler(None, interval_s=0)
+
+
+class WholeBufferNvml:
+    """Stands in for NVML's samples call on a driver that hands back its whole buffer, whatever the
+    lastSeenTimeStamp: the reader must keep only what is newer than what it has seen."""
+
+    def __init__(self) -> None:
+        self.buffer = [(100, 0.0), (200, 0.0)]  # before the phase
+
+    def samples(self, last_seen: int) -> list[tuple[int, float]]:
+        return list(self.buffer)
+
+
+def test_the_samples_reader_skips_the_past_and_never_counts_a_sample_twice() -> None:
+    nvml = WholeBufferNvml()
+    reader = idle.SamplesReader(nvml)
+    assert reader.read() == []
+    nvml.buffer += [(300, 40.0), (400, 0.0)]
+    assert reader.read() == [(300, 40.0), (400, 0.0)]
+    nvml.buffer += [(500, 90.0)]
+    assert reader.read() == [(500, 90.0)] and reader.last_seen == 500
