@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cuda_agent.judge.decide.verdict import Status, Verdict
 from tests.benchmark_module import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,6 +200,47 @@ def test_the_rl_tasks_are_eight_honest_accepted_tasks_with_distinct_models() -> 
         sources = "".join(p.read_text() for p in (folder / "kernels").iterdir() if p.is_file())
         # plain CUDA: library headers would time the library's build and link, not the judge
         assert not re.search(r"#include\s*[<\"](cublas|cudnn|cub/|thrust/)", sources), name
+
+
+class RecordingService:
+    """Stands in for JudgeService at the GPU boundary: records what it is asked to judge and how, and
+    answers every submission with an ok verdict (judge_many in reverse order, as a pipeline may)."""
+
+    def __init__(self) -> None:
+        self.judged: list[Path] = []
+        self.batches: list[list[Path]] = []
+
+    def _verdict(self) -> Verdict:
+        return Verdict(reward=2, status=Status.OK, reason="", stage_seconds={"total": 1.0})
+
+    def judge(self, path: Path) -> Verdict:
+        self.judged.append(Path(path))
+        return self._verdict()
+
+    def judge_many(self, items: list[Path]) -> Iterator[tuple[int, Verdict]]:
+        paths = [Path(p) for p in items]
+        self.batches.append(paths)
+        for index in reversed(range(len(paths))):
+            yield index, self._verdict()
+
+
+def test_the_rl_step_goes_through_one_judge_many_call_group_after_group(tmp_path: Path) -> None:
+    service, journal = RecordingService(), bench.Journal(tmp_path / "verdicts.jsonl")
+    primed = {"elementwise_chain": verdict(), "row_softmax": verdict()}  # b judged these; layernorm not
+    result = bench.phase_rl(
+        service, journal, (3, 2), tmp_path / "variants", primed, None, "NVML unavailable: test"
+    )
+    journal.close()
+    assert [p.name for p in service.judged] == ["layernorm"]  # primed once, alone, before the step
+    assert len(service.batches) == 1 and len(service.batches[0]) == 6  # the whole step in one call
+    assert [p.name for p in service.batches[0]] == ["elementwise_chain"] * 2 + ["row_softmax"] * 2 + [
+        "layernorm"
+    ] * 2
+    assert result["groups"] == 3 and result["group_size"] == 2 and not result["error"]
+    assert all(r["verdict"]["status"] == "ok" and r["done_at_s"] is not None for r in result["records"])
+    assert result["gpu_idle"]["idle_time_share"] is None and "NVML unavailable" in result["gpu_idle"]["note"]
+    phases = [json.loads(line)["phase"] for line in (tmp_path / "verdicts.jsonl").read_text().splitlines()]
+    assert phases == ["rl_prime"] + ["rl"] * 6
 
 
 # ---- the command line ---------------------------------------------------------------------------------
