@@ -1,6 +1,11 @@
 """Judge latency and throughput on one GPU: the original CUDA-Agent one-shot path against our judge service.
 
     python benchmarks/judge_throughput.py [--batch 60] [--warm-reps 3] [--out DIR]
+    python benchmarks/judge_throughput.py --rl-shaped                       # adds g: 8 tasks x 8 candidates
+    python benchmarks/judge_throughput.py --groups 4 --group-size 16        # g with another shape
+    python benchmarks/judge_throughput.py --original-reps 0 --batch 0 --rl-shaped   # b-e and g: no a, no f
+    # every issue-34 target in one run that fits a 10-minute device call (estimated ~8 min at 1,328/h):
+    python benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 --batch 32 --rl-shaped
 
 One run, on the same honest submissions (examples/elementwise_chain, row_softmax, layernorm, gemm_bias_relu):
 
@@ -15,13 +20,29 @@ One run, on the same honest submissions (examples/elementwise_chain, row_softmax
   e. A/A idle: `--aa-reps` variants of `--aa-example` judged one at a time, nothing else running;
   f. throughput: `--batch` variants cycling over the examples through `service.judge_many` (builds in
      parallel on the CPU, GPU work serialised); verdicts/hour; the A/A example's candidate times inside
-     the batch over its idle time give the A/A ratio.
+     the batch over its idle time give the A/A ratio;
+  g. RL-shaped (`--rl-shaped`, or `--groups T --group-size G`; off by default): T tasks of RL_TASKS, G
+     candidates each (a variant with a unique comment on its first `.cu`, as in c), all T x G submitted
+     at once through `service.judge_many`, group after group, as one RL step's rollouts arrive.
+     Tasks not primed in b are judged once first, so g runs on cached baselines as f does. Reports
+     verdicts/hour and per-group latency (from the step's start to its group's first and last verdict:
+     the last is when the trainer can score the group).
+
+During f and g a thread reads the GPU's utilization samples from NVML every 40 ms (benchmarks/gpu_idle.py):
+the phase's GPU idle share is 1 - their mean utilization (the share of time no kernel ran), printed with
+the share of samples at 0 % beside it (null, with the reason, where NVML is absent). The target is on the
+time share: a sample spans 1/6 s or more, so a 0 % sample needs a whole period idle and the samples'
+share misses the short gaps between timed windows that the issue means.
 
 The judge's caches (objects, baselines) start empty in a fresh folder unless `--cache-dir` names one.
-Prints a table (p50/p90/mean latency, verdicts/hour), the ratios to the original, the cold-build times and
-the A/A ratio; writes judge_throughput.json and verdicts.jsonl (every verdict of ours) to `--out`; ends
-with one PASS/FAIL line per target (on an H200: warm median <= 5 s; cold build median <= 8 s;
->= 1000 verdicts/hour; |A/A - 1| <= 0.02). Exit code 0 only if all pass; 2 when no GPU or no judge service.
+Prints a table (p50/p90/mean latency, verdicts/hour), the ratios to the original, the cold-build times,
+the A/A ratio and the idle shares; writes judge_throughput.json and verdicts.jsonl (every verdict of ours)
+to `--out`; ends with one PASS/FAIL line per target. The targets are issue 34's "Done when" bar on an
+H200: warm median <= 2.5 s, cold build median <= 8 s, >= 3000 verdicts/hour (batch and RL-shaped),
+|A/A - 1| <= 0.02, GPU idle share < 15% (batch and RL-shaped). Each line also names the bar before issue
+34 where one existed (warm median <= 5 s, >= 1000 verdicts/hour), so a run between the two reads as
+progress, but only the new bar passes. Exit code 0 only if all that ran pass; 2 when no GPU or no judge
+service.
 """
 
 from __future__ import annotations
@@ -42,12 +63,35 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path.insert(0, str(REPO / "src"))
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+from gpu_idle import IdleSampler, idle_verdict, open_reader  # noqa: E402  (benchmarks/, on the path above)
 
 HONEST_EXAMPLES = ("elementwise_chain", "row_softmax", "layernorm", "gemm_bias_relu")
-TARGET_WARM_S = 5.0
+# Issue 34's "Done when" bar on an H200; the same phases' bar before it stays printed beside (PREVIOUS).
+TARGET_WARM_S = 2.5
 TARGET_COLD_BUILD_S = 8.0
-TARGET_PER_HOUR = 1000.0
+TARGET_PER_HOUR = 3000.0
 TARGET_AA = 0.02
+TARGET_IDLE_SHARE = 0.15
+PREVIOUS_TARGET_WARM_S = 5.0
+PREVIOUS_TARGET_PER_HOUR = 1000.0
+
+# Honest cases of tests/adversarial that g adds to the 4 examples, each with the reason it was chosen.
+# All four: expected accept, plain CUDA kernels that build on a CPU in about a minute (no cuBLAS, cuDNN,
+# CUB or Thrust, whose headers and links make builds slower and would time the library, not the judge),
+# fp32 inputs of at most 33M elements, and a model.py unlike each other's and the examples'.
+RL_ADVERSARIAL_TASKS: tuple[tuple[str, str], ...] = (
+    ("00_honest_tuple_outputs", "relu and sigmoid of (4096, 4096): the smallest input, and two outputs"),
+    ("00_honest_two_kernel_colcenter", "column mean then relu * weight: two chained kernels, a parameter"),
+    ("00_honest_max_with_indices", "row max of (16384, 2048) with its int64 index: a row reduction"),
+    ("00_honest_absmax_norm", "x / max(|x|) on (8192, 4096): a global reduction, then a scale"),
+)
+# g's tasks in order: --groups T takes the first T.
+RL_TASKS: tuple[Path, ...] = (*(REPO / "examples" / n for n in HONEST_EXAMPLES),
+                              *(REPO / "tests" / "adversarial" / n for n, _ in RL_ADVERSARIAL_TASKS))  # fmt: skip
+RL_DEFAULT_SHAPE = (8, 8)  # 8 tasks x 8 candidates: issue 34's RL-shaped batch
 
 
 # ---- small helpers --------------------------------------------------------------------------------
@@ -248,8 +292,10 @@ def phase_cold_build(examples: dict[str, Path], variants: Path) -> list[dict[str
 
 
 def phase_batch(service: Any, journal: Journal, jobs: list[tuple[str, Path]],
-                expected: dict[str, dict[str, Any] | None]) -> tuple[list[dict[str, Any]], float, str]:  # fmt: skip
-    """Everything through judge_many; returns per-job records (in submission order), the wall time, error."""
+                expected: dict[str, dict[str, Any] | None],
+                phase: str = "batch") -> tuple[list[dict[str, Any]], float, str]:  # fmt: skip
+    """Everything through one judge_many call; returns per-job records (in submission order), the wall
+    time and an error text. `phase` names the jobs in verdicts.jsonl and the progress lines."""
     records: list[dict[str, Any]] = [
         {"example": name, "done_at_s": None, "verdict": None} for name, _ in jobs
     ]
@@ -262,27 +308,83 @@ def phase_batch(service: Any, journal: Journal, jobs: list[tuple[str, Path]],
             at = time.monotonic() - start
             done += 1
             name = jobs[index][0]
-            journal.write("batch", name, index, at, verdict)
+            journal.write(phase, name, index, at, verdict)
             b = brief(verdict)
             records[index].update({"done_at_s": round(at, 4), "verdict": b})
             want = expected.get(name)
             if b["status"] != "ok" or (want is not None and b["reward"] != want["reward"]):
-                print(f"    WARNING: batch #{index} {name}: {describe(b)}", flush=True)
+                print(f"    WARNING: {phase} #{index} {name}: {describe(b)}", flush=True)
             if time.monotonic() - last_print > 15 or done == len(jobs):
                 last_print = time.monotonic()
-                print(f"  [batch {done}/{len(jobs)}] {at:.1f} s, {done / at * 3600:.0f} verdicts/h so far",
+                print(f"  [{phase} {done}/{len(jobs)}] {at:.1f} s, {done / at * 3600:.0f} verdicts/h so far",
                       flush=True)  # fmt: skip
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        print(f"  batch stopped by {error}", flush=True)
+        print(f"  {phase} stopped by {error}", flush=True)
     wall = time.monotonic() - start
     return records, wall, error
+
+
+def rl_variants(tasks: list[Path], group_size: int, root: Path) -> list[tuple[str, Path]]:
+    """One RL step's candidates: for each task in order, `group_size` variants (its first `.cu` with a
+    unique comment, so each rebuilds), group after group as a trainer submits a step's rollouts.
+    Returns (task name, variant folder) pairs; the task name is the group."""
+    return [(task.name, make_variant(task, root, f"rl-{g}-{k}"))
+            for g, task in enumerate(tasks) for k in range(group_size)]  # fmt: skip
+
+
+def group_latencies(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per group (records' "example"), in first-submitted order: candidates, verdicts reached, those not
+    ok, and the seconds from the step's start to the group's first and last verdict (None if unfinished:
+    a trainer scores a group only when all its candidates are judged)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(r["example"], []).append(r)
+    out = {}
+    for name, rows in groups.items():
+        done = [
+            r["done_at_s"] for r in rows if r.get("verdict") is not None and r.get("done_at_s") is not None
+        ]
+        out[name] = {
+            "n": len(rows),
+            "done": len(done),
+            "not_ok": sum(1 for r in rows if r.get("verdict") is not None and r["verdict"]["status"] != "ok"),
+            "first_s": min(done) if done else None,
+            "last_s": max(done) if len(done) == len(rows) else None,
+        }
+    return out
+
+
+def gpu_idle_reader(torch: Any) -> tuple[Any, str]:
+    """NVML's reader for the GPU torch uses (by UUID, so CUDA_VISIBLE_DEVICES cannot point it at another),
+    falling back to NVML's device 0; (None, why) where NVML is absent."""
+    try:
+        uuid = f"GPU-{torch.cuda.get_device_properties(torch.cuda.current_device()).uuid}"
+    except Exception:
+        uuid = None
+    reader, note = open_reader(uuid=uuid)
+    if reader is None and uuid is not None:
+        reader, fallback = open_reader(index=0)
+        note = f"{note}; by index 0: {fallback or 'ok'}"
+    return reader, note
+
+
+def sampled(reader: Any, note: str, run: Any) -> tuple[Any, dict[str, Any]]:
+    """run() with the GPU idle sampler polling around it: (its result, the idle figures)."""
+    sampler = IdleSampler(reader, note).start()
+    try:
+        result = run()
+    finally:
+        figures = sampler.stop()
+    return result, figures
 
 
 # ---- main -----------------------------------------------------------------------------------------
 
 
-def main() -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: example folders, the A/A example and g's shape (args.rl_shape is
+    (T, G), or (0, 0) when g is off). A bad value exits with argparse's usage error (status 2)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -305,8 +407,11 @@ def main() -> int:
         "--aa-reps", type=int, default=5, help="A/A variants judged on an idle machine (default 5)"
     )
     parser.add_argument("--batch", type=int, default=60, help="variants through judge_many (default 60)")
-    parser.add_argument("--fixed-budget-timing", action="store_true",
-                        help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)")
+    parser.add_argument(
+        "--fixed-budget-timing",
+        action="store_true",
+        help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
+    )
     parser.add_argument("--build-workers", type=int, default=None,
                         help="the service's parallel builds (default: the service's, cpu_count - 2)")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
@@ -315,8 +420,16 @@ def main() -> int:
     parser.add_argument("--keep-variants", action="store_true", help="keep the variant submissions")
     parser.add_argument("--no-cold-build", action="store_true",
                         help="skip phase d (cold builds); with --aa-reps 0 and --batch 0 the run is a+b+c only")  # fmt: skip
-    args = parser.parse_args()
+    parser.add_argument("--rl-shaped", action="store_true",
+                        help="run g, the RL-shaped batch: 8 tasks x 8 candidates unless --groups/--group-size say")  # fmt: skip
+    parser.add_argument("--groups", type=int, metavar="T",
+                        help=f"g: tasks per RL step, the first T of RL_TASKS (1-{len(RL_TASKS)}; default 8)")  # fmt: skip
+    parser.add_argument("--group-size", type=int, metavar="G", help="g: candidates per task (default 8)")
+    args = parser.parse_args(argv)
 
+    for name in ("warm_reps", "aa_reps", "batch", "original_reps"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} must be >= 0, not {getattr(args, name)}")
     examples: dict[str, Path] = {}
     for item in args.examples:
         path = Path(item) if Path(item).is_dir() else args.examples_dir / item
@@ -325,6 +438,31 @@ def main() -> int:
         examples[path.name] = path.resolve()
     if args.aa_example not in examples:
         parser.error(f"--aa-example {args.aa_example} is not among --examples ({', '.join(examples)})")
+    try:
+        args.rl_shape = rl_shape(args.rl_shaped, args.groups, args.group_size)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.example_paths = examples
+    return args
+
+
+def rl_shape(rl_shaped: bool, groups: int | None, group_size: int | None) -> tuple[int, int]:
+    """(tasks, candidates per task) of phase g: (0, 0) when none of the three options is given; either
+    count given alone turns g on with the other at its default (RL_DEFAULT_SHAPE)."""
+    if not rl_shaped and groups is None and group_size is None:
+        return 0, 0
+    tasks = RL_DEFAULT_SHAPE[0] if groups is None else groups
+    size = RL_DEFAULT_SHAPE[1] if group_size is None else group_size
+    if not 1 <= tasks <= len(RL_TASKS):
+        raise ValueError(f"--groups must be 1-{len(RL_TASKS)} (the tasks of RL_TASKS), not {tasks}")
+    if size < 1:
+        raise ValueError(f"--group-size must be >= 1, not {size}")
+    return tasks, size
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    examples: dict[str, Path] = args.example_paths
 
     import torch
 
@@ -352,14 +490,20 @@ def main() -> int:
     variants = Path(tempfile.mkdtemp(prefix="judge_bench_variants_"))
     journal = Journal(out / "verdicts.jsonl")
     report: dict[str, Any] = {"gpu": gpu, "torch": torch.__version__, "cpu_count": os.cpu_count(),
-                              "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                              "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                                       if k != "example_paths"},
                               "examples": {k: str(v) for k, v in examples.items()}}  # fmt: skip
     try:
         # a. the original one-shot path, before our service holds anything
         original: list[dict[str, Any]] = []
         if args.original_reps > 0:
-            print(f"\n== a. original one-shot path ({args.original_reps} x {len(args.original_examples or examples)}) ==", flush=True)
-            chosen = {k: v for k, v in examples.items() if not args.original_examples or k in args.original_examples}
+            print(
+                f"\n== a. original one-shot path ({args.original_reps} x {len(args.original_examples or examples)}) ==",
+                flush=True,
+            )
+            chosen = {
+                k: v for k, v in examples.items() if not args.original_examples or k in args.original_examples
+            }
             original = phase_original(
                 chosen,
                 args.original_reps,
@@ -380,6 +524,11 @@ def main() -> int:
             return 2
         report["service_start_s"] = round(time.monotonic() - t0, 3)
         print(f"  service up in {report['service_start_s']:.1f} s", flush=True)
+        idle_reader, idle_note = None, ""
+        if args.batch > 0 or args.rl_shape != (0, 0):
+            idle_reader, idle_note = gpu_idle_reader(torch)
+            source = idle_reader.source if idle_reader else "none"
+            print(f"  GPU idle sampler: {source}" + (f" ({idle_note})" if idle_note else ""), flush=True)
         try:
             # b. prime: every example once, baselines measured
             print(f"\n== b. ours, cold: each example once ({len(examples)}) ==", flush=True)
@@ -407,7 +556,10 @@ def main() -> int:
             # e. A/A on an idle machine
             aa_idle: list[dict[str, Any]] = []
             if args.aa_reps > 0:
-                print(f"\n== e. A/A idle: {args.aa_reps} variants of {args.aa_example}, one at a time ==", flush=True)
+                print(
+                    f"\n== e. A/A idle: {args.aa_reps} variants of {args.aa_example}, one at a time ==",
+                    flush=True,
+                )
                 jobs = [(args.aa_example, make_variant(examples[args.aa_example], variants, f"aa-{k}"))
                         for k in range(args.aa_reps)]  # fmt: skip
                 aa_idle = phase_sequential(service, journal, "aa_idle", "A/A idle", jobs, expected)
@@ -417,12 +569,22 @@ def main() -> int:
             names = list(examples)
             jobs = [(names[i % len(names)], make_variant(examples[names[i % len(names)]], variants, f"batch-{i}"))
                     for i in range(args.batch)]  # fmt: skip
-            batch, batch_wall, batch_error = [], 0.0, ""
+            batch, batch_wall, batch_error, batch_idle = [], 0.0, "", None
             if args.batch > 0:
                 print(f"\n== f. throughput: {args.batch} variants through judge_many ==", flush=True)
-                batch, batch_wall, batch_error = phase_batch(service, journal, jobs, expected)
+                (batch, batch_wall, batch_error), batch_idle = sampled(
+                    idle_reader, idle_note, lambda: phase_batch(service, journal, jobs, expected)
+                )
+                print(f"  GPU idle share {_share_text(batch_idle)}", flush=True)
             report["batch"] = {"records": batch, "wall_s": round(batch_wall, 3), "error": batch_error,
-                               "sequential_timing": not args.fixed_budget_timing}  # fmt: skip
+                               "sequential_timing": not args.fixed_budget_timing, "gpu_idle": batch_idle}  # fmt: skip
+
+            # g. RL-shaped: T tasks x G candidates, one step's rollouts at once
+            report["rl"] = None
+            if args.rl_shape != (0, 0):
+                report["rl"] = phase_rl(
+                    service, journal, args.rl_shape, variants, expected, idle_reader, idle_note
+                )
         finally:
             service_cm.__exit__(None, None, None)
     finally:
@@ -433,6 +595,37 @@ def main() -> int:
             report["variants_dir"] = str(variants)
 
     return finish(report, out, time.monotonic() - bench_start)
+
+
+def phase_rl(service: Any, journal: Journal, shape: tuple[int, int], variants: Path,
+             expected: dict[str, dict[str, Any] | None], idle_reader: Any, idle_note: str) -> dict[str, Any]:  # fmt: skip
+    """Phase g: prime the RL tasks b did not judge (one at a time, so g runs on cached baselines as f does),
+    then all T x G candidates through one judge_many call with the idle sampler running."""
+    tasks = list(RL_TASKS[: shape[0]])
+    unprimed = [t for t in tasks if t.name not in expected]
+    prime: list[dict[str, Any]] = []
+    if unprimed:
+        print(f"\n== g. RL tasks not primed in b: each once ({len(unprimed)}) ==", flush=True)
+        jobs = [(t.name, make_variant_copy(t, variants, "rl-prime")) for t in unprimed]
+        prime = phase_sequential(service, journal, "rl_prime", "RL cold", jobs, None)
+        expected.update({r["example"]: r["verdict"] for r in prime})
+    jobs = rl_variants(tasks, shape[1], variants)
+    print(f"\n== g. RL-shaped: {shape[0]} tasks x {shape[1]} candidates through judge_many ==", flush=True)
+    (records, wall, error), idle = sampled(idle_reader, idle_note,
+                                           lambda: phase_batch(service, journal, jobs, expected, phase="rl"))  # fmt: skip
+    print(f"  GPU idle share {_share_text(idle)}", flush=True)
+    return {"groups": shape[0], "group_size": shape[1], "tasks": [str(t) for t in tasks], "prime": prime,
+            "records": records, "wall_s": round(wall, 3), "error": error, "gpu_idle": idle}  # fmt: skip
+
+
+def _share_text(figures: dict[str, Any] | None) -> str:
+    if not figures or figures.get("idle_time_share") is None:
+        return f"not measured ({(figures or {}).get('note') or 'no samples'})"
+    return (
+        f"{100 * figures['idle_time_share']:.1f}% of the time (mean utilization {figures['mean_utilization']}%), "
+        f"{100 * figures['idle_share']:.1f}% of {figures['samples']} samples at 0%, median gap "
+        f"{figures['median_gap_ms']} ms"
+    )
 
 
 def make_variant_copy(submission: Path, root: Path, tag: str) -> Path:
@@ -472,6 +665,13 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     header = f"{'path':<46} {'n':>4} {'p50 s':>8} {'p90 s':>8} {'mean s':>8} {'verdicts/h':>11}"
     print(header)
     print("-" * len(header))
+    rl = report.get("rl")
+    rl_records = rl["records"] if rl else []
+    rl_done = [r for r in rl_records if r["verdict"] is not None]
+    rl_bad = len(rl_records) - sum(1 for r in rl_done if r["verdict"]["status"] == "ok")
+    rl_per_hour = len(rl_done) / rl["wall_s"] * 3600 if rl and rl["wall_s"] > 0 and rl_done else 0.0
+    groups = group_latencies(rl_records)
+    group_last = summarize(g["last_s"] for g in groups.values() if g["last_s"] is not None)
     rows = [
         ("original one-shot (compile + verify + profile)", orig_lat, rate(orig_lat)),
         (f"ours, cold (baselines {sources})", prime_lat, rate(prime_lat)),
@@ -479,6 +679,9 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         (f"ours, judge_many batch of {len(batch)}", {"n": len(batch_done), "p50": None, "p90": None, "mean": None},
          per_hour),
     ]  # fmt: skip
+    if rl:
+        rows.append((f"ours, RL-shaped {rl['groups']} x {rl['group_size']} (group: last)", {**group_last,
+                     "n": len(rl_done)}, rl_per_hour))  # fmt: skip
     for label, s, r in rows:
         print(
             f"{label:<46} {s['n']:>4} {fmt(s['p50']):>8} {fmt(s['p90']):>8} {fmt(s['mean']):>8} {fmt(r, '.0f'):>11}"
@@ -529,24 +732,50 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     aa_ratio = busy_median / idle_median if idle_median and busy_median else None
     print(f"A/A {aa_name}: idle median {fmt(idle_median, '.4f')} ms (n {len(idle_times)}), busy median "
           f"{fmt(busy_median, '.4f')} ms (n {len(busy_times)}) -> ratio {fmt(aa_ratio, '.4f')}")  # fmt: skip
+    if rl:
+        print(f"RL-shaped step: {len(rl_done)} of {len(rl_records)} verdicts in {rl['wall_s']:.1f} s; per group, "
+              "seconds from the step's start to its first and last verdict:")  # fmt: skip
+        for name, g in groups.items():
+            print(f"  group {name[:34]:<34} n {g['n']}, first {fmt(g['first_s'], '.1f')} s, last "
+                  f"{fmt(g['last_s'], '.1f')} s" + (f", {g['not_ok']} not ok" if g["not_ok"] else ""))  # fmt: skip
+    batch_idle = report["batch"].get("gpu_idle")
+    rl_idle = rl["gpu_idle"] if rl else None
+    if batch:
+        print(f"GPU idle share, batch: {_share_text(batch_idle)}")
+    if rl:
+        print(f"GPU idle share, RL-shaped: {_share_text(rl_idle)}")
     print(f"benchmark wall time {bench_s / 60:.1f} min")
 
     warm_bad = [r for r in warm if not _ok(r)]
     batch_bad = len(batch) - len(batch_ok)
-    skipped = {"cold_build": not cold, "throughput": not batch, "aa_ratio": not aa_idle or not batch}
+    batch_idle_pass, batch_idle_text = idle_verdict("batch", batch_idle or {}, TARGET_IDLE_SHARE)
+    rl_idle_pass, rl_idle_text = idle_verdict("RL-shaped step", rl_idle or {}, TARGET_IDLE_SHARE)
+    skipped = {"cold_build": not cold, "throughput": not batch, "aa_ratio": not aa_idle or not batch,
+               "rl_throughput": not rl, "gpu_idle_batch": not batch or batch_idle_pass is None,
+               "gpu_idle_rl": not rl or rl_idle_pass is None}  # fmt: skip
     checks = {
         "warm_median": (warm_lat["p50"] is not None and warm_lat["p50"] <= TARGET_WARM_S and not warm_bad,
-                        f"warm latency median {fmt(warm_lat['p50'])} s (target <= {TARGET_WARM_S:g} s)"
+                        f"warm latency median {fmt(warm_lat['p50'])} s (target <= {TARGET_WARM_S:g} s; "
+                        f"before issue 34 <= {PREVIOUS_TARGET_WARM_S:g} s)"
                         + (f", {len(warm_bad)} warm verdict(s) not ok" if warm_bad else "")),
         "cold_build": (cold_median is not None and cold_median <= TARGET_COLD_BUILD_S and len(cold_ok) == len(cold),
                        f"cold build median {fmt(cold_median)} s (target <= {TARGET_COLD_BUILD_S:g} s)"
                        + (f", {len(cold) - len(cold_ok)} build(s) failed" if len(cold_ok) != len(cold) else "")),
         "throughput": (per_hour >= TARGET_PER_HOUR and batch_bad == 0 and not report["batch"]["error"],
-                       f"{per_hour:.0f} verdicts/hour (target >= {TARGET_PER_HOUR:.0f})"
+                       f"batch {per_hour:.0f} verdicts/hour (target >= {TARGET_PER_HOUR:.0f}; before issue 34 "
+                       f">= {PREVIOUS_TARGET_PER_HOUR:.0f})"
                        + (f", {batch_bad} of {len(batch)} batch verdicts not ok" if batch_bad else "")
                        + (f", batch error {report['batch']['error']}" if report["batch"]["error"] else "")),
         "aa_ratio": (aa_ratio is not None and abs(aa_ratio - 1) <= TARGET_AA,
                      f"A/A ratio {fmt(aa_ratio, '.4f')} (target 1 +/- {TARGET_AA:g})"),
+        "rl_throughput": (rl_per_hour >= TARGET_PER_HOUR and rl_bad == 0 and not (rl or {}).get("error"),
+                          f"RL-shaped {len(groups)} tasks x {(rl or {}).get('group_size')}: {rl_per_hour:.0f} "
+                          f"verdicts/hour (target >= {TARGET_PER_HOUR:.0f}), slowest group done in "
+                          f"{fmt(group_last['max'], '.1f')} s"
+                          + (f", {rl_bad} of {len(rl_records)} verdicts not ok" if rl_bad else "")
+                          + (f", error {rl['error']}" if rl and rl["error"] else "")),
+        "gpu_idle_batch": (bool(batch_idle_pass), batch_idle_text),
+        "gpu_idle_rl": (bool(rl_idle_pass), rl_idle_text),
     }  # fmt: skip
 
     summary = {
@@ -566,6 +795,17 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "aa_idle_median_ms": idle_median,
         "aa_busy_median_ms": busy_median,
         "aa_ratio": None if aa_ratio is None else round(aa_ratio, 4),
+        "batch_gpu_idle_share": (batch_idle or {}).get("idle_time_share"),
+        "batch_gpu_idle_samples_share": (batch_idle or {}).get("idle_share"),
+        "rl_shape": [rl["groups"], rl["group_size"]] if rl else None,
+        "rl_per_hour": round(rl_per_hour, 1) if rl else None,
+        "rl_wall_s": rl["wall_s"] if rl else None,
+        "rl_verdicts": len(rl_done) if rl else None,
+        "rl_not_ok": rl_bad if rl else None,
+        "rl_group_last_s": group_last,
+        "rl_groups": groups,
+        "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
+        "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),
         "warm_stage_medians_s": stage_medians,
@@ -576,13 +816,20 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     report["summary"] = summary
     (out / "judge_throughput.json").write_text(json.dumps(report, indent=1, default=str))
     print(
-        json.dumps({k: v for k, v in summary.items() if k not in ("warm_latency_by_example_s", "warm_stage_medians_s")},
-                   default=str)
+        json.dumps(
+            {
+                k: v
+                for k, v in summary.items()
+                if k not in ("warm_latency_by_example_s", "warm_stage_medians_s", "rl_groups")
+            },
+            default=str,
+        )
     )
     print(f"wrote {out / 'judge_throughput.json'} and {out / 'verdicts.jsonl'}")
     for key, (passed, text) in checks.items():
         if skipped.get(key):
-            print(f"SKIP: {key} (its phase was not run)", flush=True)
+            why = text if key.startswith("gpu_idle") and "not measured" in text else "its phase was not run"
+            print(f"SKIP: {key} ({why})", flush=True)
         else:
             print(f"{'PASS' if passed else 'FAIL'}: {text}", flush=True)
     return 0 if all(passed for key, (passed, _) in checks.items() if not skipped.get(key)) else 1
@@ -632,7 +879,9 @@ def print_stage_table(medians: dict[str, dict[str, float | None]]) -> None:
         label = ("  " * depth + key)[:20]
         print(f"{label:<20}" + "".join(f"{fmt(medians[n].get(key), '.3f'):>17}" for n in names))
     for count in COUNTS:
-        print(f"{'n ' + count:<20}" + "".join(f"{fmt(medians[n].get('n_' + count), '.0f'):>17}" for n in names))
+        print(
+            f"{'n ' + count:<20}" + "".join(f"{fmt(medians[n].get('n_' + count), '.0f'):>17}" for n in names)
+        )
 
 
 def warm_call_medians(warm: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -668,10 +917,13 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
     print("\nwarm, host clock per call (median ms): the reference's overhead + margin vs the candidate's own")
     print("  (flush: the pads' allowance, the reference's, and the candidate's own measurement beside it)")
     print("  (stamped: rounds whose wall ended at the kernel's stamp on the reply, of all, summed; draw: a")
-    print("   draw's host time in the reference, the cover spin each call's in-round draw ran under, and the pad)")
+    print(
+        "   draw's host time in the reference, the cover spin each call's in-round draw ran under, and the pad)"
+    )
     print(f"{'example':<20}{'overhead':>10}{'margin':>8}{'candidate':>11}{'charged':>12}{'flush':>9}{'own':>9}"
           f"{'stamped':>14}{'draw':>9}{'cover':>9}{'pad':>9}")  # fmt: skip
     for name, clocks in rows.items():
+
         def med(key: str, clocks: list[dict[str, Any]] = clocks) -> float:
             return statistics.median(float(c.get(key) or 0.0) for c in clocks)
 
@@ -684,11 +936,15 @@ def print_host_clock(warm: list[dict[str, Any]]) -> None:
         print(f"{name[:20]:<20}{med('overhead_ms'):>10.4f}{med('margin_ms'):>8.4f}{med('candidate_overhead_ms'):>11.4f}"
               f"{charged:>12}{flush('allowance'):>9}{flush('candidate_measured'):>9}{stamped:>14}"
               f"{med('reference_draw_ms'):>9.3f}{med('cover_ms'):>9.3f}{med('pad_ms'):>9.3f}")  # fmt: skip
-    print("\nwarm, where the candidate's per-call overhead exceeds the reference's (median ms over its rounds):")
+    print(
+        "\nwarm, where the candidate's per-call overhead exceeds the reference's (median ms over its rounds):"
+    )
     print("  timed: every timed round; after frozen: those right after a frozen window; other: the rest")
     print(f"{'example':<20}{'timed':>10}{'after frozen':>14}{'other':>10}")
     for name, clocks in rows.items():
-        timed, after, other = (_median_of(clocks, "excess_median_ms", k) for k in ("timed", "after_frozen", "other_timed"))
+        timed, after, other = (
+            _median_of(clocks, "excess_median_ms", k) for k in ("timed", "after_frozen", "other_timed")
+        )
         print(f"{name[:20]:<20}{timed:>10}{after:>14}{other:>10}")
 
 
