@@ -18,6 +18,9 @@ spread). `from_verdict` fills them; with them the metrics can report the share t
 more than 5% faster, not just the share whose median is. `gpu_wait_s` says how long the judgment waited
 for its GPU lease (cuda_agent.gpu_lease), None when it took none. `precision_ratio` and `precision_k`
 carry the precision audit's statistic and bound (eval/precision.py: fast_p at precision parity).
+`compile_mode` names the torch.compile mode of the compile baseline the times were measured against
+(the verdict's `timing.policy.compile_mode`; "default" for a timed verdict from before the option, when
+no other mode existed); None when the verdict had no timing.
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class EvalRecord:
     # bound k it was held to (from checks.precision_audit; None when the audit was off). None: not measured.
     precision_ratio: float | None = None
     precision_k: float | None = None
+    # The torch.compile mode of the compile baseline (judge/trusted/compile_modes.py); None: not timed.
+    compile_mode: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -136,6 +141,7 @@ class EvalRecord:
             gpu_wait_s=gpu_wait_s,
             precision_ratio=_number(checks.get("precision_error_ratio")),
             precision_k=_audit_k(checks.get("precision_audit")),
+            compile_mode=_compile_mode(timing),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,6 +173,16 @@ def _number(value: Any) -> float | None:
         and value >= 0 else None  # fmt: skip
 
 
+def _compile_mode(timing: Mapping[str, Any]) -> str | None:
+    """The compile baseline's mode from a verdict's timing: its policy's, or "default" for a verdict made
+    before the judge had the option (the only mode then); None without timing."""
+    if not timing:
+        return None
+    policy = timing.get("policy")
+    mode = policy.get("compile_mode") if isinstance(policy, Mapping) else None
+    return str(mode) if mode else "default"
+
+
 def _audit_k(audit: Any) -> float | None:
     """k from the verdict's `checks.precision_audit` ("float64 (promoted), k = 3"); None when it was off."""
     match = re.search(r"\bk = ([0-9.]+)", audit) if isinstance(audit, str) else None
@@ -193,6 +209,8 @@ def _check(record: EvalRecord) -> None:
         raise RecordError(f"{where}: status must not be empty")
     if record.verdict_path is not None and not isinstance(record.verdict_path, str):
         raise RecordError(f"{where}: verdict_path must be a string or null")
+    if record.compile_mode is not None and not isinstance(record.compile_mode, str):
+        raise RecordError(f"{where}: compile_mode must be a string or null")
     for key in _FLOATS:
         value = getattr(record, key)
         if value is None:
