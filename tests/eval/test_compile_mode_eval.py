@@ -139,3 +139,13 @@ def test_metrics_written_before_the_option_still_load(tmp_path: Path) -> None:
     data = metrics.to_dict()
     del data["compile_modes"]
     assert RunMetrics.from_dict(data).compile_modes == {}
+
+
+def test_the_runs_closing_table_names_the_mode(tmp_path: Path) -> None:
+    from cuda_agent.eval.records import write_records
+    from cuda_agent.eval.runner import finish
+
+    write_records(tmp_path / "records.jsonl", [_record(i, _verdict(AUTOTUNE)) for i in range(2)])
+    said: list[str] = []
+    finish(tmp_path, level_sizes=None, bootstrap=0, say=said.append)
+    assert f"compile baseline: torch.compile {AUTOTUNE} (2 timed)" in said
