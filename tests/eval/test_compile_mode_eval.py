@@ -106,6 +106,11 @@ def test_a_record_names_its_verdicts_compile_mode() -> None:
     assert EvalRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
     with pytest.raises(RecordError, match="compile_mode"):
         EvalRecord.from_dict({**record.to_dict(), "compile_mode": 3})
+    written_before = {k: v for k, v in record.to_dict().items() if k != "compile_mode"}  # records.jsonl of old
+    assert EvalRecord.from_dict(written_before).compile_mode == "default"
+    untimed = _record(2, {"status": "incorrect", "reward": -1, "timing": None}).to_dict()
+    del untimed["compile_mode"]
+    assert EvalRecord.from_dict(untimed).compile_mode is None
 
 
 def _report(tmp_path: Path, records: list[EvalRecord]) -> tuple[RunMetrics, str, str, dict]:

@@ -157,7 +157,10 @@ class EvalRecord:
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise RecordError(f"record lacks {', '.join(missing)}")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "compile_mode" not in data and data.get("compile_ms") is not None:
+            values["compile_mode"] = "default"  # timed before the option: the only mode there was
+        return cls(**values)
 
 
 _REQUIRED = ("task_id", "level", "problem", "name", "episode", "status", "reward")
