@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.commands.judge import add_compile_mode_argument
 from cuda_agent.commands.solve import add_budget_arguments, add_model_arguments
 
 EXIT_UNUSABLE = 3
@@ -67,6 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     judge.add_argument("--atol", type=float, default=1e-2)
     judge.add_argument("--rtol", type=float, default=1e-2)
     judge.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
+    add_compile_mode_argument(judge)
     judge.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     out = parser.add_argument_group("report")
     out.add_argument("--compare", type=Path, metavar="OTHER_RUN", help="put another run beside this one")
@@ -91,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{modes[0]} and --{modes[1]} are separate runs; give one")
         if args.judge_url and args.build_only:
             raise ValueError("--judge-url and --build-only both say where to judge; give one")
+        if args.judge_url and args.compile_mode != "default":
+            raise ValueError(f"--compile-mode {args.compile_mode} with --judge-url: the server judges in the mode it was "
+                             f"started with (cuda-agent serve --compile-mode {args.compile_mode}); the report "
+                             "names the mode its verdicts carry")  # fmt: skip
         if args.judge_url and not os.environ.get("CUDA_AGENT_JUDGE_TOKEN"):
             raise ValueError("--judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN")
         if args.recheck:
@@ -116,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace) -> Any:
     from cuda_agent.eval.judges import JudgeSettings
 
-    return JudgeSettings(atol=args.atol, rtol=args.rtol, timing=not args.no_timing, arch=args.arch)
+    return JudgeSettings(atol=args.atol, rtol=args.rtol, timing=not args.no_timing, arch=args.arch,
+                         compile_mode=args.compile_mode)  # fmt: skip
 
 
 def _backend(args: argparse.Namespace, settings: Any) -> Any:

@@ -47,6 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--fixed-budget-timing", action="store_true",
                         help="time every judgment for the full budget (default: stop once the reward is decided "
                              "by a confidence sequence valid at every round; docs/design/timing.md)")  # fmt: skip
+    add_compile_mode_argument(parser)
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
@@ -56,9 +57,25 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.set_defaults(handler=run)
 
 
+def compile_mode(value: str) -> str:
+    """An argparse type: the mode, or argparse's error with the judge's one-line reason."""
+    from cuda_agent.judge import CompileModeError, check_compile_mode
+
+    try:
+        return check_compile_mode(value)
+    except CompileModeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_compile_mode_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--compile-mode`, shared by `judge`, `eval` and `serve` (judge/trusted/compile_modes.py)."""
+    parser.add_argument("--compile-mode", type=compile_mode, default="default", metavar="MODE",
+                        help="the torch.compile baseline's mode: default (when not given) or max-autotune-no-cudagraphs "
+                             "(modes with CUDA graphs are refused); baselines are cached per mode")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
-    from cuda_agent.judge.config import TimingConfig
     from cuda_agent.task import TaskError, load_task
 
     for path in args.submissions:
@@ -82,11 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from cuda_agent import gpu_lease
     from cuda_agent.judge import JudgeService
 
-    config = JudgeConfig(
-        atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
-        forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
-        timing=TimingConfig(sequential=not args.fixed_budget_timing),
-    )  # fmt: skip
+    config = judge_config(args, build)
     devices = list(range(args.gpus)) if args.gpus > 1 else None
     verdicts: dict[int, Verdict] = {}
     sink = open(args.out, "w") if args.out else None  # noqa: SIM115 - closed below
@@ -119,6 +132,17 @@ def run(args: argparse.Namespace) -> int:
         if len(ordered) > 1:
             print("\n" + summary_line(ordered))
     return 0
+
+
+def judge_config(args: argparse.Namespace, build: Any) -> Any:
+    """The JudgeConfig a full judgment runs with, from the command's options."""
+    from cuda_agent.judge import JudgeConfig, TimingConfig
+
+    return JudgeConfig(
+        atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
+        forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
+        timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode),
+    )  # fmt: skip
 
 
 def _emit_in_order(

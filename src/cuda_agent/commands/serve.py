@@ -14,6 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
+from cuda_agent.commands.judge import add_compile_mode_argument
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -45,6 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                         help="judge on a Ray cluster (ADDRESS, default: auto; 'local' starts one here)")  # fmt: skip
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
+    add_compile_mode_argument(parser)  # for every job: jobs carry no judge options
     parser.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
     parser.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"error: {exc.name} is not installed: pip install 'cuda-agent[service]'", file=sys.stderr)
         return 2
-    from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
+    from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, TimingConfig, default_arch
     from cuda_agent.service.auth import AuthConfigError, Tokens
     from cuda_agent.service.guard import guarded_protocol
     from cuda_agent.service.jobs import JobQueue
@@ -75,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    config = JudgeConfig(build=BuildConfig(arch=args.arch or default_arch()), time_candidate=not args.no_timing)
+    config = JudgeConfig(build=BuildConfig(arch=args.arch or default_arch()), time_candidate=not args.no_timing,
+                         timing=TimingConfig(compile_mode=args.compile_mode))  # fmt: skip
     executor = _executor(args, config)
     store = Store(args.data_dir / "judgments.sqlite")
     jobs = JobQueue(store, executor, args.data_dir / "scratch", args.max_pending, args.max_attempts)

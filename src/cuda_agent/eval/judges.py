@@ -52,9 +52,11 @@ class JudgeSettings:
     timing: bool = True
     precision_audit: bool = True
     arch: str | None = None
+    compile_mode: str = "default"  # the torch.compile baseline's (judge/trusted/compile_modes.py)
 
     def config(self, *, build_only: bool = False) -> Any:
         JudgeConfig = judge_name("JudgeConfig", "config")
+        TimingConfig = judge_name("TimingConfig", "config")
         BuildConfig = judge_name("BuildConfig", "trusted.build", "build")
         default_arch = judge_name("default_arch", "trusted.toolchain", "toolchain")
         build = BuildConfig(arch=self.arch or default_arch())
@@ -63,11 +65,17 @@ class JudgeSettings:
 
             build = dataclasses.replace(build, private_judge_binding=False)
         return JudgeConfig(atol=self.atol, rtol=self.rtol, build=build, time_candidate=self.timing,
-                           precision_audit=self.precision_audit)  # fmt: skip
+                           precision_audit=self.precision_audit,
+                           timing=TimingConfig(compile_mode=self.compile_mode))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        return {"atol": self.atol, "rtol": self.rtol, "timing": self.timing,
+        data = {"atol": self.atol, "rtol": self.rtol, "timing": self.timing,
                 "precision_audit": self.precision_audit, "arch": self.arch}  # fmt: skip
+        # Only when not the default: a run made before the option had none, and resumes (runner.open_run
+        # compares these settings) with the same command; another mode is another run.
+        if self.compile_mode != "default":
+            data["compile_mode"] = self.compile_mode
+        return data
 
 
 class Backend(Protocol):

@@ -54,6 +54,10 @@ sets serve every column, so a run is reproducible bit for bit. A replicate in wh
 (e.g. no correct task drawn) is dropped for that column. The interval is widened to contain the point
 estimate if the bootstrap distribution is lopsided enough to exclude it (possible only with very few
 tasks). `bootstrap=0` gives no intervals; a single task gives a degenerate one.
+
+Baseline. `compile_modes` counts the timed episodes per torch.compile mode of their compile baseline
+(EvalRecord.compile_mode): every "vs compile" column is against that mode, and a run with two modes mixes
+two baselines (the report says so).
 """
 
 from __future__ import annotations
@@ -163,6 +167,7 @@ class RunMetrics:
     reward_counts: dict[str, dict[str, int]]  # "1".., "overall" -> reward -> episodes
     status_counts: dict[str, dict[str, int]]
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
+    compile_modes: dict[str, int] = field(default_factory=dict)  # timed episodes per torch.compile mode
 
     def row(self, level: int | str = "overall", selection: str = "pass@1") -> Row:
         return self.tables[selection][str(level)]
@@ -367,7 +372,17 @@ def compute_metrics(
         tables=tables,
         reward_counts=_counts(by_level, levels, lambda r: str(r.reward), [str(r) for r in REWARDS]),
         status_counts=_counts(by_level, levels, lambda r: r.status, []),
+        compile_modes=compile_modes(records),
     )
+
+
+def compile_modes(records: Iterable[EvalRecord]) -> dict[str, int]:
+    """Timed episodes per torch.compile mode of their compile baseline, in name order."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.compile_mode is not None:
+            counts[record.compile_mode] = counts.get(record.compile_mode, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _weights(by_level: dict[int, list[_Task]], level_sizes: dict[int, int] | None) -> dict[int, int]:

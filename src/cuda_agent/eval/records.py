@@ -18,6 +18,9 @@ spread). `from_verdict` fills them; with them the metrics can report the share t
 more than 5% faster, not just the share whose median is. `gpu_wait_s` says how long the judgment waited
 for its GPU lease (cuda_agent.gpu_lease), None when it took none. `precision_ratio` and `precision_k`
 carry the precision audit's statistic and bound (eval/precision.py: fast_p at precision parity).
+`compile_mode` names the torch.compile mode of the compile baseline the times were measured against
+(the verdict's `timing.policy.compile_mode`; "default" for a timed verdict from before the option, when
+no other mode existed); None when the verdict had no timing.
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class EvalRecord:
     # bound k it was held to (from checks.precision_audit; None when the audit was off). None: not measured.
     precision_ratio: float | None = None
     precision_k: float | None = None
+    # The torch.compile mode of the compile baseline (judge/trusted/compile_modes.py); None: not timed.
+    compile_mode: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -136,6 +141,7 @@ class EvalRecord:
             gpu_wait_s=gpu_wait_s,
             precision_ratio=_number(checks.get("precision_error_ratio")),
             precision_k=_audit_k(checks.get("precision_audit")),
+            compile_mode=_compile_mode(timing),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,7 +157,10 @@ class EvalRecord:
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise RecordError(f"record lacks {', '.join(missing)}")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "compile_mode" not in data and data.get("compile_ms") is not None:
+            values["compile_mode"] = "default"  # timed before the option: the only mode there was
+        return cls(**values)
 
 
 _REQUIRED = ("task_id", "level", "problem", "name", "episode", "status", "reward")
@@ -165,6 +174,16 @@ _FLOATS = (
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
         and value >= 0 else None  # fmt: skip
+
+
+def _compile_mode(timing: Mapping[str, Any]) -> str | None:
+    """The compile baseline's mode from a verdict's timing: its policy's, or "default" for a verdict made
+    before the judge had the option (the only mode then); None without timing."""
+    if not timing:
+        return None
+    policy = timing.get("policy")
+    mode = policy.get("compile_mode") if isinstance(policy, Mapping) else None
+    return str(mode) if mode else "default"
 
 
 def _audit_k(audit: Any) -> float | None:
@@ -193,6 +212,8 @@ def _check(record: EvalRecord) -> None:
         raise RecordError(f"{where}: status must not be empty")
     if record.verdict_path is not None and not isinstance(record.verdict_path, str):
         raise RecordError(f"{where}: verdict_path must be a string or null")
+    if record.compile_mode is not None and not isinstance(record.compile_mode, str):
+        raise RecordError(f"{where}: compile_mode must be a string or null")
     for key in _FLOATS:
         value = getattr(record, key)
         if value is None:

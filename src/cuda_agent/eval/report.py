@@ -188,16 +188,40 @@ def _table(metrics: RunMetrics, selection: str, columns: Sequence[str]) -> tuple
     return headers, rows
 
 
+def compile_label(modes: dict[str, int]) -> str:
+    """The compile baseline as the report names it: torch.compile and its mode (metrics.compile_modes), or
+    every mode where a run mixed them; plain "torch.compile" where nothing was timed."""
+    if not modes:
+        return "torch.compile"
+    return f"torch.compile ({', '.join(modes)})" if len(modes) == 1 else f"torch.compile (mixed: {', '.join(modes)})"
+
+
+def _baseline_lines(metrics: RunMetrics) -> list[str]:
+    """Which torch.compile mode every 'vs compile' figure is against (issue 29: users compare against
+    'default' and 'max-autotune-no-cudagraphs', and the figures differ)."""
+    modes = metrics.compile_modes
+    if len(modes) == 1:
+        (mode, count), = modes.items()
+        return [f"Compile baseline: torch.compile in mode {mode} ({count} timed episode(s)); every 'vs compile' "
+                "figure is against it."]  # fmt: skip
+    if modes:
+        each = ", ".join(f"{mode} ({count})" for mode, count in modes.items())
+        return [f"Compile baselines MIXED: torch.compile modes {each} timed episodes; 'vs compile' figures "
+                "compare against different baselines (judge each mode as its own run: --compile-mode)."]  # fmt: skip
+    return []
+
+
 def _fast_p(metrics: RunMetrics, selection: str = "pass@1") -> Section:
     """KernelBench's fast_p sweep per level and baseline, for all kernels and for those at precision parity."""
     headers = ["", "baseline", "kernels", *[f"fast_{p:g}" for p in FAST_P]]
+    compiled = compile_label(metrics.compile_modes)
     rows = []
     for key in _keys(metrics):
         row = metrics.tables[selection][key]
         for baseline in BASELINES:
             for parity, which in ((False, "all"), (True, "precision parity")):
                 cells = [row.metrics.get(fast_column(p, baseline, parity)) for p in FAST_P]
-                rows.append([_row_label(key), "eager" if baseline == "eager" else "torch.compile", which,
+                rows.append([_row_label(key), "eager" if baseline == "eager" else compiled, which,
                              *[fmt(c, "rate") if c is not None else "-" for c in cells]])  # fmt: skip
     return Section("fast_p (KernelBench)", headers=headers, rows=rows, text=[
         "fast_p: the share of tasks whose kernel is correct and whose median speedup over the baseline is "
@@ -219,6 +243,7 @@ def _summary(records: Sequence[EvalRecord], metrics: RunMetrics) -> list[str]:
         f"{', '.join(f'Level {lv}' for lv in metrics.overall_levels) or 'no level'}.",
         f"Intervals: {100 * metrics.confidence:.0f}% percentile bootstrap over tasks within each level, "
         f"{metrics.bootstrap} replicates, seed {metrics.seed}. The reward's threshold: {metrics.threshold}.",
+        *_baseline_lines(metrics),
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
     ]
     lines += unmeasured_lines(records)
@@ -254,7 +279,11 @@ def _side_by_side(metrics: RunMetrics, other: Run | None) -> Section:
     sources = sorted({s for row in paper.TABLE1.values() for s in row.sources.values()})
     text = [paper.CAVEAT, f"Paper: {paper.PAPER}. Sources: {'; '.join(sources)}."]
     if other is not None:
-        text.insert(0, f"Compared with run {other.label} ({len(other.records)} episodes; pass@1).")
+        text.insert(0, f"Compared with run {other.label} ({len(other.records)} episodes; pass@1; compile "
+                       f"baseline {compile_label(other.metrics.compile_modes)}).")  # fmt: skip
+        if other.metrics.compile_modes and set(other.metrics.compile_modes) != set(metrics.compile_modes):
+            text.insert(1, f"The runs' compile baselines differ ({compile_label(metrics.compile_modes)} here): "
+                           "their 'vs compile' columns are not comparable.")  # fmt: skip
     return Section("Side by side", text=text, headers=headers, rows=rows)
 
 
@@ -281,10 +310,11 @@ def _task_rows(records: Sequence[EvalRecord]) -> list[list[str]]:
 def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | None,
               made: dict[str, Path]) -> list[Section]:
     sections = [Section("Run", text=_summary(records, metrics))]
+    compiled = compile_label(metrics.compile_modes)
     h, rows = _table(metrics, "pass@1", (*HEADLINE, "mean_reward"))
     sections.append(Section("Table 1 (pass@1)", headers=h, rows=rows, text=[
         "Rates count every task (a failure is never faster); geomeans over correct kernels, and over all "
-        "tasks with a failure counted as falling back to eager. Definitions at the end."]))
+        f"tasks with a failure counted as falling back to eager. 'compile' is {compiled}. Definitions at the end."]))
     h, rows = _table(metrics, "pass@1", THRESHOLD_COLUMNS)
     sections.append(Section("Faster than the reward's threshold", headers=h, rows=rows, text=[
         f"'median': the median speedup above {metrics.threshold}; 'credited': what the judge's reward "
@@ -297,11 +327,11 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
     sections.append(_fast_p(metrics))
     sections.append(_side_by_side(metrics, other))
     captions = {
-        "speedups": "Speedup distributions per level, vs eager and vs torch.compile",
-        "scatter": "Per-task speedup vs eager against speedup vs torch.compile",
+        "speedups": f"Speedup distributions per level, vs eager and vs {compiled}",
+        "scatter": f"Per-task speedup vs eager against speedup vs {compiled}",
         "rates": "Pass and faster-than rates with 95% intervals",
         "rewards": "Reward distribution",
-        "fast_p": "fast_p against eager and torch.compile, overall (with intervals), per level, and at precision parity",
+        "fast_p": f"fast_p against eager and {compiled}, overall (with intervals), per level, and at precision parity",
     }
     sections.append(Section("Plots", images=[(captions[name], path) for name, path in made.items()], text=[] if made
                             else ["Plots not drawn: matplotlib is not installed (pip install 'cuda-agent[eval]')."]))
@@ -312,7 +342,8 @@ def _sections(records: Sequence[EvalRecord], metrics: RunMetrics, other: Run | N
     statuses = sorted({s for counts in metrics.status_counts.values() for s in counts})
     sections.append(Section("Statuses (episodes)", headers=["", *statuses], rows=[
         [_row_label(k), *[str(metrics.status_counts[k].get(s, 0)) for s in statuses]] for k in _keys(metrics)]))
-    sections.append(Section("Tasks (best episode)", rows=_task_rows(records), headers=[
+    sections.append(Section("Tasks (best episode)", rows=_task_rows(records), text=[
+        f"'vs compile' and 'compile ms': against {compiled}."], headers=[
         "task", "level", "correct", "status", "reward", "vs eager", "vs compile", "ms", "eager ms",
         "compile ms", "precision (audit ratio)", "reason"]))
     sections.append(Section("Definitions", terms=[(SHORT[c], metrics.definitions.get(c, DEFINITIONS[c]))

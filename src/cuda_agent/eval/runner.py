@@ -376,6 +376,8 @@ def finish(run_dir: Path, *, level_sizes: dict[int, int] | None, bootstrap: int 
     metrics = compute_metrics(records, level_sizes=level_sizes, bootstrap=bootstrap, seed=seed,
                               expected_tasks=expected or None)  # fmt: skip
     say(metrics_table(metrics))
+    if metrics.compile_modes:  # which torch.compile baseline "vs compile" means (eval --compile-mode)
+        say("compile baseline: torch.compile " + ", ".join(f"{m} ({n} timed)" for m, n in metrics.compile_modes.items()))
     try:
         from cuda_agent.eval.report import write_report
     except ImportError as exc:  # the plots need matplotlib: keep the numbers, say what is missing

@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
     "JudgeConfig": "cuda_agent.judge.config",
     "TimingConfig": "cuda_agent.judge.config",
     "JudgeUnavailable": "cuda_agent.judge.config",
+    "COMPILE_MODES": "cuda_agent.judge.trusted.compile_modes",
+    "CompileModeError": "cuda_agent.judge.trusted.compile_modes",
+    "check_compile_mode": "cuda_agent.judge.trusted.compile_modes",
     "BuildConfig": "cuda_agent.judge.trusted.build",
     "MODULE_NAME": "cuda_agent.judge.trusted.build",
     "ToolchainError": "cuda_agent.judge.trusted.toolchain",
@@ -55,9 +58,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "COMPILE_MODES",
     "MODULE_NAME",
     "SPEEDUP_THRESHOLD",
     "BuildConfig",
+    "CompileModeError",
     "Environment",
     "JudgeConfig",
     "JudgeService",
@@ -71,6 +76,7 @@ __all__ = [
     "ToolchainError",
     "Verdict",
     "cache_root",
+    "check_compile_mode",
     "check_on_cpu",
     "default_arch",
     "default_shared_root",
@@ -101,6 +107,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time `__getattr__` im
         shared_caches_from_env,
         warm_shared,
     )
+    from cuda_agent.judge.trusted.compile_modes import COMPILE_MODES, CompileModeError, check_compile_mode
     from cuda_agent.judge.trusted.toolchain import ToolchainError, default_arch
 
 

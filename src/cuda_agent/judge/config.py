@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda_agent.judge.common.procs import GIB
+from cuda_agent.judge.trusted import compile_modes
 from cuda_agent.judge.trusted.build import BuildConfig
 
 
@@ -29,6 +30,10 @@ class TimingConfig:
     # windows; the fastest build is the baseline (timing.md).
     compile_builds: int = 3
     build_windows: int = 2
+    # The torch.compile mode of that baseline: "default" or "max-autotune-no-cudagraphs", the two KernelBench
+    # users compare against. Modes with CUDA graphs are refused (trusted/compile_modes.py says why). Cached
+    # per mode, and named in every verdict (timing.policy.compile_mode).
+    compile_mode: str = compile_modes.DEFAULT
     # After the candidate's process tree is frozen, the GPU must be idle within this time (work the
     # candidate queued before the freeze), or the judgment fails.
     drain_timeout_s: float = 10.0
@@ -63,6 +68,9 @@ class TimingConfig:
     # judgment, A/A 0.9996. `sequential_min_rounds` timed rounds at least, before any stop.
     sequential: bool = True
     sequential_min_rounds: int = 8
+
+    def __post_init__(self) -> None:
+        compile_modes.check_compile_mode(self.compile_mode)  # refused here, in one line, not in a worker
 
 
 @dataclass(frozen=True)

@@ -226,9 +226,11 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             compile_threshold=timing.compile_threshold if timing else None,
         )
         if timing:
+            mode = timing.policy.get("compile_mode", "default")  # named where it is not torch.compile's default
+            compiled = "torch.compile" if mode == "default" else f"torch.compile ({mode})"
             reason = (
                 f"correct on {self.config.input_sets} input sets; {timing.candidate_ms:.4g} ms vs eager "
-                f"{timing.eager_ms:.4g} ms ({timing.speedup_vs_eager:.2f}x) and torch.compile "
+                f"{timing.eager_ms:.4g} ms ({timing.speedup_vs_eager:.2f}x) and {compiled} "
                 f"{timing.compile_ms:.4g} ms ({timing.speedup_vs_compile:.2f}x)"
             )
         else:

@@ -54,7 +54,7 @@ class TimingStage:
         assert self.environment is not None
         secret, where = judge_key(self.candidate_separate_user)
         cache = BaselineCache(self.config.cache_dir, secret=secret)
-        key = cache_key(self.task.digest, self.environment.key())
+        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode)
         cached = cache.get(key)
         self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
         with self.timed("timing_setup"):
@@ -70,7 +70,7 @@ class TimingStage:
                 made = self._reference_call(
                     ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
                     compile_builds=tc.compile_builds, build_windows=tc.build_windows,
-                    samples=tc.samples_per_round,
+                    samples=tc.samples_per_round, compile_mode=tc.compile_mode,
                 )  # fmt: skip
             hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
             builds_ms = [float(x) for x in made["compile_builds_ms"]]
@@ -259,7 +259,7 @@ class TimingStage:
             "inputs": ("drawn by the reference before each round, read in its set-up (a task whose inputs a seed "
                        "does not reproduce)") if self.input_files else "drawn inside each timed round, from seeds sent with it",
             "draw_cover_ms": round(cover, 4), "draw_host_ms": {k: round(v, 4) for k, v in draws.items()},
-            "compile_builds_ms": [round(b, 5) for b in builds_ms],
+            "compile_mode": tc.compile_mode, "compile_builds_ms": [round(b, 5) for b in builds_ms],
             "eager_spread": round(cached.eager_spread, 4), "compile_spread": round(cached.compile_spread, 4),
             "stopping": ("confidence sequence (1%), bootstrap (4%) at the full budget" if sequential
                          else "fixed budget, bootstrap (5%)" + ("; baselines measured here, so no early stop"

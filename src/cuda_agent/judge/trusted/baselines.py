@@ -1,6 +1,7 @@
-"""Cache of baseline timings, keyed by task, GPU, driver, torch version, timing protocol version and the
+"""Cache of baseline timings, keyed by task, GPU, driver, torch version, timing protocol version, the
 math policy the baselines ran under (common/math_policy.py: a baseline timed with TF32 convolutions is
-not one of an fp32 task).
+not one of an fp32 task) and the torch.compile mode of the compile baseline (compile_modes.py: a
+max-autotune baseline is never served to a judgment asked for the default one, nor the other way round).
 
 Baselines are always measured by the reference worker, a process that never loaded a candidate. The
 cache stores per-round medians so speedups against a cached baseline still get a confidence bound.
@@ -25,6 +26,8 @@ from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION
 from cuda_agent.judge.common.math_policy import POLICY
 from cuda_agent.judge.trusted.authkey import sign, verify
 from cuda_agent.judge.trusted.build import cache_root
+from cuda_agent.judge.trusted.compile_modes import DEFAULT as DEFAULT_COMPILE_MODE
+from cuda_agent.judge.trusted.compile_modes import check_compile_mode
 
 MAX_RECORD_BYTES = 4 << 20
 
@@ -49,8 +52,11 @@ def default_cache_dir() -> Path:
     return cache_root() / "baselines"
 
 
-def cache_key(task_digest: str, environment_key: str) -> str:
-    return hashlib.sha256(f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}".encode()).hexdigest()
+def cache_key(task_digest: str, environment_key: str, compile_mode: str = DEFAULT_COMPILE_MODE) -> str:
+    """The record's name, and what its HMAC covers with its contents: a record copied to another mode's
+    (or task's, or GPU's) name does not verify there. The record itself is unchanged by the mode."""
+    mode = check_compile_mode(compile_mode)
+    return hashlib.sha256(f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}|compile:{mode}".encode()).hexdigest()
 
 
 def _payload(key: str, record: dict) -> bytes:

@@ -41,6 +41,8 @@ from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuf
 from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, precision, truth
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, describe
+from cuda_agent.judge.trusted.compile_modes import DEFAULT as DEFAULT_COMPILE_MODE
+from cuda_agent.judge.trusted.compile_modes import check_compile_mode
 from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
@@ -355,19 +357,19 @@ class ReferenceWorker:
         return {"free": free, "total": total}
 
     def time_setup(self, modes: list[str], compile_builds: int = 1, build_windows: int = 2,
-                   samples: int = 10) -> dict[str, Any]:  # fmt: skip
-        """Warm up the baselines. torch.compile is built `compile_builds` times from scratch (inductor's
-        caches off, so each build re-generates and re-autotunes its kernels), each build is timed over
-        `build_windows` windows, and the fastest build is the baseline: one unlucky autotuning choice no
-        longer decides a cold judgment's reward. Returns warm-up and host enqueue times and every build's
-        median."""
+                   samples: int = 10, compile_mode: str = DEFAULT_COMPILE_MODE) -> dict[str, Any]:  # fmt: skip
+        """Warm up the baselines. torch.compile is built in `compile_mode` (compile_modes.py) `compile_builds`
+        times from scratch (inductor's caches off, so each build re-generates and re-autotunes its kernels),
+        each build is timed over `build_windows` windows, and the fastest build is the baseline: one unlucky
+        autotuning choice no longer decides a cold judgment's reward. Returns warm-up and host enqueue times,
+        every build's median and the mode the builds were made in."""
         kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
         warm: dict[str, float] = {}
         host: dict[str, float] = {}
         builds_ms: list[float] = []
         for mode in modes:
             if mode == "compile":
-                sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples)
+                sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples, compile_mode)
             else:
                 sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
             warm[mode] = sampler.warmup()
@@ -377,15 +379,16 @@ class ReferenceWorker:
         # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
         # no candidate code reached.
         eager = self.samplers.get("eager")
-        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms,
+        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "compile_mode": compile_mode,
                 "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
 
-    def _best_compile_build(self, builds: int, windows: int, samples: int) -> tuple[Sampler, list[float]]:
+    def _best_compile_build(self, builds: int, windows: int, samples: int,
+                            mode: str = DEFAULT_COMPILE_MODE) -> tuple[Sampler, list[float]]:  # fmt: skip
         fresh_compiles()
         best: tuple[float, Sampler] | None = None
         medians = []
         for build in range(max(1, builds)):
-            fn = compile_build(self.model, build)
+            fn = compile_build(self.model, build, mode)
             with torch.no_grad():
                 for _ in range(COMPILE_WARMUP_CALLS):
                     fn(*self.timing_sets[0])
@@ -543,8 +546,9 @@ def _entry(*args: Any) -> Any:
     return model(*args)  # noqa: F821 - `model` is the global of each build's own copy (compile_build)
 
 
-def compile_build(model: torch.nn.Module, build: int) -> Callable[..., Any]:
-    """torch.compile (mode default) of `model` through an entry function with a code object of its own:
+def compile_build(model: torch.nn.Module, build: int, mode: str = DEFAULT_COMPILE_MODE) -> Callable[..., Any]:
+    """torch.compile of `model` in `mode` (one of compile_modes.COMPILE_MODES: a mode with CUDA graphs is
+    refused here too, whatever the parent asked) through an entry function with a code object of its own:
     dynamo caches compiled code per code object, so each build is compiled afresh, and earlier builds
     stay valid (no torch._dynamo.reset()).
 
@@ -553,10 +557,11 @@ def compile_build(model: torch.nn.Module, build: int) -> Callable[..., Any]:
     build's autotuning re-tuned the kernels of all. The baseline was then whatever the last build chose,
     not the fastest build (H200, 2026-12-02: builds timed 0.0707, 0.0708 and 0.0825 ms when made, the
     baseline timed 0.0824 ms with the "fastest", build 0)."""
+    check_compile_mode(mode)
     private_kernels()
     code = _entry.__code__.replace(co_name=f"judge_compile_build_{build}")
     entry = types.FunctionType(code, {"model": model, "__builtins__": __builtins__}, code.co_name)
-    return torch.compile(entry, mode="default")
+    return torch.compile(entry, mode=mode)
 
 
 def _driver_version() -> str:
