@@ -206,6 +206,29 @@ class SlowClients:
                 sock.close()
 
 
+class Progress:
+    """One line on stderr every `every_s` seconds while the run lasts: accepted, verdicts, faults made."""
+
+    def __init__(self, tally: Tally, n: int, start: float, faults: list, every_s: float = 15.0) -> None:
+        self.tally, self.n, self.start, self.faults, self.every_s = tally, n, start, faults, every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def line(self) -> str:
+        return (f"[faults] {time.monotonic() - self.start:6.0f} s: {len(self.tally.ids)}/{self.n} accepted, "
+                f"{len(self.tally.verdicts)}/{self.n} verdicts, {len(self.faults)} fault(s) made")  # fmt: skip
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(1)
+        print(self.line(), file=sys.stderr, flush=True)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -238,6 +261,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     slow = SlowClients(port, args.slow)
     faults: list[dict[str, Any]] = []
     shares = [subs[i :: args.clients] for i in range(args.clients)]
+    ticker = Progress(tally, args.n, start, faults)
     with ThreadPoolExecutor(args.clients) as pool:
         futures = [pool.submit(client, url, token, share, tally, deadline) for share in shares]
         plan = ["graceful"] * args.graceful + ["kill"] * args.kills
@@ -254,6 +278,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                            "down_s": round(time.monotonic() - began, 2)})  # fmt: skip
         for future in futures:
             future.result()
+    ticker.close()
     wall = time.monotonic() - start
     slow.close()
     log = server.log_tail(1 << 30)
@@ -354,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n and --clients must be at least 1")
     args.out.mkdir(parents=True, exist_ok=True)
     result = run(args)
+    print(f"[faults] judging the {args.n} submissions again in this process to compare verdicts", file=sys.stderr,
+          flush=True)  # fmt: skip
     ref = reference(result["subs"], args.build_only, args.workers)
     figures = summarise(result, ref, args)
     (args.out / "judge_service_faults.json").write_text(json.dumps(figures, indent=2, sort_keys=True))
