@@ -3,6 +3,7 @@
   eval --tasks KERNELBENCH_DIR --levels 1,2,3 --model M --base-url URL --out RUN/   agent episodes
   eval --submissions DIR [--tasks KERNELBENCH_DIR] --out RUN/                     judge existing folders
   eval --recheck RUN/                                                             judge a run again, diff
+  eval --held-out-shapes RUN/                                                     correct kernels, other sizes
   eval --report RUN/ [--compare OTHER_RUN/]                                       metrics and report only
 
 Runs are resumable: the same command continues a killed run (eval/runner.py says how), and nothing
@@ -50,6 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                       "print what changed (writes RUN/recheck.json)")  # fmt: skip
     what.add_argument("--batch", action="store_true", help="--recheck as one pipelined batch: faster, but builds "
                       "run beside timings (default: one judgment at a time, nothing beside it)")  # fmt: skip
+    what.add_argument("--held-out-shapes", type=Path, metavar="RUN", help="judge RUN's correct kernels again at "
+                      "held-out sizes of their tasks, correctness only (writes RUN/held_out.json; the report "
+                      "shows the pass rate)")  # fmt: skip
     what.add_argument("--report", type=Path, metavar="RUN", help="only compute RUN's metrics and write its report")
     what.add_argument("--out", type=Path, metavar="RUN", help="the run folder (created, or resumed)")
     model = parser.add_argument_group("model (agent runs; also from CUDA_AGENT_* variables or --config)")
@@ -88,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
     from cuda_agent.task import TaskError
 
     try:
-        modes = [m for m in ("submissions", "recheck", "report") if getattr(args, m)]
+        modes = [m for m in ("submissions", "recheck", "held_out_shapes", "report") if getattr(args, m)]
         if len(modes) > 1:
-            raise ValueError(f"--{modes[0]} and --{modes[1]} are separate runs; give one")
+            first, second = (m.replace("_", "-") for m in modes[:2])
+            raise ValueError(f"--{first} and --{second} are separate runs; give one")
         if args.judge_url and args.build_only:
             raise ValueError("--judge-url and --build-only both say where to judge; give one")
         if args.judge_url and args.compile_mode != "default":
@@ -101,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--judge-url needs the judge server's token in $CUDA_AGENT_JUDGE_TOKEN")
         if args.recheck:
             return _recheck(args)
+        if args.held_out_shapes:
+            return _held_out(args)
         if args.report:
             return _report_only(args)
         if args.out is None:
@@ -266,6 +273,39 @@ def _recheck(args: argparse.Namespace) -> int:
         say(f"error: the judge cannot run here: {_unavailable(backend)} (try --build-only or --judge-url)")
         return EXIT_UNUSABLE
     return 0 if result["summary"]["agree"] == result["summary"]["rechecked"] else 1
+
+
+def _held_out(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from cuda_agent.eval import bundle
+    from cuda_agent.eval.held_out import RESULT, held_out, held_out_table
+    from cuda_agent.eval.judges import JudgeSettings
+    from cuda_agent.eval.recheck import JudgeUnavailableHere
+
+    run_dir = Path(args.held_out_shapes)
+    if not (run_dir / "run.json").is_file():
+        raise ValueError(f"{run_dir} is not an eval run (no run.json)")
+    if args.build_only:
+        raise ValueError("--held-out-shapes verifies kernels on a GPU: --build-only cannot tell a right answer "
+                         "from a wrong one (run it on a GPU machine, or pass --judge-url)")  # fmt: skip
+    stored = bundle.read_json(run_dir / "run.json").get("settings", {}).get("judge", {})
+    settings = JudgeSettings(**{k: v for k, v in stored.items() if k in JudgeSettings.__dataclass_fields__}) \
+        if stored else _settings(args)
+    backend = _backend(args, dataclasses.replace(settings, timing=False))  # correctness only
+    try:
+        result = held_out(run_dir, backend, say)
+    except JudgeUnavailableHere as exc:
+        say(f"error: the judge cannot run here: {exc} (run --held-out-shapes on a GPU machine, or pass "
+            "--judge-url)")  # fmt: skip
+        return EXIT_UNUSABLE
+    finally:
+        backend.close()
+    print(held_out_table(result), file=sys.stderr if args.json else sys.stdout, flush=True)
+    say(f"held-out shapes written to {run_dir / RESULT}; `cuda-agent eval --report {run_dir}` shows them")
+    if args.json:
+        print(json.dumps(result["summary"], sort_keys=True))
+    return 0
 
 
 def _report_only(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from cuda_agent.eval import paper, plots
 from cuda_agent.eval.metrics import (
@@ -35,6 +36,8 @@ from cuda_agent.eval.metrics import (
 )
 from cuda_agent.eval.precision import precision_label
 from cuda_agent.eval.records import EvalRecord, read_records
+
+HELD_OUT_RESULT = "held_out.json"  # eval/held_out.py writes it
 
 REASON_CHARS = 200  # a failure reason is cut to this in the task table (the verdict keeps it whole)
 
@@ -116,8 +119,12 @@ def write_report(run_dir: Path, records: Sequence[EvalRecord], metrics: RunMetri
     run_dir.mkdir(parents=True, exist_ok=True)
     records = list(records)
     other = load_run(compare_run, like=metrics) if compare_run is not None else None
+    generalisation = held_out_result(run_dir)
+    figures = metrics.to_dict()
+    if generalisation is not None:  # its own metric (eval --held-out-shapes): never part of a reward
+        figures["held_out_shapes"] = generalisation["summary"]
     written: dict[str, Path] = {"metrics.json": _write(run_dir / "metrics.json",
-                                                       json.dumps(metrics.to_dict(), indent=2, sort_keys=True) + "\n")}
+                                                       json.dumps(figures, indent=2, sort_keys=True) + "\n")}
     kw = {"compare": other.records, "compare_label": other.label} if other else {}
     mkw = {"compare": other.metrics, "compare_label": other.label} if other else {}
     plot_dir = run_dir / "plots"
@@ -133,9 +140,42 @@ def write_report(run_dir: Path, records: Sequence[EvalRecord], metrics: RunMetri
     written.update({f"plots/{name}.png": path for name, path in made.items()})
     title = title or f"cuda-agent eval: {run_dir.resolve().name}"
     sections = _sections(records, metrics, other, made)
+    if generalisation is not None:
+        sections.insert(-2, _held_out_section(generalisation))  # before the task table and the definitions
     written["report.md"] = _write(run_dir / "report.md", render_markdown(title, sections, run_dir))
     written["report.html"] = _write(run_dir / "report.html", render_html(title, sections))
     return written
+
+
+def held_out_result(run_dir: Path) -> dict[str, Any] | None:
+    """RUN/held_out.json (eval --held-out-shapes), or None where the run has none or it cannot be read."""
+    try:
+        data = json.loads((Path(run_dir) / HELD_OUT_RESULT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("summary"), dict) else None
+
+
+def _held_out_section(result: dict[str, Any]) -> Section:
+    s = result["summary"]
+    rate = "n/a" if s.get("pass_rate") is None else f"{s['pass_rate']:.1%}"
+    names = list(result.get("variants", {}))
+    rows = []
+    for kernel in result.get("kernels", []):
+        cells = []
+        for name in names:
+            v = kernel.get("variants", {}).get(name)
+            if v is None:
+                cells.append("-")
+                continue
+            sizes = ", ".join(f"{k} {old}->{new}" for k, (old, new) in v.get("sizes", {}).items())
+            cells.append(("ok" if v.get("passed") else f"{v.get('status')}: {v.get('reason', '')[:80]}") + f" ({sizes})")
+        rows.append([kernel["task_id"], str(kernel["episode"]), *cells, "yes" if kernel.get("generalises") else "no"])
+    text = [f"{s.get('generalise', 0)} of {s.get('kernels', 0)} correct kernels are correct on every held-out variant "
+            f"of their task ({rate}); {s.get('without_variants', 0)} kernel(s) have no variant (their task's sizes "
+            "also build the model, or get_inputs() reads no module-level size). Correctness only, no timing; it "
+            "changes no reward. Variants: " + "; ".join(f"{k}: {v}" for k, v in result.get("variants", {}).items())]
+    return Section("Held-out shapes", text=text, headers=["task", "episode", *names, "generalises"], rows=rows)
 
 
 def _write(path: Path, text: str) -> Path:
