@@ -10,7 +10,7 @@ torch.compile):
    parent's clock around the round, never before it. (Protocol v4 drew each call's inputs right before
    its pad; on the H200 that put host work between one call's device-wide synchronisation and the next
    pad, and the baselines' round-to-round spread, all of it in the charged tail and none in the events,
-   rose from 0.5-0.9% to 1.0-4.5%: `scripts/device/baseline_spread_probe.py`, docs/design/timing.md.)
+   rose from 0.5-0.9% to 1.0-4.5%: docs/design/timing.md, measured by a probe now in git history.)
 1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, spins to
    a deadline and then writes 256 MB (evicting L2) as its last act (protocol v6; v5 flushed first and
    then spun, and a copy-engine copy run during the spin staged a GEMM's weight into L2 for the call).
@@ -312,7 +312,7 @@ class PadKernel:
     THREADS = 1024
 
     def __init__(self, buffer: Any, sm_count: int, ptx: str = PAD_PTX) -> None:
-        """`ptx`: the kernel's text (another only in A/B probes, scripts/device/l2_after_flush_probe.py)."""
+        """`ptx`: the kernel's text (another only in A/B probes, benchmarks/timing_l2_staging.py)."""
         import torch
 
         self.driver = _Driver()
@@ -408,7 +408,7 @@ class Sampler:
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
         self.cover_ms = 0.0
         # Rounds on seeds: the whole round's draws first, under one cover (the protocol), or, to compare on a
-        # GPU, each call's draw right before its pad (v4; scripts/device/baseline_spread_probe.py).
+        # GPU, each call's draw right before its pad (v4; docs/design/timing.md, "Why the draws come first").
         self.draw_first = True
         self._pad_fixed = pad_ms is not None
 

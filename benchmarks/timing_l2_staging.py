@@ -31,9 +31,9 @@ the honest v6 time. What it must show: `warm` well below 1 (the subject is bound
 the probe shows nothing on this GPU); with the v5 pad `stage at issue` well below 1 (v5 is fooled); with
 the v6 pad every staged row's charged ratio at least about 1.
 
-    PYTHONPATH=src python3 scripts/device/l2_after_flush_probe.py [--rounds 40] [--weight-mib 24] [--json F]
+    PYTHONPATH=src python3 benchmarks/timing_l2_staging.py [--rounds 40] [--weight-mib 24] [--json F]
 
-Writes $OUT/l2_after_flush_probe.json when OUT is set (and --json is not).
+Writes $OUT/timing_l2_staging.json when OUT is set (and --json is not).
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def main() -> int:
         print(f"{'PASS' if ok else 'FAIL'}  {text}")
     result["verdicts"] = [{"check": text, "ok": ok} for text, ok in checks]
     result["seconds"] = round(time.monotonic() - began, 1)
-    out = args.json or (Path(os.environ["OUT"]) / "l2_after_flush_probe.json" if os.environ.get("OUT") else None)
+    out = args.json or (Path(os.environ["OUT"]) / "timing_l2_staging.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.write_text(json.dumps(result, indent=1))
         print(f"wrote {out}")
