@@ -24,4 +24,12 @@ from cuda_agent.judge.trusted.static_imports import check_imports
 from cuda_agent.judge.trusted.static_python import check_model_new
 from cuda_agent.judge.trusted.static_source import check_kernel_sources
 
-__all__ = ["CONV_OPS", "GEMM_OPS", "Finding", "check_imports", "check_kernel_sources", "check_model_new", "describe"]
+__all__ = [
+    "CONV_OPS",
+    "GEMM_OPS",
+    "Finding",
+    "check_imports",
+    "check_kernel_sources",
+    "check_model_new",
+    "describe",
+]
