@@ -45,7 +45,8 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.candidate.sampler import Sampler, _Driver, work_per_call
+from cuda_agent.judge.candidate.pad import Driver
+from cuda_agent.judge.candidate.sampler import Sampler, work_per_call
 
 EXAMPLES = ["layernorm", "row_softmax", "elementwise_chain"]
 ROWS, COLS = 8192, 4096  # the fused kernel's tensor: 128 MiB of fp32
@@ -97,7 +98,7 @@ class _Batch(ctypes.Structure):
 
 
 class Kernels:
-    """The probe's kernels, compiled with nvcc to PTX and launched through the driver (project's `_Driver`)."""
+    """The probe's kernels, compiled with nvcc to PTX and launched through the driver (project's `Driver`)."""
 
     THREADS = 256
 
@@ -113,7 +114,7 @@ class Kernels:
         # (and make it current on this thread) first. Without this: cuModuleLoadData's CUresult 201.
         torch.cuda.init()
         torch.empty(1, device="cuda")
-        self.driver = _Driver()
+        self.driver = Driver()
         lib = self.driver.lib
         self.module = ctypes.c_void_p()
         self.driver.check(lib.cuModuleLoadData(ctypes.byref(self.module), text + b"\0"), "cuModuleLoadData")

@@ -14,7 +14,6 @@ STILL_TO_SPLIT = {
     "trusted/build.py",
     "trusted/cache.py",
     "decide/timing_stage.py",
-    "candidate/sampler.py",
 }
 
 

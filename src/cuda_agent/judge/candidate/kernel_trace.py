@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-# The judge's own kernels in a traced round of timed calls: its pad/flush (sampler.py), or the fallback's
+# The judge's own kernels in a traced round of timed calls: its pad/flush (pad.py), or the fallback's
 # torch.cuda._sleep spin and zero_() flush. Not the candidate's work (`device_busy_us`).
 JUDGE_OWN = re.compile(r"^judge_pad_flush$|spin_kernel|FillFunctor")
 
