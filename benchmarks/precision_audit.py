@@ -2,7 +2,7 @@
 
 The audit (src/cuda_agent/judge/trusted/precision.py) judges each output element against a float64
 evaluation of the reference with every op promoted (truth.py), in units of the error an honest kernel in
-the task's precision can have (truth_rules.py), and refuses a root-mean-square beyond k
+the task's precision can have (truth_ops.py and the rule modules it names), and refuses a root-mean-square beyond k
 (`JudgeConfig.precision_k`, widened for small outputs). One run reports:
 
 1. **emulated kernels** (benchmarks/precision_variants.py): every honest ordering (running sums, FMA,

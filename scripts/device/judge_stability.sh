@@ -6,8 +6,8 @@
 #                   tests of the timing protocol (tests/gpu/test_timing_gpu.py) and of the compile builds'
 #                   private kernels (tests/judge/test_compile_builds.py, cuda), ~2-3 min.
 #   PART=suite      scripts/gpu_suite.py: every adversarial and honest case in one judge process, ~7.5 min.
-#   PART=probes     issue 33's A/B probes: scripts/device/round_redistribution_probe.py (the burst under the
-#                   median and the mean, honest spread and A/A under both) and l2_after_flush_probe.py (L2
+#   PART=probes     issue 33's A/B benchmarks: benchmarks/timing_round_redistribution.py (the burst under the
+#                   median and the mean, honest spread and A/A under both) and timing_l2_staging.py (L2
 #                   staged during the v5 and the v6 pad), ~1-2 min; each prints PASS/FAIL lines.
 # Run from the repo root:  PART=stability OUT=/some/dir bash scripts/device/judge_stability.sh
 # Results under $OUT/stability or $OUT/suite (logs, JSON, verdicts). Needs only torch + nvcc.
@@ -37,8 +37,8 @@ case "${PART:-stability}" in
     ;;
   probes)
     D="$OUT/probes"; mkdir -p "$D"
-    for probe in round_redistribution_probe l2_after_flush_probe; do
-      timeout "${PROBE_TIMEOUT:-200}" "$PY" "scripts/device/$probe.py" --json "$D/$probe.json" > "$D/$probe.log" 2>&1
+    for probe in timing_round_redistribution timing_l2_staging; do
+      timeout "${PROBE_TIMEOUT:-200}" "$PY" "benchmarks/$probe.py" --json "$D/$probe.json" > "$D/$probe.log" 2>&1
       echo "$probe exit $?" >> "$D/$probe.log"
       cat "$D/$probe.log"
     done

@@ -4,15 +4,14 @@ a round's calls, L2 staged during the pad). Run on the device machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.benchmark_module import load_benchmark
 
 pytestmark = pytest.mark.gpu
 
@@ -182,7 +181,7 @@ def test_a_context_switch_is_not_charged_but_another_contexts_work_is() -> None:
             assert got["drained"], (got, drain.calibration)
             charged.append(got["busy_ms"])
         # The switch's tail beyond a 12-sample calibration: <= 1% of drains on the H200, <= 0.1 ms each
-        # (scripts/device/switch_tail_probe.py, 1200 switches). One such drain in five is allowed, no more.
+        # (benchmarks/drain_switch_tail.py, 1200 switches). One such drain in five is allowed, no more.
         assert sum(b > 0 for b in charged) <= 1 and max(charged) < 0.2, (charged, drain.calibration)
         # 3 ms of work left running in the other context when the drain starts: charged (most of it).
         lib = other.lib
@@ -333,24 +332,11 @@ def test_the_cover_hides_the_draws_host_time() -> None:
 
 
 # ---- protocol v6 (issue 33) ----------------------------------------------------------------------------------
-def _probe(name: str) -> ModuleType:
-    """A device probe of scripts/device/ as a module (its cheats and pads are the tests' too)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parents[2] / "scripts" / "device" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_work_moved_between_the_calls_of_a_round_is_timed_by_the_rounds_work() -> None:
     """Class 4: call 1 of a burst computes, calls 2-9 queue behind a 4 us marker, call 10 runs the nine in
     one batched launch. The median sample (v5) is the marker; the round's work per call is the kernel's.
     (The probe also checks that the burst's outputs are complete when its round ends.)"""
-    probe = _probe("round_redistribution_probe")
+    probe = load_benchmark("timing_round_redistribution")
     result = probe.cheat_part(probe.Kernels(), rounds=8, samples=10)
     assert result["burst_over_honest_median"] < 0.5, result  # the test can fail: v5's statistic is fooled
     assert result["burst_over_honest_mean"] >= 0.97, result
@@ -363,7 +349,7 @@ def test_a_copy_staged_during_the_pad_is_evicted_by_the_flush() -> None:
     v6's flush: what it stages there is charged through the flush's stamps. (A GEMM of a 16 MiB weight,
     0.024 ms on the H200, was not bound by its weight read: v5 was not fooled, 1.06x, and the test showed
     nothing; the `warm` row, the call after a pad without flush, checks the subject first.)"""
-    probe = _probe("l2_after_flush_probe")
+    probe = load_benchmark("timing_l2_staging")
     result = probe.run(rounds=10, samples=10, weight_mib=24, k=4096)
     row = {(r["variant"], r["pad"]): r for r in result["rows"]}
     assert row[("honest", "warm")]["ratio_charged"] < 0.8, result  # the weight in L2 is worth something

@@ -18,7 +18,8 @@ import pytest
 
 from cuda_agent.judge.candidate import sampler as sampler_module
 from cuda_agent.judge.candidate import worker as worker_module
-from cuda_agent.judge.candidate.sampler import COVER_MAX_MS, Sampler, cover_for
+from cuda_agent.judge.candidate.pad import COVER_MAX_MS
+from cuda_agent.judge.candidate.sampler import Sampler, cover_for
 
 
 class _Recorder:

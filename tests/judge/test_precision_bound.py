@@ -1,5 +1,5 @@
 """The precision audit's bound, issue 35 class 4: what an honest computation of each output in the task's
-precision can be off by, from the dtypes and the reduction lengths (trusted/truth_rules.py, precision.py).
+precision can be off by, from the dtypes and the reduction lengths (trusted/truth_ops.py and the rule modules, precision.py).
 Every kernel variant of benchmarks/precision_variants.py is emulated exactly on the CPU, operation by
 operation: honest orderings (running sums with and without FMA, split-K, trees, tiles, warp shuffles,
 Kahan, BLAS, Welford and Chan, online softmax, fast-math exp and rsqrt, half2 arithmetic for fp16 tasks)
@@ -72,11 +72,11 @@ def test_the_old_rule_passed_24_bit_weights_and_the_new_bound_refuses_them() -> 
 
 
 def test_allowances_from_bf16_magnitudes_match_float64(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a GPU the sums of squares behind the allowance are computed with bf16 operands (truth_rules.py:
+    """On a GPU the sums of squares behind the allowance are computed with bf16 operands (truth_ops.py:
     MAGNITUDE_DTYPE): the audit's statistics must not move by more than a few percent."""
     import torch
 
-    from cuda_agent.judge.trusted import precision, truth_rules
+    from cuda_agent.judge.trusted import precision, truth_ops
 
     for case in (variants.conv_case(16, 8, 8, 2), variants.gemm_case(1024, 16, 32, torch.float32, "gemm")):
         model, inputs = case.make("cpu")
@@ -84,7 +84,7 @@ def test_allowances_from_bf16_magnitudes_match_float64(monkeypatch: pytest.Monke
         outs = [v.run(model, inputs).detach() for v in case.variants[:3]]
         stats = {}
         for low in (None, torch.bfloat16):
-            monkeypatch.setitem(truth_rules.MAGNITUDE_DTYPE, "cpu", low)
+            monkeypatch.setitem(truth_ops.MAGNITUDE_DTYPE, "cpu", low)
             (truth,) = variants.TruthModel(model).outputs(inputs)
             stats[low] = [precision.audit(o, ref, truth, K).statistic for o in outs]
         for exact, fast in zip(stats[None], stats[torch.bfloat16], strict=True):

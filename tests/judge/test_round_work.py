@@ -17,16 +17,15 @@ from types import SimpleNamespace
 import pytest
 
 from cuda_agent.judge.candidate import sampler as sampler_module
-from cuda_agent.judge.candidate.sampler import (
+from cuda_agent.judge.candidate.pad import PAD_HOLD_TIMEOUT_NS, PAD_PTX, PAD_SPIN_FLUSH_SHARE
+from cuda_agent.judge.candidate.round_result import (
     FLUSH_SLACK_SHARE,
-    PAD_HOLD_TIMEOUT_NS,
-    PAD_PTX,
-    PAD_SPIN_FLUSH_SHARE,
     TAIL_RESOLUTION_MS,
     RoundResult,
-    Sampler,
+    charge_flushes,
     work_per_call,
 )
+from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.decide.stats import HostClock, per_call_overhead, ratio_with_bound, round_time
 
 CALLS = 10
@@ -139,22 +138,22 @@ class _Stamps:
 def test_flushes_longer_than_the_calibration_samples_are_charged_to_the_round() -> None:
     calibration, timed = [0, 4, 8], [1, 2, 3, 5, 6, 7]
     flushes: list[float | None] = [0.1] * 9
-    assert sampler_module._flush_charge(_Stamps(flushes), timed, calibration) == (pytest.approx(0.1), 0.0)
+    assert charge_flushes(_Stamps(flushes), timed, calibration) == (pytest.approx(0.1), 0.0)
     # a copy that shared DRAM with two of the flushes: 12 us and 9 us longer, charged less the slack (2% of
     # the calibrated flush per call: the calibration's own error counts once per call)
     flushes[2], flushes[6] = 0.112, 0.109
-    _, charge = sampler_module._flush_charge(_Stamps(flushes), timed, calibration)
+    _, charge = charge_flushes(_Stamps(flushes), timed, calibration)
     assert charge == pytest.approx(0.021 - len(timed) * FLUSH_SLACK_SHARE * 0.1)
     # within the slack: a copy that lengthened the round's flushes by under 2% each goes uncharged
     small: list[float | None] = [0.1] * 9
     small[2] = 0.1 + 0.9 * len(timed) * FLUSH_SLACK_SHARE * 0.1
-    assert sampler_module._flush_charge(_Stamps(small), timed, calibration)[1] == 0.0
+    assert charge_flushes(_Stamps(small), timed, calibration)[1] == 0.0
     # jitter either side nets out over the round (a per-call clip would charge its positive half)
     jitter: list[float | None] = [0.1, 0.1015, 0.0985, 0.1012, 0.1, 0.0988, 0.1, 0.1, 0.1]
-    assert sampler_module._flush_charge(_Stamps(jitter), timed, calibration)[1] == 0.0
+    assert charge_flushes(_Stamps(jitter), timed, calibration)[1] == 0.0
     # no stamps (the fallback pad) or a slot the pad never wrote: no measurement, no charge
-    assert sampler_module._flush_charge(None, timed, calibration) == (0.0, 0.0)
-    assert sampler_module._flush_charge(_Stamps([None] * 9), timed, calibration) == (0.0, 0.0)
+    assert charge_flushes(None, timed, calibration) == (0.0, 0.0)
+    assert charge_flushes(_Stamps([None] * 9), timed, calibration) == (0.0, 0.0)
 
 
 class _Event:

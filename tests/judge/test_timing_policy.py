@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from cuda_agent.judge.candidate import sampler
+from cuda_agent.judge.candidate import pad, sampler
 from cuda_agent.judge.candidate.sampler import pad_for
 from cuda_agent.judge.decide import stats
 from cuda_agent.judge.decide.reward import milestone_reward
@@ -89,10 +89,10 @@ def test_reward_with_margin_needs_more_than_the_spread() -> None:
 
 
 def test_pad_covers_the_host_enqueue_time_within_bounds() -> None:
-    assert pad_for(0.0) == sampler.PAD_MIN_MS
-    assert pad_for(0.1) == pytest.approx(sampler.PAD_FACTOR * 0.1 + sampler.PAD_EXTRA_MS)
+    assert pad_for(0.0) == pad.PAD_MIN_MS
+    assert pad_for(0.1) == pytest.approx(pad.PAD_FACTOR * 0.1 + pad.PAD_EXTRA_MS)
     assert pad_for(0.1) > 0.1
-    assert pad_for(100.0) == sampler.PAD_MAX_MS
+    assert pad_for(100.0) == pad.PAD_MAX_MS
 
 
 def test_round_time_is_the_same_rule_for_every_contender() -> None:

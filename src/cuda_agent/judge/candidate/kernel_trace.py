@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-# The judge's own kernels in a traced round of timed calls: its pad/flush (sampler.py), or the fallback's
+# The judge's own kernels in a traced round of timed calls: its pad/flush (pad.py), or the fallback's
 # torch.cuda._sleep spin and zero_() flush. Not the candidate's work (`device_busy_us`).
 JUDGE_OWN = re.compile(r"^judge_pad_flush$|spin_kernel|FillFunctor")
 
@@ -132,10 +132,11 @@ def warm_profiler() -> None:
     coverage gate. And a process that has used the profiler is not the process it was: the candidate's
     worker traces its verification calls and some of its timed rounds, and on the H200 (2026-12-02) its
     per-call host overhead sat 0.01-0.045 ms above the reference worker's, which had never traced, in every
-    judgment and every kind of round alike; `scripts/device/host_overhead_probe.py` saw a process's rounds
-    get slower once it had profiled. The host clock reads that gap as the candidate's own cost (and charged
-    honest kernels for it, up to 56 of 60 rounds), so the reference's worker runs this too: when it is
-    warmed, and before it times anything in a judgment, as the candidate's worker is traced in each."""
+    judgment and every kind of round alike; a one-off probe (scripts/device/host_overhead_probe.py, in git
+    history only) saw a process's rounds get slower once it had profiled. The host clock reads that gap as
+    the candidate's own cost (and charged honest kernels for it, up to 56 of 60 rounds), so the reference's
+    worker runs this too: when it is warmed, and before it times anything in a judgment, as the candidate's
+    worker is traced in each."""
     import torch
 
     traced(lambda: torch.ones(8, device="cuda").add_(1))

@@ -10,7 +10,7 @@ torch.compile):
    parent's clock around the round, never before it. (Protocol v4 drew each call's inputs right before
    its pad; on the H200 that put host work between one call's device-wide synchronisation and the next
    pad, and the baselines' round-to-round spread, all of it in the charged tail and none in the events,
-   rose from 0.5-0.9% to 1.0-4.5%: `scripts/device/baseline_spread_probe.py`, docs/design/timing.md.)
+   rose from 0.5-0.9% to 1.0-4.5%: docs/design/timing.md, measured by a probe now in git history.)
 1. **the pad**: one judge kernel on the timing stream that fills every thread slot of every SM, spins to
    a deadline and then writes 256 MB (evicting L2) as its last act (protocol v6; v5 flushed first and
    then spun, and a copy-engine copy run during the spin staged a GEMM's weight into L2 for the call).
@@ -57,14 +57,15 @@ frozen and the GPU verified idle (`trusted/drain.py`). There, and only there, it
 
 The statistics over the rounds (`round_time`, `stat_of`, `median_rse`, `ratio_with_bound`, `HostClock`,
 `baseline_spread`, `reward_threshold`) run in the parent and live in `decide/stats.py`.
+
+The pad kernel and the lengths of pad and cover live in pad.py; what a round reports and is charged in
+round_result.py.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import gc
-import math
 import random
 import secrets
 import statistics
@@ -73,292 +74,39 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_agent.judge.candidate.pad import (
+    COVER_MAX_MS,
+    PAD_MAX_MS,
+    PAD_MIN_MS,
+    PAD_SPIN_FLUSH_SHARE,
+    cover_for,
+    flush_buffer,
+    pad_for,
+    pad_kernel,
+    sleep_cycles_per_ms,
+)
+from cuda_agent.judge.candidate.round_result import RoundResult, charge_beyond, charge_flushes, work_per_call
 from cuda_agent.judge.common.cudart import cuda_runtime
 
 # v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its total
 # work over its calls (the mean, not the median sample), the pad flushes last, work during the flush charged.
 PROTOCOL_VERSION = "fatpad-devwide-v6"
-L2_FLUSH_BYTES = 256 << 20
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
 COMPILE_WARMUP_CALLS = 3
-# The pad covers this multiple of the measured host enqueue time plus a constant, within bounds.
-PAD_FACTOR = 1.25
-PAD_EXTRA_MS = 0.02
-PAD_MIN_MS = 0.02
-PAD_MAX_MS = 2.0
-# The spin before a call's draw covers this multiple of the draw's host time plus a constant, within
-# bounds (H200, 2026-12-02: a draw's host time 0.38-0.64 ms, its p90 1.06-1.14 x the median; covered, the
-# per-call overhead's margin stayed that of inputs drawn before the round, exposed it grew 2-6x).
-COVER_FACTOR = 1.25
-COVER_EXTRA_MS = 0.05
-COVER_MAX_MS = 5.0
-# Work after the end event is charged beyond the calibrated round trip plus this resolution per call; work
-# during a pad's flush, beyond the calibrated flush plus the same (both netted over the round, not clipped
-# per call: under the mean a per-call clip charged every contender the positive half of its jitter).
-TAIL_RESOLUTION_MS = 0.001
-# A timed call's flush is charged beyond the round's calibrated flush plus this share of it (or the
-# resolution, if larger) per call: the calibration is the median of a few flushes, and its error counts once
-# per call. What the slack admits: DRAM traffic beside the flush that lengthens it by under 2% (~2 us of
-# a 0.1 ms flush, ~7 MB at DRAM bandwidth), i.e. at most a few MB staged, ~1 us of a call's reads.
-FLUSH_SLACK_SHARE = 0.02
-# The pad spins for the pad plus this share of the flush allowance, then flushes: nominally 1.2 x allowance +
-# pad in all, v5's length (its flush came first and its spin ran to that deadline).
-PAD_SPIN_FLUSH_SHARE = 0.2
 # A calibration sample (no call) after every this many timed calls.
 CALIBRATE_EVERY = 3
-# The reward's margin: "more than 5% faster" beyond the measured spread of the baseline.
 
-# After its flush part, every block of the pad waits (thread 0 polling a launch counter, the others at a
-# barrier) until every block of the grid finished its flush, so all SMs are released together right before
-# the start event (H200, v6 without it: a side-stream kernel started on SMs the flush freed and hid 11% of
-# itself, tests/gpu/test_timing_gpu.py). The wait is bounded: where some pad block could not be resident (a
-# stranger holding SMs at launch; the GPU is idle there in the protocol) it gives up after this long.
-PAD_HOLD_TIMEOUT_NS = 2_000_000
-
-_PAD_PTX_TEXT = r"""
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry judge_pad_flush(
-	.param .u64 p_buf,
-	.param .u64 p_n16,
-	.param .u64 p_spin_ns,
-	.param .u64 p_stamps,
-	.param .u64 p_hold
-)
-.maxnreg 32
-{
-	.reg .pred %p<8>;
-	.reg .b32 %r<6>;
-	.reg .b64 %rd<30>;
-
-	mov.u64 %rd10, %globaltimer;
-	ld.param.u64 %rd1, [p_buf];
-	ld.param.u64 %rd2, [p_n16];
-	ld.param.u64 %rd3, [p_spin_ns];
-	ld.param.u64 %rd13, [p_stamps];
-	add.u64 %rd11, %rd10, %rd3;
-SPIN:
-	mov.u64 %rd12, %globaltimer;
-	setp.lt.u64 %p2, %rd12, %rd11;
-	@%p2 bra SPIN;
-	mov.u32 %r1, %ctaid.x;
-	mov.u32 %r2, %ntid.x;
-	mov.u32 %r3, %tid.x;
-	mov.u32 %r4, %nctaid.x;
-	mul.wide.u32 %rd4, %r1, %r2;
-	cvt.u64.u32 %rd5, %r3;
-	add.u64 %rd21, %rd4, %rd5;
-	mul.wide.u32 %rd7, %r4, %r2;
-	shr.u64 %rd20, %rd2, 1;
-	mov.u32 %r5, 0;
-	setp.eq.u32 %p3, %r3, 0;
-	setp.ne.u64 %p4, %rd13, 0;
-	and.pred %p3, %p3, %p4;
-	mov.u64 %rd6, %rd21;
-FLUSH_FIRST_HALF:
-	setp.ge.u64 %p1, %rd6, %rd20;
-	@%p1 bra HALF;
-	shl.b64 %rd8, %rd6, 4;
-	add.u64 %rd9, %rd1, %rd8;
-	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
-	add.u64 %rd6, %rd6, %rd7;
-	bra FLUSH_FIRST_HALF;
-HALF:
-	barrier.sync 0;
-	@%p3 mov.u64 %rd14, %globaltimer;
-	@%p3 atom.global.min.u64 %rd15, [%rd13], %rd14;
-	add.u64 %rd6, %rd21, %rd20;
-FLUSH_SECOND_HALF:
-	setp.ge.u64 %p1, %rd6, %rd2;
-	@%p1 bra DONE;
-	shl.b64 %rd8, %rd6, 4;
-	add.u64 %rd9, %rd1, %rd8;
-	st.global.v4.u32 [%rd9], {%r5, %r5, %r5, %r5};
-	add.u64 %rd6, %rd6, %rd7;
-	bra FLUSH_SECOND_HALF;
-DONE:
-	barrier.sync 0;
-	@%p3 mov.u64 %rd16, %globaltimer;
-	@%p3 atom.global.max.u64 %rd17, [%rd13+8], %rd16;
-	setp.ne.u32 %p5, %r3, 0;
-	@%p5 bra RELEASE;
-	ld.param.u64 %rd18, [p_hold];
-	atom.global.add.u64 %rd19, [%rd18], 1;
-	cvt.u64.u32 %rd22, %r4;
-	div.u64 %rd23, %rd19, %rd22;
-	add.u64 %rd23, %rd23, 1;
-	mul.lo.u64 %rd23, %rd23, %rd22;
-	mov.u64 %rd24, %globaltimer;
-	add.u64 %rd24, %rd24, HOLD_TIMEOUT_NS;
-HOLD:
-	ld.volatile.global.u64 %rd25, [%rd18];
-	setp.ge.u64 %p6, %rd25, %rd23;
-	@%p6 bra RELEASE;
-	mov.u64 %rd26, %globaltimer;
-	setp.lt.u64 %p7, %rd26, %rd24;
-	@%p7 bra HOLD;
-RELEASE:
-	barrier.sync 0;
-	ret;
-}
-"""
-PAD_PTX = _PAD_PTX_TEXT.replace("HOLD_TIMEOUT_NS", str(PAD_HOLD_TIMEOUT_NS))
-
-
-def work_per_call(samples: Sequence[float]) -> float:
-    """A round's time per call (protocol v6): the round's total work over its calls, i.e. the mean of its
-    charged samples. The mean is the one statistic that no moving of work between the calls of a round can
-    lower: a call that only queues work and one that runs a batch of queued work sum to what they did. A
-    median (v5) read the cheapest half: calls 2-9 queueing behind a 4 us marker and call 10 running the
-    batch made the median the marker (docs/design/timing.md, "v6"). Outliers are handled one level up: the
-    speedup is the median over rounds (decide/stats.py)."""
-    return math.fsum(samples) / len(samples) if samples else float("nan")
-
-
-@dataclass(frozen=True)
-class RoundResult:
-    samples_ms: list[float]  # charged: each call's events plus an equal share of the round's charge
-    wall_ms: float  # host clock around the timed loop, device synchronised at both ends
-    events_ms: list[float] = field(default_factory=list)  # start -> end on the timing stream
-    escaped_ms: list[float] = field(default_factory=list)  # each call's share of the charged device-wide tail
-    roundtrip_ms: float = 0.0  # calibrated end -> after of a sample without a call
-    setup_ms: float = 0.0  # host time before the timed loop (copies to fresh memory)
-    pad_ms: float = 0.0
-    cover_ms: float = 0.0  # the spin each call's draw ran under (0: inputs drawn before the round)
-    flush_ms: float = 0.0  # the pads' flush in the round's calibration samples (median; 0: not measured)
-    flush_charged_ms: float = 0.0  # the timed calls' flushes beyond it: work that ran during them, charged
-
-    def reply(self) -> dict[str, Any]:
-        """What a worker sends the parent about a round."""
-        return {
-            "samples": self.samples_ms, "wall_ms": self.wall_ms, "setup_ms": self.setup_ms,
-            "escaped_ms": round(sum(self.escaped_ms), 6), "roundtrip_ms": self.roundtrip_ms,
-            "pad_ms": self.pad_ms, "cover_ms": self.cover_ms, "flush_ms": round(self.flush_ms, 6),
-            "flush_charged_ms": round(self.flush_charged_ms, 6),
-        }  # fmt: skip
-
-    @property
-    def per_call_ms(self) -> float:
-        """The round's time per call (`work_per_call` of its charged samples)."""
-        return work_per_call(self.samples_ms)
-
-
-class _Driver:
-    """The few CUDA driver calls the pad kernel needs (loaded from the driver torch already uses)."""
-
-    def __init__(self) -> None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
-        lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-        lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [
-            ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t,
-        ]  # fmt: skip
-        lib.cuLaunchKernel.argtypes = [
-            ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
-            ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
-        ]  # fmt: skip
-        self.lib = lib
-
-    def check(self, status: int, what: str) -> None:
-        if status != 0:
-            raise RuntimeError(f"{what} failed (CUresult {status})")
-
-
-class FlushStamps:
-    """Where the pad kernel writes when the second half of its flush began (the earliest block) and ended
-    (the latest), one pair of u64 `%globaltimer` readings per event slot of a round. Reset when the round
-    is set up (outside the clock), read once after its timed loop: work that runs during a pad's flush (a
-    copy engine staging a weight into L2, a side-stream kernel on SMs the flush freed early) shares DRAM
-    with it and shows as a longer flush than the round's calibration samples had, which the round is
-    charged. Only the second half is timed: the first 128 MB leave L2 full of the flush's own lines
-    whatever came before, and what the previous call left dirty (up to all of L2, written back during the
-    first half) made whole flushes differ by up to a fifth between a pad after a call and one after a
-    flush. The second half alone (2x L2) evicts whatever the first half let in."""
-
-    def __init__(self, slots: int) -> None:
-        import torch
-
-        self.values = torch.zeros((slots, 2), dtype=torch.int64, device="cuda")
-        self.values[:, 0] = -1  # the largest u64: the blocks' atomic minimum lowers it
-        self.base = int(self.values.data_ptr())
-
-    def address(self, slot: int) -> int:
-        return self.base + 16 * slot
-
-    def flush_ms(self) -> list[float | None]:
-        """Each slot's flush, first block's start to last block's end, in ms (None: no flush recorded)."""
-        out: list[float | None] = []
-        for began, ended in self.values.tolist():
-            began, ended = began & _U64, ended & _U64
-            out.append((ended - began) / 1e6 if began != _U64 and ended >= began else None)
-        return out
-
-
-_U64 = (1 << 64) - 1
-
-
-class PadKernel:
-    """`judge_pad_flush`: 2 x 1024 threads per SM (every thread slot), a spin to a deadline, then a 256 MB
-    write that evicts L2 right before the call's start event, in two halves with the second one stamped
-    (protocol v6: the flush is the pad's last act, so nothing staged into L2 while it spins survives; v5
-    flushed first and spun after, and a copy on the copy engines, which the pad does not occupy, warmed L2
-    for the call during the spin). Then the hold: every block stays resident until all blocks finished
-    their flush part, so no SM is free for another stream's kernel before the whole pad ends (the grid is
-    what the occupancy query says fits at once, launched on an idle GPU, so all its blocks are resident)."""
-
-    THREADS = 1024
-
-    def __init__(self, buffer: Any, sm_count: int, ptx: str = PAD_PTX) -> None:
-        """`ptx`: the kernel's text (another only in A/B probes, scripts/device/l2_after_flush_probe.py)."""
-        import torch
-
-        self.driver = _Driver()
-        lib, check = self.driver.lib, self.driver.check
-        module, func, per_sm = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
-        check(lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"), "cuModuleLoadData")
-        check(lib.cuModuleGetFunction(ctypes.byref(func), module, b"judge_pad_flush"), "cuModuleGetFunction")
-        check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_sm), func, self.THREADS, 0),
-              "cuOccupancyMaxActiveBlocksPerMultiprocessor")  # fmt: skip
-        self.module, self.func = module, func
-        self.blocks_per_sm = max(1, per_sm.value)
-        self.grid = sm_count * self.blocks_per_sm
-        self.buffer_ptr = int(buffer.data_ptr())
-        self.n16 = buffer.numel() // 16
-        # The hold's launch counter: every block adds 1, so after k launches it holds k x grid and a block
-        # of launch k waits for (k + 1) x grid; launches on one stream never overlap, so it needs no reset.
-        self.hold = torch.zeros(1, dtype=torch.int64, device=buffer.device)
-        self.hold_ptr = int(self.hold.data_ptr())
-
-    def new_stamps(self, slots: int) -> FlushStamps:
-        """Fresh flush stamps for a round of `slots` event slots."""
-        return FlushStamps(slots)
-
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
-        """Spin `spin_ms` after start, then flush (unless `flush` is False: a pure spin, the draw's cover),
-        writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere)."""
-        args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
-                ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0),
-                ctypes.c_uint64(self.hold_ptr)]  # fmt: skip
-        params = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
-        self.driver.check(
-            self.driver.lib.cuLaunchKernel(self.func, self.grid, 1, 1, self.THREADS, 1, 1, 0,
-                                           ctypes.c_void_p(stream), params, None),
-            "cuLaunchKernel(judge_pad_flush)",
-        )  # fmt: skip
-
-
-def pad_for(host_ms: float) -> float:
-    """The pad that hides a host enqueue time of `host_ms` (bounded)."""
-    return min(PAD_MAX_MS, max(PAD_MIN_MS, PAD_FACTOR * host_ms + PAD_EXTRA_MS))
-
-
-def cover_for(draw_ms: float) -> float:
-    """The spin that hides a draw's host time of `draw_ms` (bounded; 0 for a draw that waits for the GPU
-    inside, which no spin can hide)."""
-    return min(COVER_MAX_MS, COVER_FACTOR * draw_ms + COVER_EXTRA_MS) if draw_ms > 0 else 0.0
+# sampler.py's public names, pad's and round_result's included that the parent's stages import from here.
+__all__ = [
+    "COMPILE_WARMUP_CALLS",
+    "PROTOCOL_VERSION",
+    "RoundResult",
+    "Sampler",
+    "cover_for",
+    "pad_for",
+    "work_per_call",
+]
 
 
 @dataclass
@@ -390,7 +138,7 @@ class Sampler:
         self.draw = draw
         self.arg_sets = [list(a) for a in arg_sets]
         self.stream = torch.cuda.current_stream()
-        self.flush_buffer = _flush_buffer()
+        self.flush_buffer = flush_buffer()
         self._next = 0
         self.last: tuple[int, Any] = (-1, None)  # (input set, output) of the kept timed call
         self.kept: list[tuple[Any, Any]] = []  # (inputs, output) of every call of a round with fresh inputs
@@ -399,7 +147,7 @@ class Sampler:
         self._cudart = cuda_runtime()
         if self._cudart is not None:
             self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
-        self.kernel = _pad_kernel()
+        self.kernel = pad_kernel()
         self.pad_kind = "whole-GPU pad kernel" if self.kernel is not None else "zero_() + torch.cuda._sleep"
         self.flush_ms = self._measure_flush()
         self.flush_allowance_ms = self.flush_ms  # the pad's flush share: the parent sets one for all
@@ -408,7 +156,7 @@ class Sampler:
         self.pad_ms = pad_ms if pad_ms is not None else PAD_MIN_MS
         self.cover_ms = 0.0
         # Rounds on seeds: the whole round's draws first, under one cover (the protocol), or, to compare on a
-        # GPU, each call's draw right before its pad (v4; scripts/device/baseline_spread_probe.py).
+        # GPU, each call's draw right before its pad (v4; docs/design/timing.md, "Why the draws come first").
         self.draw_first = True
         self._pad_fixed = pad_ms is not None
 
@@ -426,7 +174,7 @@ class Sampler:
             return
         with self.torch.cuda.stream(self.stream):
             if spin_ms > 0:
-                self.torch.cuda._sleep(int(spin_ms * _sleep_cycles_per_ms()))
+                self.torch.cuda._sleep(int(spin_ms * sleep_cycles_per_ms()))
             self.flush_buffer.zero_()
 
     def _launch_cover(self, cover_ms: float) -> None:
@@ -441,7 +189,7 @@ class Sampler:
             self.kernel.launch(self.stream.cuda_stream, total_ms, flush=False)
             return
         with self.torch.cuda.stream(self.stream):
-            self.torch.cuda._sleep(int(total_ms * _sleep_cycles_per_ms()))
+            self.torch.cuda._sleep(int(total_ms * sleep_cycles_per_ms()))
 
     def _measure_flush(self) -> float:
         torch = self.torch
@@ -623,8 +371,8 @@ class Sampler:
         # Work still running on any stream after a call's end event (`after - end` beyond the round trip),
         # and work that ran during a pad's flush (a flush longer than the calibration samples'), each over
         # the whole round: only the round's total is charged (`work_per_call`), so per-call jitter nets out.
-        tail = _round_charge([ev[s][1].elapsed_time(ev[s][2]) for s in timed], roundtrip, n)
-        flush, flush_charge = _flush_charge(prepared.stamps, timed, calibration)
+        tail = charge_beyond([ev[s][1].elapsed_time(ev[s][2]) for s in timed], roundtrip, n)
+        flush, flush_charge = charge_flushes(prepared.stamps, timed, calibration)
         charged = [e + (tail + flush_charge) / n for e in events]
         cover = self.cover_ms if prepared.seeds is not None else 0.0
         return RoundResult(charged, wall_ms, events, [tail / n] * n, roundtrip, prepared.setup_ms, self.pad_ms,
@@ -685,63 +433,7 @@ def _stamp_address(stamps: Any, slot: int) -> int:
     return stamps.address(slot) if stamps is not None else 0
 
 
-def _round_charge(measured: Sequence[float], expected: float, calls: int, slack_ms: float = TAIL_RESOLUTION_MS) -> float:
-    """What a round's calls took beyond `expected` each, summed over the round, beyond `slack_ms` per call."""
-    return max(0.0, math.fsum(m - expected for m in measured) - calls * slack_ms)
-
-
-def _flush_charge(stamps: Any, timed: Sequence[int], calibration: Sequence[int]) -> tuple[float, float]:
-    """(The round's calibrated flush, its timed calls' flushes beyond it) in ms. Nothing of the candidate
-    runs during a calibration sample's pad; during a timed call's pad only work the call started outside
-    the timing stream can (a copy-engine copy or a side-stream kernel that waits for nothing), and any that
-    shares DRAM with the flush lengthens it. Without measurements (no pad kernel): (0, 0)."""
-    if stamps is None:
-        return 0.0, 0.0
-    flushes = stamps.flush_ms()
-    reference = [flushes[s] for s in calibration if flushes[s] is not None]
-    measured = [flushes[s] for s in timed]
-    if not reference or any(f is None for f in measured):
-        return 0.0, 0.0
-    flush = statistics.median(reference)
-    slack = max(TAIL_RESOLUTION_MS, FLUSH_SLACK_SHARE * flush)
-    return flush, _round_charge(measured, flush, len(measured), slack)  # type: ignore[arg-type]
-
-
 def _fresh(args: list[Any]) -> list[Any]:
     return [a.clone() if hasattr(a, "clone") and hasattr(a, "is_cuda") else a for a in args]
 
 
-@functools.cache
-def _flush_buffer() -> Any:
-    """One 256 MB flush buffer per process, shared by every sampler (K compile builds need no K copies)."""
-    import torch
-
-    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-
-
-@functools.cache
-def _pad_kernel() -> PadKernel | None:
-    import torch
-
-    try:
-        torch.cuda.init()
-        torch.empty(1, device="cuda")  # the primary context current on this thread
-        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        return PadKernel(_flush_buffer(), sms)
-    except (OSError, RuntimeError, AttributeError):
-        return None
-
-
-@functools.cache
-def _sleep_cycles_per_ms() -> float:
-    """Clock cycles torch.cuda._sleep spins per millisecond on this GPU (fallback pad only)."""
-    import torch
-
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    cycles = 2_000_000
-    torch.cuda._sleep(1000)
-    a.record()
-    torch.cuda._sleep(cycles)
-    b.record()
-    torch.cuda.synchronize()
-    return cycles / max(1e-3, a.elapsed_time(b))

@@ -60,7 +60,7 @@ LIBRARY_PURPOSE = {"cublas": CUBLAS_KERNEL, "cudnn": CUDNN_KERNEL}
 # (the judge's fallback pad). Neutral only as PyTorch's binaries hold them; by whole words, so `nonzero_*`,
 # `index_fill_kernel` or `ctc_loss_zero_padded_gradients` are not fills.
 TORCH_NEUTRAL = re.compile(r"FillFunctor|\bfill_kernel\b|\bspin_kernel\b")
-# The judge's own pad/flush kernel (candidate/sampler.py), loaded from the judge's PTX at run time.
+# The judge's own pad/flush kernel (candidate/pad.py), loaded from the judge's PTX at run time.
 JUDGE_KERNELS = frozenset({"judge_pad_flush"})
 # How Kineto names CUPTI memcpy/memset activities: "Memcpy DtoD (Device -> Device)", "Memset (Device)".
 # A kernel cannot be named so (no symbol holds a space before a parenthesis).

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_agent.judge.candidate.sampler import TAIL_RESOLUTION_MS, work_per_call
+from cuda_agent.judge.candidate.round_result import TAIL_RESOLUTION_MS, work_per_call
 from cuda_agent.judge.decide.verdict import Stat
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cuda_agent.judge.candidate.sampler import _Driver, _flush_buffer, _pad_kernel
+from cuda_agent.judge.candidate.pad import Driver, flush_buffer, pad_kernel
 
 # A probe that takes at most this multiple of an idle probe (plus the constant) saw an idle GPU.
 IDLE_FACTOR = 1.5
@@ -74,7 +74,7 @@ class _SecondContext:
     the GPU switch contexts exactly as a candidate's would, with nothing left behind."""
 
     def __init__(self, device: int) -> None:
-        driver = _Driver()  # the pad kernel's driver calls, their argument types declared
+        driver = Driver()  # the pad kernel's driver calls, their argument types declared
         self.lib, self._check = lib, check = driver.lib, driver.check
         dev, ctx = ctypes.c_int(), ctypes.c_void_p()
         check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
@@ -158,7 +158,7 @@ def flush_probe() -> Callable[[], float]:
     """A probe: one flush kernel on this process's current stream, host-timed from launch to completion (ms)."""
     import torch
 
-    kernel, buffer = _pad_kernel(), _flush_buffer()
+    kernel, buffer = pad_kernel(), flush_buffer()
 
     def probe() -> float:
         began = time.perf_counter()

@@ -5,13 +5,13 @@ kernels in an fp32 task, weights cut to fewer mantissa bits at load, or a half-p
 pass `allclose` while computing something cheaper than the task asks. The audit measures how far each
 output element is from the exact value (truth.py: the reference model run with every op promoted to
 float64), in units of the error an honest computation of that element in the task's precision can have
-(truth_rules.py: propagated op by op, from the dtypes and the lengths of the reductions). So the bound
-follows from what an fp32 (fp16, bf16) computation of *this* output can be off by, not from the
-reference's own error: a reference that happens to be very accurate no longer leaves 64 times its error
-free, and one whose error is large (a long reduction) no longer looks like a downgrade.
+(truth_ops.py and the rule modules: propagated op by op, from the dtypes and the lengths of the
+reductions). So the bound follows from what an fp32 (fp16, bf16) computation of *this* output can be off
+by, not from the reference's own error: a reference that happens to be very accurate no longer leaves 64
+times its error free, and one whose error is large (a long reduction) no longer looks like a downgrade.
 
 The statistic is the root mean square of z = |candidate - truth| / allowance over the output's elements,
-after leaving out elements whose truth is unknowable (a decision within the error, see truth_rules.py) and
+after leaving out elements whose truth is unknowable (a decision within the error, see truth_ops.py) and
 the largest 1% (`TRIM`): a few elements that flip at a discontinuity (an argmax, a threshold, a rounding)
 cannot fail an honest kernel alone, while lowered precision moves every element. Elements are judged by
 their own allowance, so a downgrade cannot hide in the small elements of an output with large ones, and

@@ -3,7 +3,7 @@
 The precision audit (precision.py) needs, for every output element, two numbers: the exact value of the
 task's function (evaluated in float64) and how far a computation in the task's own precision can honestly
 be from it. `Tracked` carries both through the reference model, op by op (truth.py runs the model under a
-dispatch mode, truth_rules.py says how each op moves them):
+dispatch mode, the rule modules truth_ops.py names say how each op moves them):
 
 - it *presents* the dtype the reference computes in (its nominal dtype: float32, float16, ...), so the
   model's own code (dtype checks, autocast, `.half()`, `dtype=` arguments) behaves as in the reference;

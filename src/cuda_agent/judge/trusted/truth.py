@@ -12,8 +12,8 @@ float64 payloads (`tracked.Tracked`), whatever dtype the model's code asks for:
   autocast, fake quantisation) round the value to that dtype and continue in float64, since that rounding
   is part of the task's meaning;
 - integer and boolean tensors (indices, masks) are never promoted;
-- each op's rule (truth_rules.py) also carries the variance of the error an honest computation of it in
-  the task's precision can have, which is the audit's bound (precision.py).
+- each op's rule (truth_ops.py names the rule modules) also carries the variance of the error an honest
+  computation of it in the task's precision can have, which is the audit's bound (precision.py).
 
 Where the truth cannot be made at all (an op that reads raw bytes, an op with no float64 kernel), `outputs`
 returns None and says why in `problem`; the judge then fails closed (docs/design/precision.md).
@@ -30,8 +30,19 @@ from torch.utils._mode_utils import no_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from cuda_agent.judge.trusted import truth_rules as rules
 from cuda_agent.judge.trusted.tracked import Tracked, Untrackable, exact, payload
+from cuda_agent.judge.trusted.truth_movement import copy_into, like_factory, movement, to_copy
+from cuda_agent.judge.trusted.truth_ops import call_payload, nominal_dtypes
+from cuda_agent.judge.trusted.truth_pointwise import generic, pointwise
+from cuda_agent.judge.trusted.truth_selection import selection
+from cuda_agent.judge.trusted.truth_sums import (
+    attention,
+    avg_pool,
+    convolution,
+    cumsum,
+    matmul_family,
+    reduction,
+)
 
 aten = torch.ops.aten
 
@@ -64,23 +75,23 @@ _SCALAR = ("_local_scalar_dense", "is_nonzero", "equal", "is_same_size", "_has_c
            "_fused_sdp_choice")  # fmt: skip
 
 RULES: dict[str, Any] = {
-    "_to_copy": rules.to_copy,  # casts: fp16/bf16 kept as roundings, float32 promoted
-    "copy_": rules.copy_into,  # a copy into a lower-precision tensor is a cast
+    "_to_copy": to_copy,  # casts: fp16/bf16 kept as roundings, float32 promoted
+    "copy_": copy_into,  # a copy into a lower-precision tensor is a cast
     **dict.fromkeys(("mm", "bmm", "mv", "dot", "vdot", "addmm", "baddbmm", "addmv", "addbmm", "addr"),
-                    rules.matmul_family),
-    "convolution": rules.convolution,
-    "_convolution": rules.convolution,
-    **dict.fromkeys(("sum", "mean"), rules.reduction),  # accumulated sums
-    "cumsum": rules.cumsum,
-    **dict.fromkeys(("avg_pool1d", "avg_pool2d", "avg_pool3d"), rules.avg_pool),  # means over windows
-    **dict.fromkeys(_SELECTION, rules.selection),  # exact picks; indices are decisions
-    **dict.fromkeys(_MOVEMENT, rules.movement),  # data moves with its variance
-    **dict.fromkeys(_LIKE, rules.like_factory),  # new tensors that do not depend on the input's values
+                    matmul_family),
+    "convolution": convolution,
+    "_convolution": convolution,
+    **dict.fromkeys(("sum", "mean"), reduction),  # accumulated sums
+    "cumsum": cumsum,
+    **dict.fromkeys(("avg_pool1d", "avg_pool2d", "avg_pool3d"), avg_pool),  # means over windows
+    **dict.fromkeys(_SELECTION, selection),  # exact picks; indices are decisions
+    **dict.fromkeys(_MOVEMENT, movement),  # data moves with its variance
+    **dict.fromkeys(_LIKE, like_factory),  # new tensors that do not depend on the input's values
 }
 # max/min over everything or a dim select; max/min of two tensors (`other`) are pointwise.
 OVERLOAD_RULES: dict[Any, Any] = {
-    aten.max.default: rules.selection, aten.max.dim: rules.selection,
-    aten.min.default: rules.selection, aten.min.dim: rules.selection,
+    aten.max.default: selection, aten.max.dim: selection,
+    aten.min.default: selection, aten.min.dim: selection,
 }  # fmt: skip
 # Ops whose result the truth cannot make in float64: the bytes of a tensor read as another dtype.
 UNTRACKABLE = frozenset({aten.view.dtype, aten.set_.source_Storage, aten.set_.source_Tensor, aten.resize_.default})
@@ -89,7 +100,7 @@ UNTRACKABLE = frozenset({aten.view.dtype, aten.set_.source_Storage, aten.set_.so
 @dataclass(frozen=True)
 class Truth:
     """One output: its exact value (float64 for floating outputs), the standard error an honest
-    computation in the task's precision can have (None: exact; +inf: unknowable, see truth_rules.py), and
+    computation in the task's precision can have (None: exact; +inf: unknowable, see truth_ops.py), and
     the reference's dtype."""
 
     value: torch.Tensor
@@ -121,9 +132,9 @@ class TruthMode(TorchDispatchMode):
         if not any(isinstance(a, Tracked) for a in flat):
             return _fresh(func(*args, **kwargs))
         if name in _SCALAR:
-            return rules.call_payload(func, args, kwargs)
+            return call_payload(func, args, kwargs)
         if name in _ATTENTION:
-            return rules.attention(self, func, args, kwargs)
+            return attention(self, func, args, kwargs)
         if name in _MOMENTS:
             return self.moments(func, args, kwargs)
         if rule is not None:
@@ -135,12 +146,12 @@ class TruthMode(TorchDispatchMode):
         if func.is_view:
             return _view(func, args, kwargs)
         if torch.Tag.pointwise in func.tags:
-            return rules.pointwise(func, args, kwargs)
+            return pointwise(func, args, kwargs)
         if func in decomposition_table:
             with self:
                 return decomposition_table[func](*args, **kwargs)
         self.unmodelled.add(str(func))
-        return rules.generic(func, args, kwargs)
+        return generic(func, args, kwargs)
 
     def moments(self, func: Any, args: Any, kwargs: Any) -> Any:
         """var/std (and with the mean): the mean, then the mean square of the deviations (two passes; a
@@ -178,7 +189,7 @@ class TruthMode(TorchDispatchMode):
         if functional is None:
             raise Untrackable(f"the reference runs {func}, which has no functional form")
         result = self.run(functional, args, kwargs)
-        return rules.copy_into(aten.copy_.default, (args[0], result), {})
+        return copy_into(aten.copy_.default, (args[0], result), {})
 
 
 def _fresh(out: Any) -> Any:
@@ -210,7 +221,7 @@ def _view(func: Any, args: Any, kwargs: Any) -> Any:
     base = next(a for a in tree_flatten((args, kwargs))[0] if isinstance(a, Tracked))
     out = func(*tree_map(payload, args), **tree_map(payload, kwargs))
     flat, spec = tree_flatten(out)
-    dtypes = iter(rules.nominal_dtypes(func, args, kwargs, out))
+    dtypes = iter(nominal_dtypes(func, args, kwargs, out))
     made = [Tracked.view_of(o, next(dtypes), base) if isinstance(o, torch.Tensor) else o for o in flat]
     return tree_unflatten(made, spec)
 

@@ -6,7 +6,7 @@ charged 0.30 ms (a first probe of ~0.8 ms against a 0.51 ms allowance) on 2026-1
 the switch-in distribution over many samples, how often fresh calibrations' allowances are exceeded, and
 whether the other context's last kernel length or a host gap before the drain changes it.
 
-    PYTHONPATH=src python3 scripts/device/switch_tail_probe.py --json /tmp/switch.json
+    PYTHONPATH=src python3 benchmarks/drain_switch_tail.py --json /tmp/switch.json
 """
 
 from __future__ import annotations

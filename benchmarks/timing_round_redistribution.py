@@ -21,9 +21,9 @@ above: two samplers of the same callable (A and B), rounds interleaved. For each
 spread (IQR of round times over their median, %) and the A/A ratio (median over rounds of A / B). Must show:
 spreads within the 3% target and A/A within 1 +/- 0.02 under the mean, as under the median.
 
-    PYTHONPATH=src python3 scripts/device/round_redistribution_probe.py [--rounds 40] [--json F]
+    PYTHONPATH=src python3 benchmarks/timing_round_redistribution.py [--rounds 40] [--json F]
 
-Writes $OUT/round_redistribution_probe.json when OUT is set (and --json is not).
+Writes $OUT/timing_round_redistribution.json when OUT is set (and --json is not).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.candidate.sampler import Sampler, _Driver, work_per_call
+from cuda_agent.judge.candidate.pad import Driver
+from cuda_agent.judge.candidate.sampler import Sampler, work_per_call
 
 EXAMPLES = ["layernorm", "row_softmax", "elementwise_chain"]
 ROWS, COLS = 8192, 4096  # the fused kernel's tensor: 128 MiB of fp32
@@ -97,7 +98,7 @@ class _Batch(ctypes.Structure):
 
 
 class Kernels:
-    """The probe's kernels, compiled with nvcc to PTX and launched through the driver (project's `_Driver`)."""
+    """The probe's kernels, compiled with nvcc to PTX and launched through the driver (project's `Driver`)."""
 
     THREADS = 256
 
@@ -113,7 +114,7 @@ class Kernels:
         # (and make it current on this thread) first. Without this: cuModuleLoadData's CUresult 201.
         torch.cuda.init()
         torch.empty(1, device="cuda")
-        self.driver = _Driver()
+        self.driver = Driver()
         lib = self.driver.lib
         self.module = ctypes.c_void_p()
         self.driver.check(lib.cuModuleLoadData(ctypes.byref(self.module), text + b"\0"), "cuModuleLoadData")
@@ -317,7 +318,7 @@ def main() -> int:
         print(f"{'PASS' if ok else 'FAIL'}  {text}")
     result["verdicts"] = [{"check": text, "ok": ok} for text, ok in checks]
     result["seconds"] = round(time.monotonic() - began, 1)
-    out = args.json or (Path(os.environ["OUT"]) / "round_redistribution_probe.json" if os.environ.get("OUT") else None)
+    out = args.json or (Path(os.environ["OUT"]) / "timing_round_redistribution.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.write_text(json.dumps(result, indent=1))
         print(f"wrote {out}")

@@ -11,7 +11,7 @@ call after a pad with no flush) shows what the weight in L2 is worth on this GPU
 It is timed by the judge's own Sampler (pads, events, device-wide tail, calibration samples) with two pads:
 
 - `v5`: the pad of protocol v5, flush first, then a spin to the same nominal length (its PTX is kept here);
-- `v6`: the protocol's pad (candidate/sampler.py: PAD_PTX): spin first, flush last, flush stamped.
+- `v6`: the protocol's pad (candidate/pad.py: PAD_PTX): spin first, flush last, flush stamped.
 
 and five callables, all computing the same output:
 
@@ -31,9 +31,9 @@ the honest v6 time. What it must show: `warm` well below 1 (the subject is bound
 the probe shows nothing on this GPU); with the v5 pad `stage at issue` well below 1 (v5 is fooled); with
 the v6 pad every staged row's charged ratio at least about 1.
 
-    PYTHONPATH=src python3 scripts/device/l2_after_flush_probe.py [--rounds 40] [--weight-mib 24] [--json F]
+    PYTHONPATH=src python3 benchmarks/timing_l2_staging.py [--rounds 40] [--weight-mib 24] [--json F]
 
-Writes $OUT/l2_after_flush_probe.json when OUT is set (and --json is not).
+Writes $OUT/timing_l2_staging.json when OUT is set (and --json is not).
 """
 
 from __future__ import annotations
@@ -50,13 +50,8 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.candidate.sampler import (
-    PAD_SPIN_FLUSH_SHARE,
-    PadKernel,
-    Sampler,
-    _flush_buffer,
-    pad_for,
-)
+from cuda_agent.judge.candidate.pad import PAD_SPIN_FLUSH_SHARE, PadKernel, flush_buffer, pad_for
+from cuda_agent.judge.candidate.sampler import Sampler
 
 # Protocol v5's pad (candidate/sampler.py before v6): the flush, then a spin to `total_ns` after the start.
 V5_PAD_PTX = r"""
@@ -118,7 +113,7 @@ class V5Pad:
 
     def __init__(self, allowance_ms: float) -> None:
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-        self.kernel = PadKernel(_flush_buffer(), sms, ptx=V5_PAD_PTX)
+        self.kernel = PadKernel(flush_buffer(), sms, ptx=V5_PAD_PTX)
         self.allowance_ms = allowance_ms
 
     def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
@@ -295,7 +290,7 @@ def main() -> int:
         print(f"{'PASS' if ok else 'FAIL'}  {text}")
     result["verdicts"] = [{"check": text, "ok": ok} for text, ok in checks]
     result["seconds"] = round(time.monotonic() - began, 1)
-    out = args.json or (Path(os.environ["OUT"]) / "l2_after_flush_probe.json" if os.environ.get("OUT") else None)
+    out = args.json or (Path(os.environ["OUT"]) / "timing_l2_staging.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.write_text(json.dumps(result, indent=1))
         print(f"wrote {out}")
