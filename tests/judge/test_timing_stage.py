@@ -330,7 +330,8 @@ def test_the_per_call_overhead_is_split_into_the_loop_and_around_it() -> None:
     mean of its samples, protocol v6: the slow call is work, not host overhead; v5 subtracted the median
     and put it in the overhead, 0.2 here), the parent's wall beyond set-up and loop (delivery, dispatch,
     reply), per call, and the samples' skew (what the mean charges beyond the median)."""
-    from cuda_agent.judge.decide.timing_stage import _split, _split_medians
+    from cuda_agent.judge.decide.timing_figures import overhead_split as _split
+    from cuda_agent.judge.decide.timing_figures import split_medians as _split_medians
 
     inside, outside, skew = _split({"wall_ms": 12.0, "setup_ms": 1.0}, 15.0, [1.0] * 9 + [2.0])
     assert inside == pytest.approx(0.1) and outside == pytest.approx(0.2) and skew == pytest.approx(0.1)

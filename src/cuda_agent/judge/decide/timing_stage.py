@@ -19,21 +19,31 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, cover_for, pad_for, work_per_call
+from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for, work_per_call
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.observed_timing import observed_gap, round_busy_ms
-from cuda_agent.judge.decide.sequential import BOOTSTRAP_ALPHA, Decision, decide, round_ratios
+from cuda_agent.judge.decide.sequential import BOOTSTRAP_ALPHA
 from cuda_agent.judge.decide.stats import (
     HostClock,
     baseline_spread,
     median_rse,
-    per_call_overhead,
     ratio_with_bound,
     reward_threshold,
     round_time,
     stat_of,
     trace_probability,
+)
+from cuda_agent.judge.decide.timing_figures import (
+    draw_cover,
+    excess_by_round,
+    flush_allowance,
+    judgment_clock,
+    overhead_split,
+    own_overheads,
+    running_decisions,
+    sequential_decisions,
+    split_medians,
 )
 from cuda_agent.judge.decide.verdict import Status, Timing
 from cuda_agent.judge.trusted.authkey import judge_key
@@ -84,8 +94,8 @@ class TimingStage:
         # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
         # One cover for every contender's draws too: the reference's draw time, or the candidate's claim
         # where that is longer (a longer cover only lengthens every contender's walls alike).
-        flush = _flush_allowance(made)
-        draws, cover = _cover(made, setup)
+        flush = flush_allowance(made)
+        draws, cover = draw_cover(made, setup)
         self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush,
                              cover_ms=cover)  # fmt: skip
@@ -100,7 +110,7 @@ class TimingStage:
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
         trace_p = trace_probability(None, tc)  # most rounds measure
         after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
-        # Diagnostics: where each contender's per-call host overhead goes (`_split`). The compiled baseline
+        # Diagnostics: where each contender's per-call host overhead goes (`overhead_split`). The compiled baseline
         # runs in the reference's process: an offset between its rounds and eager's is the callable's, not
         # the process's.
         split: dict[str, list[tuple[float, float, float]]] = {"candidate": [], "reference": [], "reference_compile": []}
@@ -133,7 +143,7 @@ class TimingStage:
                 continue
             escaped_ms += _finite(reply.get("escaped_ms"))
             flush_work_ms += _finite(reply.get("flush_charged_ms"))
-            split["candidate"].append(_split(reply, wall_ms, samples))
+            split["candidate"].append(overhead_split(reply, wall_ms, samples))
             n = len(rounds["candidate"])  # timed rounds before this one
             clock_round = cached is not None and (n < tc.clock_rounds_first or n % tc.clock_round_every == 0)
             if froze_last:
@@ -152,7 +162,7 @@ class TimingStage:
                     got = self._samples(who, reply, wall_ms)
                     rounds[who].append(got)
                     walls[who].append(wall_ms)
-                    split["reference" if who == "eager" else "reference_compile"].append(_split(reply, wall_ms, got))
+                    split["reference" if who == "eager" else "reference_compile"].append(overhead_split(reply, wall_ms, got))
                     if who == "eager":
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
                 if clock_round:
@@ -163,7 +173,7 @@ class TimingStage:
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
             contenders = ["candidate"] if cached else ["candidate", "eager", "compile"]
             if sequential and not decided_early and len(rounds["candidate"]) >= tc.sequential_min_rounds:
-                running = _running_decisions(rounds, walls, cached, reference_rounds)
+                running = running_decisions(rounds, walls, cached, reference_rounds)
                 decided_early = all(d.answer != "open" for d in running.values())
             if len(rounds["candidate"]) >= tc.max_rounds or decided_early or self._timing_done(rounds, contenders):
                 if not checked:
@@ -200,11 +210,11 @@ class TimingStage:
             # This judgment's own calibration: the host's per-call overhead drifts (CPU frequency, load,
             # wake-up latency), so one kept from another judgment charges or spares the wrong rounds. The
             # margin is the wider of this judgment's (few rounds) and the cached one's.
-            self.host_clock = _judgment_clock(reference_rounds, cached)
+            self.host_clock = judgment_clock(reference_rounds, cached)
             paired, source = False, "cached"
         charged = [round_time(r, w, self.host_clock) for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
         cand_rounds = [t for t, _ in charged]
-        own = _own_overheads(rounds["candidate"], walls["candidate"])
+        own = own_overheads(rounds["candidate"], walls["candidate"])
         self.checks["host_clock"] = {
             **self.checks.get("host_clock", {}),
             "overhead_ms": round(self.host_clock.overhead_ms, 5),
@@ -217,12 +227,12 @@ class TimingStage:
             # The pads' flush allowance (the reference's) beside the candidate's own claim of its flush
             # time: the gap between them is what each process's own pads used to differ by.
             "flush_ms": {"allowance": None if flush is None else round(flush, 4),
-                         "candidate_measured": _flush_allowance(setup)},
+                         "candidate_measured": flush_allowance(setup)},
             "outstanding_gpu_work_ms": round(outstanding_ms, 4),
             "work_after_end_events_ms": round(escaped_ms, 4),
             "work_during_pad_flush_ms": round(flush_work_ms, 4),
-            **_excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
-            "split_ms": _split_medians(split),
+            **excess_by_round(own, after_frozen, self.host_clock.overhead_ms),
+            "split_ms": split_medians(split),
         }
         eager_rounds, compile_rounds = cached.eager_rounds, cached.compile_rounds
         alpha = BOOTSTRAP_ALPHA if sequential else 0.05
@@ -232,7 +242,7 @@ class TimingStage:
             # The confidence sequence's bounds on the final (clock-charged) rounds. Stopped early, they alone
             # decide (the bootstrap is not valid at a time chosen by looking); at the full budget the larger
             # of the two bounds, 1% + 4% (decide/sequential.py).
-            seq = _sequential(cand_rounds, {"eager": eager_rounds, "compile": compile_rounds}, paired=paired)
+            seq = sequential_decisions(cand_rounds, {"eager": eager_rounds, "compile": compile_rounds}, paired=paired)
             s_eager_low = seq["eager"].low if decided_early else max(s_eager_low, seq["eager"].low)
             s_comp_low = seq["compile"].low if decided_early else max(s_comp_low, seq["compile"].low)
             self.checks["sequential"] = {"stopped_early": decided_early, **{k: d.summary() for k, d in seq.items()}}
@@ -402,100 +412,3 @@ class TimingStage:
             if len(samples) < tc.min_samples or total < tc.min_gpu_ms or median_rse(times) > tc.target_rse:
                 done = False
         return done
-
-
-def _flush_allowance(reply: dict) -> float | None:
-    """The reference's measured flush time from its reply (None from an older worker: each keeps its own)."""
-    value = reply.get("flush_ms")
-    try:
-        flush = float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return flush if flush is not None and 0.0 <= flush < 100.0 else None
-
-
-def _own_overheads(rounds: list[list[float]], walls: list[float]) -> list[float]:
-    """Per-call host overhead of each of a contender's rounds (set-up is outside their walls)."""
-    return [per_call_overhead(w, 0.0, r) for r, w in zip(rounds, walls, strict=True) if r]
-
-
-def _split(reply: dict, wall_ms: float, samples: list[float]) -> tuple[float, float, float]:
-    """Where a round's per-call host overhead went, by the worker's own account (a claim: diagnostics
-    only): inside its timed loop (the loop's wall per call beyond the round's work per call), outside it
-    (the parent's wall beyond the set-up and the loop: the command's delivery, dispatch and the reply), per
-    call, and the samples' skew (mean - median: what the round's time per call, the mean since v6, charges
-    beyond the median sample v5 took; a contender that moves work between calls shows here)."""
-    if not samples:
-        return 0.0, 0.0, 0.0
-    loop_ms = _finite(reply.get("wall_ms"))
-    outside = (wall_ms - _finite(reply.get("setup_ms")) - loop_ms) / len(samples)
-    skew = statistics.fmean(samples) - statistics.median(samples)
-    return per_call_overhead(loop_ms, 0.0, samples), outside, skew
-
-
-def _split_medians(split: dict[str, list[tuple[float, float, float]]]) -> dict[str, dict[str, float | None]]:
-    """Medians of `_split` per worker: if the candidate's per-call overhead sits above the reference's,
-    is it in the timed loop (the protocol), its samples' skew, or around the loop (the command path)?"""
-
-    def median(values: list[float]) -> float | None:
-        return round(statistics.median(values), 5) if values else None
-
-    return {who: {"in_loop": median([r[0] for r in rows]), "outside_loop": median([r[1] for r in rows]),
-                  "sample_skew": median([r[2] for r in rows])}
-            for who, rows in split.items()}  # fmt: skip
-
-
-def _excess_by_round(own_ms: list[float], after_frozen: list[int], overhead_ms: float) -> dict[str, Any]:
-    """Where the candidate's per-call host overhead (`own_ms`, per timed round) went above the reference's,
-    round by round: what an honest candidate charged by the host clock needs to say why (after a frozen
-    window? the whole judgment?). Excess = own - the reference's, in ms; the host clock charges a round
-    whose excess is beyond its margin."""
-    excess = [x - overhead_ms for x in own_ms]
-    frozen_before = set(after_frozen)
-    after = [x for i, x in enumerate(excess) if i in frozen_before]
-    rest = [x for i, x in enumerate(excess) if i not in frozen_before]
-
-    def median(values: list[float]) -> float | None:
-        return round(statistics.median(values), 4) if values else None
-
-    return {"round_excess_ms": [round(x, 4) for x in excess], "after_frozen_rounds": after_frozen,
-            "excess_median_ms": {"timed": median(excess), "after_frozen": median(after), "other_timed": median(rest)}}  # fmt: skip
-
-
-def _cover(reference: dict, candidate: dict) -> tuple[dict[str, float], float]:
-    """The draws' host times the workers reported (the reference's measured in a process no candidate
-    reached; the candidate's a claim) and the one cover for every contender's draws: for the longer, so
-    a candidate can only lengthen it, never shorten the reference's (candidate/sampler.py: `cover_for`)."""
-    draws = {"reference": _finite(reference.get("draw_ms")), "candidate": _finite(candidate.get("draw_ms"))}
-    return draws, cover_for(max(draws.values()))
-
-
-def _judgment_clock(reference_rounds: list[tuple[float, float, list[float]]], cached: BaselineRecord | None) -> HostClock:
-    """The host clock from this judgment's reference rounds; with cached baselines its margin is the wider of
-    this judgment's (few rounds) and the cached one's. Made the same way while timing runs and at its end."""
-    fresh = HostClock.from_reference(reference_rounds)
-    if cached is None:
-        return fresh
-    return HostClock(fresh.overhead_ms, max(fresh.margin_ms, cached.overhead_margin_ms))
-
-
-def _sequential(cand_rounds: list[float], baselines: dict[str, list[float]], *, paired: bool) -> dict[str, Decision]:
-    """Each reward question ("eager", "compile") by the confidence sequence: the candidate's rounds (charged
-    by the host clock as the final figures are) against each baseline's rounds, paired round by round when
-    they were measured in this judgment, else against their median (cached), each against its bar
-    (stats.reward_threshold of the baseline's spread)."""
-    return {who: decide(round_ratios(base, cand_rounds, paired=paired), reward_threshold(baseline_spread(base)))
-            for who, base in baselines.items()}  # fmt: skip
-
-
-def _running_decisions(
-    rounds: dict[str, list[list[float]]], walls: dict[str, list[float]], cached: BaselineRecord | None,
-    reference_rounds: list[tuple[float, float, list[float]]],
-) -> dict[str, Decision]:
-    """The reward questions as the rounds so far answer them, with the host clock as far as this judgment
-    has calibrated it (the final clock is made the same way)."""
-    clock = _judgment_clock(reference_rounds, cached)
-    cand = [round_time(r, w, clock)[0] for r, w in zip(rounds["candidate"], walls["candidate"], strict=True)]
-    if cached is not None:
-        return _sequential(cand, {"eager": cached.eager_rounds, "compile": cached.compile_rounds}, paired=False)
-    return _sequential(cand, {who: [work_per_call(r) for r in rounds[who]] for who in ("eager", "compile")}, paired=True)
