@@ -24,7 +24,6 @@ import secrets
 import statistics
 import sys
 import time
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,13 +37,14 @@ from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, precision, truth
+from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, truth
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
-from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor, describe
+from cuda_agent.judge.trusted.compare import Tolerance, describe
+from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
 from cuda_agent.judge.trusted.compile_modes import DEFAULT as DEFAULT_COMPILE_MODE
-from cuda_agent.judge.trusted.compile_modes import check_compile_mode
 from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
+from cuda_agent.judge.trusted.output_verdict import judge_outputs
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
 # Warm-up calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
@@ -462,106 +462,6 @@ def _keep(t: torch.Tensor) -> torch.Tensor:
             pass
     return t.clone()
 
-
-def _aliases_of(value: Any, count: int) -> list[list[str]] | None:
-    """The candidate worker's aliasing report, checked to be a list of lists of short strings."""
-    if not isinstance(value, list) or len(value) != count:
-        return None
-    if not all(isinstance(v, list) and all(isinstance(a, str) and len(a) < 32 for a in v) for v in value):
-        return None
-    return value
-
-
-def judge_outputs(
-    expected: list[torch.Tensor], produced: list[Any], tol: Tolerance,
-    ref_aliases: list[list[str]] | None, got_aliases: Any,
-    exact: list[truth.Truth | None] | None, precision_k: float | None,
-    alts: list[cuts.Alternatives | None] | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """The whole decision on one call's outputs: values (boolean and integer outputs may flip only where
-    `alts`, the reference with its cuts shifted, allow), shared memory, precision. Pure tensors in, a
-    verdict out, so it is tested on the CPU."""
-    reported = _aliases_of(got_aliases, len(expected)) if ref_aliases is not None else None
-    if ref_aliases is not None and reported is None:
-        return {"match": False, "reason": "the candidate worker gave no valid report of its outputs' memory"}
-    ratios, missing = [], []
-    for k, (ref, got) in enumerate(zip(expected, produced, strict=True)):
-        label = "output" if len(expected) == 1 else f"output {k}"
-        problem = compare_tensor(ref, got, tol, label, alts[k] if alts and k < len(alts) else None)
-        if problem:
-            return {"match": False, "reason": problem}
-        if ref_aliases is not None and reported is not None:
-            problem = layout.problem(ref, got, ref_aliases[k], reported[k], label)
-            if problem:
-                return {"match": False, "reason": problem, "kind": "layout"}
-        if not (precision_k and precision.auditable(ref)):
-            continue
-        found_truth = exact[k] if exact is not None and k < len(exact) else None
-        if found_truth is None or tuple(found_truth.value.shape) != tuple(ref.shape):
-            missing.append(label)  # no truth: the parent fails closed (decide/reference_stage.py)
-            continue
-        found = precision.audit(got, ref, found_truth, precision_k)
-        ratios.append(found.statistic)
-        problem = precision.verdict(found, label)
-        if problem:
-            return {"match": False, "reason": problem, "kind": "precision", "error_ratio": found.statistic}
-    verdict: dict[str, Any] = {"match": True, "error_ratio": max(ratios) if ratios else None}
-    if missing:
-        verdict["no_truth"] = missing
-    return verdict
-
-
-def fresh_compiles() -> None:
-    """Switch off the caches that would make a second torch.compile build a copy of the first (FX graph,
-    AOT autograd and autotuning caches): every build then generates and autotunes its own kernels."""
-    from torch._inductor import config as inductor_config
-
-    for name in ("fx_graph_cache", "fx_graph_remote_cache", "autotune_local_cache", "autotune_remote_cache"):
-        if hasattr(inductor_config, name):
-            setattr(inductor_config, name, False)
-    with contextlib.suppress(ImportError, AttributeError):
-        from torch._functorch import config as functorch_config
-
-        functorch_config.enable_autograd_cache = False
-
-
-def private_kernels() -> None:
-    """Make the next torch.compile build load its generated kernels as new modules (see `compile_build`;
-    the build compiles at its first call, which must come before another build's). Builds made before
-    keep theirs (their compiled graphs hold them). A torch without these caches has nothing to empty."""
-    try:  # every in-memory cache of generated code inductor keeps (Python wrappers, Triton and C++ kernels)
-        from torch._inductor.utils import clear_inductor_caches
-
-        clear_inductor_caches()
-        return
-    except (ImportError, AttributeError, TypeError):
-        pass
-    with contextlib.suppress(ImportError, AttributeError, TypeError):
-        from torch._inductor.codecache import PyCodeCache
-
-        PyCodeCache.cache_clear()
-
-
-def _entry(*args: Any) -> Any:
-    return model(*args)  # noqa: F821 - `model` is the global of each build's own copy (compile_build)
-
-
-def compile_build(model: torch.nn.Module, build: int, mode: str = DEFAULT_COMPILE_MODE) -> Callable[..., Any]:
-    """torch.compile of `model` in `mode` (one of compile_modes.COMPILE_MODES: a mode with CUDA graphs is
-    refused here too, whatever the parent asked) through an entry function with a code object of its own:
-    dynamo caches compiled code per code object, so each build is compiled afresh, and earlier builds
-    stay valid (no torch._dynamo.reset()).
-
-    Inductor's in-memory code cache is emptied first (`private_kernels`): it hands a build whose generated
-    source matches an earlier build's the *same* module, so the builds shared their Triton kernels and each
-    build's autotuning re-tuned the kernels of all. The baseline was then whatever the last build chose,
-    not the fastest build (H200, 2026-12-02: builds timed 0.0707, 0.0708 and 0.0825 ms when made, the
-    baseline timed 0.0824 ms with the "fastest", build 0)."""
-    check_compile_mode(mode)
-    private_kernels()
-    code = _entry.__code__.replace(co_name=f"judge_compile_build_{build}")
-    entry = types.FunctionType(code, {"model": model, "__builtins__": __builtins__}, code.co_name)
-    return torch.compile(entry, mode=mode)
 
 
 def _driver_version() -> str:
