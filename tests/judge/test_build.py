@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.judge.trusted import build as build_module
+from cuda_agent.judge.trusted import pch as pch_module
 from cuda_agent.judge.trusted.build import (
     BuildConfig,
     SubmissionError,
@@ -123,7 +124,7 @@ def test_pch_is_taken_by_gcc_and_built_once(tmp_path: Path, cache_dir: Path) -> 
 def test_build_falls_back_without_pch_when_it_does_not_compile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build_module, "PCH_HEADER", "#include <cuda_agent_no_such_header.h>\n")
+    monkeypatch.setattr(pch_module, "PCH_HEADER", "#include <cuda_agent_no_such_header.h>\n")
     config = BuildConfig(arch="9.0", cache_dir=tmp_path / "objects")
     kernels = tmp_path / "kernels"
     kernels.mkdir()
@@ -163,8 +164,8 @@ def test_pch_and_binding_units_share_flags_and_only_torch_units_take_it(tmp_path
     kernels.mkdir()
     (kernels / "op_binding.cpp").write_text(SMALL_BINDING)
     (kernels / "gemm.cpp").write_text("#include <cublas_v2.h>\nint f() { return 1; }\n")
-    assert build_module._wants_pch(kernels / "op_binding.cpp")
-    assert not build_module._wants_pch(kernels / "gemm.cpp")
+    assert pch_module.wants_pch(kernels / "op_binding.cpp")
+    assert not pch_module.wants_pch(kernels / "gemm.cpp")
 
 
 def test_compile_error_comes_back_trimmed_with_workspace_paths(tmp_path: Path, cache_dir: Path) -> None:

@@ -21,8 +21,9 @@ import pytest
 import torch
 
 from cuda_agent.judge.candidate.opgate import OpGate
-from cuda_agent.judge.trusted import aten_calls, driver_gate, library_rules
+from cuda_agent.judge.trusted import aten_calls, build_commands, driver_gate, library_rules
 from cuda_agent.judge.trusted import build as build_module
+from cuda_agent.judge.trusted import pch as pch_module
 from cuda_agent.judge.trusted.build import BuildConfig, build_extension, compile_command
 from cuda_agent.judge.trusted.device_code import imported_symbols
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources, check_model_new
@@ -185,7 +186,7 @@ def test_nvtx_objects_import_no_injection_loader_with_the_judges_flags(tmp_path:
         return imported_symbols(obj)
 
     assert not {"dlopen", "dlsym", "getenv"} & imports()
-    monkeypatch.setattr(build_module, "NVTX_DEFINES", ())  # the flags are what makes the difference
+    monkeypatch.setattr(build_commands, "NVTX_DEFINES", ())  # the flags are what makes the difference
     assert {"dlopen", "dlsym", "getenv"} <= imports()
 
 
@@ -195,11 +196,11 @@ def test_the_flags_are_in_every_compile_and_in_the_pch_key(tmp_path: Path, monke
     cpp = compile_command(tmp_path / "b_binding.cpp", tmp_path / "b.o", tc, config)
     pch = build_module.pch_command(tmp_path / "h.h", tmp_path / "h.gch", tc, config)
     for command in (cu, cpp, pch):
-        assert set(build_module.NVTX_DEFINES) <= set(command)
+        assert set(build_commands.NVTX_DEFINES) <= set(command)
     assert "--use_fast_math" not in cu
-    key = build_module._pch_folder(tc, config, tmp_path, build_module.PCH_HEADER)
-    monkeypatch.setattr(build_module, "NVTX_DEFINES", ())
-    assert build_module._pch_folder(tc, config, tmp_path, build_module.PCH_HEADER) != key
+    key = pch_module.pch_folder(tc, config, tmp_path, pch_module.PCH_HEADER)
+    monkeypatch.setattr(build_commands, "NVTX_DEFINES", ())
+    assert pch_module.pch_folder(tc, config, tmp_path, pch_module.PCH_HEADER) != key
 
 
 def test_sinf_stays_accurate_without_fast_math(tmp_path: Path) -> None:

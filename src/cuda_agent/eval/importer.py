@@ -55,7 +55,7 @@ LOAD_INLINE_PARAMS = (
 IGNORED_PARAMS = ("build_directory", "verbose", "keep_intermediates", "use_pch", "with_cuda")
 # nvcc flags the judge's build already applies (or that only change diagnostics); extended lambdas are
 # turned on for a unit whose compile asks for them (trusted/build.py).
-# --use_fast_math is not among them: the judge builds without it (trusted/build.py), and a note says so.
+# --use_fast_math is not among them: the judge builds without it (trusted/build_commands.py), and a note says so.
 SAME_CUDA_FLAGS = {"-O3", "--expt-relaxed-constexpr",
                    "--expt-extended-lambda", "--extended-lambda", "-lineinfo", "--ptxas-options=-v", "-Xptxas=-v", ""}  # fmt: skip
 LINKED_LIBRARIES = {"-lcublas", "-lcublasLt", "-lcudnn", "-lcudart", "-lcuda", "-lc10", "-ltorch", ""}

@@ -23,8 +23,6 @@ and emitting pybind11's inline code, which a PCH cannot save) by about a third; 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import fcntl
 import functools
 import hashlib
 import os
@@ -33,7 +31,6 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -42,10 +39,28 @@ from pathlib import Path
 from cuda_agent.judge.common.procs import GIB, Completed, Limits, run_limited, scrubbed_env
 from cuda_agent.judge.trusted import cache as caches
 from cuda_agent.judge.trusted import driver_gate
-from cuda_agent.judge.trusted.toolchain import Toolchain, discover, gencode_flags
+from cuda_agent.judge.trusted.build_commands import (
+    EXTENDED_LAMBDA_FLAG,
+    MODULE_NAME,
+    compile_command,
+    link_command,
+)
+from cuda_agent.judge.trusted.pch import (
+    PCH_NOT_USED,
+    Pch,
+    build_pch,
+    ensure_pch,
+    pch_command,
+    pch_paths,
+    read_only_pch,
+    wants_pch,
+)
+from cuda_agent.judge.trusted.toolchain import Toolchain, discover
 from cuda_agent.workspace.files import INFRASTRUCTURE_FILES, template_path
 
-MODULE_NAME = "cuda_extension"
+__all__ = ["CANCELLED", "MODULE_NAME", "BuildConfig", "BuildResult", "SubmissionError", "build_extension", "cache_root",
+           "compile_command", "default_cache_dir", "ensure_pch", "judge_units", "link_command", "pch_command",
+           "stage_submission", "trim_compiler_output"]  # fmt: skip  (commands: build_commands.py; PCH: pch.py)
 SOURCE_SUFFIXES = (".cu", ".cpp")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc", ".inl")
 MAX_KERNEL_FILES = 64
@@ -154,220 +169,6 @@ def judge_units(stage: Path) -> tuple[Path, Path]:
     return stage / "binding.cpp", stage / driver_gate.UNIT_NAME
 
 
-# NVTX ranges (nvtx3 headers, and CUB's and thrust's own ranges) compiled to no-ops whose header code loads
-# no injection library: without them every object that includes NVTX imports dlopen, dlsym and getenv,
-# which the import rules refuse (nothing a judged run needs comes through an NVTX tool).
-NVTX_DEFINES = ("-DNVTX_DISABLE", "-DNVTX_SUPPORT_DYNAMIC_INJECTION_LIBRARY=0")
-
-
-def _common_defines(tc: Toolchain) -> list[str]:
-    return [
-        f"-DTORCH_EXTENSION_NAME={MODULE_NAME}",
-        "-DTORCH_API_INCLUDE_EXTENSION_H",
-        f"-D_GLIBCXX_USE_CXX11_ABI={tc.cxx11_abi}",
-        *NVTX_DEFINES,
-        *[f"-I{d}" for d in tc.include_dirs],
-    ]
-
-
-# nvcc's own words when a .cu needs extended lambdas: the unit is compiled again with the flag.
-EXTENDED_LAMBDA_FLAG = "--extended-lambda"
-
-
-def compile_command(
-    source: Path, obj: Path, tc: Toolchain, config: BuildConfig, pch: Path | None = None,
-    extended_lambda: bool = False,
-) -> list[str]:  # fmt: skip
-    """The compiler command for one source; `pch` is the judge's PCH header to `-include` (.cpp only).
-
-    `extended_lambda` (.cu only) adds nvcc's --extended-lambda, which only sources with `__device__`
-    lambdas in host code need and which costs every other unit 0.6 of its 1.9 s (cudafe++ and the host
-    pass, row_softmax.cu on this 2-core host): a build passes it only to a unit whose first compile failed
-    asking for it (`_compile_and_link`), as torch's cpp_extension leaves it to the user."""
-    if source.suffix == ".cu":
-        return [
-            tc.nvcc, "-c", str(source), "-o", str(obj),
-            config.optimization, f"-std={tc.cxx_standard}", *gencode_flags(config.arch),
-            *(["--use_fast_math"] if config.fast_math else []),
-            "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr", *([EXTENDED_LAMBDA_FLAG] if extended_lambda else []),
-            "--no-compress",  # cubins stored as plain ELF: the judge reads the kernels from the binary
-            # torch's own defaults, so that sources written for cpp_extension.load compile the same way
-            "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-            "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-            f"-ccbin={tc.cxx}", *_common_defines(tc),
-        ]  # fmt: skip
-    return [
-        tc.cxx, "-c", str(source), "-o", str(obj), *_cxx_flags(tc, config),
-        "-w" if source.name == "binding.cpp" else "-Wno-unused-function",
-        *(["-include", str(pch), "-Winvalid-pch"] if pch else []),
-    ]  # fmt: skip
-
-
-def _cxx_flags(tc: Toolchain, config: BuildConfig) -> list[str]:
-    """g++ flags shared by .cpp units and the PCH: g++ takes a PCH only when they match."""
-    return [config.host_optimization, f"-std={tc.cxx_standard}", "-fPIC", "-fvisibility=hidden",
-            *_common_defines(tc)]  # fmt: skip
-
-
-def link_command(objects: list[Path], output: Path, tc: Toolchain) -> list[str]:
-    rpaths = [f"-Wl,-rpath,{d}" for d in tc.library_dirs]
-    return [tc.cxx, "-shared", *tc.link_flags, "-o", str(output), *map(str, objects), *tc.library_files, *rpaths]
-
-
-# ---- precompiled header ------------------------------------------------------------------------------
-# The headers that (nearly) every kernels/*_binding.cpp includes, directly or through binding_registry.h.
-# torch/extension.h (torch/all.h) is left out on purpose: no bundled source needs it, and a PCH does not
-# save the template instantiation and code a header forces into every unit, which for it is large.
-PCH_NAME = "torch_binding_pch.h"
-PCH_HEADER = """\
-// torch_binding_pch.h -- the judge's precompiled header for .cpp units (see cuda_agent.judge.trusted.build).
-#ifndef CUDA_AGENT_TORCH_BINDING_PCH_H
-#define CUDA_AGENT_TORCH_BINDING_PCH_H
-#include <cuda_runtime.h>
-#include <torch/types.h>
-#include <torch/csrc/utils/pybind.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <ATen/cuda/CUDAContext.h>
-#endif
-"""
-# A .cpp unit gets the PCH only when it includes one of these (a plain cuBLAS or C++ helper would pay
-# for loading and instantiating headers it never asked for).
-_PCH_USERS = re.compile(r"^\s*#\s*include\s*[<\"](?:torch/|pybind11/|c10/|ATen/|(?:\.\./)?binding_registry\.h)",
-                        re.MULTILINE)  # fmt: skip
-_PCH_NOT_USED = f"{PCH_NAME}.gch: not used because"  # what -Winvalid-pch prints when g++ rejects it
-
-
-@dataclass(frozen=True)
-class _Pch:
-    header: Path | None  # what to -include; the .gch lies beside it. None: compile without the PCH
-    note: str = ""  # why there is none
-    command: tuple[str, ...] = ()  # the command that built it, when this call built it
-    log: str = ""
-
-
-def _pch_paths(tc: Toolchain, config: BuildConfig, cache: Path) -> tuple[Path, Path, Path]:
-    """The judge's PCH header, its .gch beside it, and the record of a failed compile."""
-    folder = _pch_folder(tc, config, cache, PCH_HEADER)
-    return folder / PCH_NAME, folder / (PCH_NAME + ".gch"), folder / "failed.log"
-
-
-def _pch_folder(tc: Toolchain, config: BuildConfig, cache: Path, text: str) -> Path:
-    """Content-keyed home of one PCH: its header text, the toolchain and the exact g++ flags."""
-    digest = hashlib.sha256()
-    for part in (text, tc.fingerprint(), tc.cxx, *_cxx_flags(tc, config)):
-        digest.update(part.encode())
-        digest.update(b"\0")
-    return cache / "pch" / digest.hexdigest()[:40]
-
-
-def _read_only_pch(tc: Toolchain, config: BuildConfig) -> Path | None:
-    """The judge's PCH header in a read-only layer, when one holds the finished .gch for these flags."""
-    for layer in config.read_only_caches:
-        header, gch, _ = _pch_paths(tc, config, layer)
-        if gch.is_file() and header.is_file():
-            return header
-    return None
-
-
-def pch_command(header: Path, gch: Path, tc: Toolchain, config: BuildConfig) -> list[str]:
-    """Compile the PCH header with the flags of the .cpp units (see `compile_command`)."""
-    return [tc.cxx, "-x", "c++-header", str(header), "-o", str(gch), *_cxx_flags(tc, config),
-            "-Wno-unused-function"]  # fmt: skip
-
-
-def ensure_pch(config: BuildConfig | None = None) -> Path | None:
-    """Build the judge's PCH for `config` unless it is cached; return the header to `-include`, or None.
-
-    Builds reach for it themselves; a judge service calls this at start-up so that the first submission
-    does not wait for it (it takes ~1.5x as long as one binding unit without it). Safe to call from several
-    threads or processes at once: one builds it, the others wait for it. Never raises for a compiler
-    failure: a PCH that does not compile is recorded in the cache and builds go on without it.
-    """
-    config = config or BuildConfig()
-    if not config.precompiled_header:
-        return None
-    cache = config.cache_dir or default_cache_dir()
-    return _ensure_pch(discover(), config, cache, config.compile_timeout_s).header
-
-
-def _ensure_pch(tc: Toolchain, config: BuildConfig, cache: Path, timeout: float) -> _Pch:
-    text = PCH_HEADER  # the judge's own header: nothing of a submission reaches the PCH
-    header, gch, failed = _pch_paths(tc, config, cache)
-    folder = header.parent
-    if gch.exists():
-        return _Pch(header)
-    if failed.exists():
-        return _Pch(None, "precompiled header failed to compile earlier (see " + str(failed) + ")")
-    deadline = time.monotonic() + timeout
-    folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / ".lock", deadline) as locked:
-        if not locked:
-            return _Pch(None, "timed out waiting for another build to finish the precompiled header")
-        if gch.exists():  # another build made it while we waited
-            return _Pch(header)
-        if failed.exists():
-            return _Pch(None, "precompiled header failed to compile (see " + str(failed) + ")")
-        for stale in folder.glob("tmp-*"):  # left by a killed build: only the lock holder writes here
-            shutil.rmtree(stale, ignore_errors=True)
-        if not header.exists():
-            _write_atomic(header, text.encode())
-        work = Path(tempfile.mkdtemp(prefix="tmp-", dir=folder))
-        try:
-            command = pch_command(header, work / (PCH_NAME + ".gch"), tc, config)
-            result = run_limited(
-                command,
-                cwd=work,
-                env=scrubbed_env({"TMPDIR": str(work)}),
-                timeout=max(1.0, deadline - time.monotonic()),
-                limits=Limits(address_space_bytes=config.memory_bytes, cpu_seconds=int(timeout) + 5),
-            )
-            log = (result.stdout + result.stderr).strip()
-            built = work / (PCH_NAME + ".gch")
-            if result.returncode == 0 and not result.timed_out and built.exists():
-                os.replace(built, gch)  # atomic: others see no .gch or a whole one
-                return _Pch(header, "", tuple(command), log)
-            if result.timed_out:  # may be a busy machine: try again next build
-                note = f"precompiled header did not compile within {timeout:.0f} s"
-            else:
-                note = f"precompiled header failed to compile (exit {result.returncode})"
-                if "out of memory" not in log and "memory exhausted" not in log:
-                    _write_atomic(failed, (" ".join(command) + "\n" + log + "\n").encode())
-            return _Pch(None, note, tuple(command), log)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _locked(path: Path, deadline: float) -> Iterator[bool]:
-    """Hold an exclusive lock on `path` (threads and processes alike); yields False if past `deadline`."""
-    with open(path, "a+b") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.2)
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _wants_pch(source: Path) -> bool:
-    return source.suffix == ".cpp" and bool(_PCH_USERS.search(source.read_text(errors="replace")))
-
 
 def _object_key(source: Path, stage: Path, command: list[str], tc: Toolchain) -> str:
     """Content key of one object: its source, every header in the stage, the command and the toolchain."""
@@ -444,16 +245,16 @@ def _compile_and_link(
     # before it exists, and an all-cached build never waits for it.
     # The judge's own units: never from (or through) a shared cache, unless no verdict trusts this build.
     private = set(judge_units(stage)) if config.private_judge_binding else set()
-    wanting = {s for s in sources if config.precompiled_header and s not in private and _wants_pch(s)}
-    pch = _Pch(None)
+    wanting = {s for s in sources if config.precompiled_header and s not in private and wants_pch(s)}
+    pch = Pch(None)
     planned: Path | None = None
-    shared_pch = _read_only_pch(tc, config) if wanting else None
+    shared_pch = read_only_pch(tc, config) if wanting else None
     if shared_pch is not None:  # a shared layer has it: used in place, nothing to build or wait for
-        pch, planned = _Pch(shared_pch), shared_pch
+        pch, planned = Pch(shared_pch), shared_pch
     elif wanting:
-        header, gch, failed = _pch_paths(tc, config, cache)
+        header, gch, failed = pch_paths(tc, config, cache)
         if failed.exists():
-            pch = _Pch(None, f"precompiled header failed to compile earlier (see {failed})")
+            pch = Pch(None, f"precompiled header failed to compile earlier (see {failed})")
         else:
             planned = header
             caches.touch(gch)
@@ -514,7 +315,7 @@ def _compile_and_link(
         if waits_for_pch:  # the PCH builds while the .cu files compile
             remaining = config.total_timeout_s - (time.monotonic() - start)
             pch_timeout = max(1.0, min(config.compile_timeout_s, remaining))
-            pch_future = pool.submit(_ensure_pch, tc, config, cache, pch_timeout)
+            pch_future = pool.submit(build_pch, tc, config, cache, pch_timeout)
         for source in pending:
             if source not in waits_for_pch:
                 futures[source] = pool.submit(compile_one, source, *plans[source][:2])
@@ -540,9 +341,9 @@ def _compile_and_link(
                            tuple(_display(s, stage) for s in futures), tuple(cached))  # fmt: skip
     objects = [plans[s][1] for s in sources]
     rejected = next((line for _, _, r in results for line in (r.stdout + r.stderr).splitlines()
-                     if _PCH_NOT_USED in line), None)  # fmt: skip
+                     if PCH_NOT_USED in line), None)  # fmt: skip
     if rejected:
-        pch = _Pch(None, f"g++ did not take the precompiled header: {rejected.strip()}", pch.command)
+        pch = Pch(None, f"g++ did not take the precompiled header: {rejected.strip()}", pch.command)
     used_pch = bool(wanting) and rejected is None and all(plans[s][2] for s in wanting)
     pch_note = "" if used_pch or not wanting else (pch.note or "precompiled header disabled")
     failures = [(s, r) for s, _, r in results if r.returncode != 0 or r.timed_out]
