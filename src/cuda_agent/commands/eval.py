@@ -244,19 +244,25 @@ def _submissions(args: argparse.Namespace) -> int:
     return _end(args, args.out, sizes, planned, unfinished, code, _unavailable(backend))
 
 
-def _recheck(args: argparse.Namespace) -> int:
+def _run_settings(run_dir: Path, args: argparse.Namespace) -> Any:
+    """The judge settings a finished run recorded (RUN/run.json), else the command's: a run is judged again
+    as it was judged."""
     from cuda_agent.eval import bundle
-    from cuda_agent.eval.recheck import JudgeUnavailableHere, recheck, recheck_table
+    from cuda_agent.eval.judges import JudgeSettings
 
-    run_dir = Path(args.recheck)
     if not (run_dir / "run.json").is_file():
         raise ValueError(f"{run_dir} is not an eval run (no run.json)")
     stored = bundle.read_json(run_dir / "run.json").get("settings", {}).get("judge", {})
-    from cuda_agent.eval.judges import JudgeSettings
+    if not stored:
+        return _settings(args)
+    return JudgeSettings(**{k: v for k, v in stored.items() if k in JudgeSettings.__dataclass_fields__})
 
-    settings = JudgeSettings(**{k: v for k, v in stored.items() if k in JudgeSettings.__dataclass_fields__}) \
-        if stored else _settings(args)
-    backend = _backend(args, settings)
+
+def _recheck(args: argparse.Namespace) -> int:
+    from cuda_agent.eval.recheck import JudgeUnavailableHere, recheck, recheck_table
+
+    run_dir = Path(args.recheck)
+    backend = _backend(args, _run_settings(run_dir, args))
     try:
         result = recheck(run_dir, backend, say, batch=args.batch)
     except JudgeUnavailableHere as exc:
@@ -278,20 +284,14 @@ def _recheck(args: argparse.Namespace) -> int:
 def _held_out(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from cuda_agent.eval import bundle
     from cuda_agent.eval.held_out import RESULT, held_out, held_out_table
-    from cuda_agent.eval.judges import JudgeSettings
     from cuda_agent.eval.recheck import JudgeUnavailableHere
 
     run_dir = Path(args.held_out_shapes)
-    if not (run_dir / "run.json").is_file():
-        raise ValueError(f"{run_dir} is not an eval run (no run.json)")
     if args.build_only:
         raise ValueError("--held-out-shapes verifies kernels on a GPU: --build-only cannot tell a right answer "
                          "from a wrong one (run it on a GPU machine, or pass --judge-url)")  # fmt: skip
-    stored = bundle.read_json(run_dir / "run.json").get("settings", {}).get("judge", {})
-    settings = JudgeSettings(**{k: v for k, v in stored.items() if k in JudgeSettings.__dataclass_fields__}) \
-        if stored else _settings(args)
+    settings = _run_settings(run_dir, args)
     backend = _backend(args, dataclasses.replace(settings, timing=False))  # correctness only
     try:
         result = held_out(run_dir, backend, say)
