@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 
 import pytest
 
@@ -14,6 +15,14 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test run started in the background by a non-interactive shell (`cmd &`, as a CI wrapper may)
+    inherits SIGINT ignored, and so would every CLI the Ctrl-C tests start: they would test the inherited
+    disposition, not the command's handling. Python handlers reset to the default in a child at exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
