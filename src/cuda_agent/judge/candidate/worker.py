@@ -32,13 +32,14 @@ from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.candidate.torch_integrity import TorchSnapshot
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
+from cuda_agent.judge.common.judge_files import judge_file
 from cuda_agent.judge.common.shared_outputs import OutputBuffers
 from cuda_agent.task import Task, flatten_tensors, import_task_module
 
 
 def _load(path: str) -> Any:
     """Tensors the judge wrote (never files the candidate wrote): memory-mapped, then copied to the GPU."""
-    return tensorfile.load(path, device="cuda", trusted=True)
+    return tensorfile.load(judge_file(path), device="cuda", trusted=True)
 
 
 class InputSource:
@@ -46,7 +47,7 @@ class InputSource:
     or read from a file the reference wrote (for tasks whose inputs a seed does not reproduce)."""
 
     def __init__(self, task_path: str) -> None:
-        path = Path(task_path)
+        path = Path(judge_file(task_path))
         self.task = import_task_module(
             Task(name=path.stem, source=path.read_text(), path=path), "task_inputs"
         )
@@ -104,7 +105,7 @@ class CandidateWorker:
         self.settings = math_settings()
         self.inputs = InputSource(task_path)  # the task's code, before any of the candidate's
         sys.path.insert(0, module_dir)
-        state = torch.load(state_path, map_location="cuda", weights_only=True)
+        state = torch.load(judge_file(state_path), map_location="cuda", weights_only=True)
         self.inputs.transforms = state.get("input_transforms")
         self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
         # The candidate's whole life before its first call -- import, construction, load_state_dict -- runs

@@ -160,13 +160,15 @@ class WorkerPool:
 
     def _new_candidate(self) -> CandidateSlot:
         root = Path(tempfile.mkdtemp(prefix="cuda-agent-candidate-", dir=self.scratch_root))
-        root.chmod(0o755)
         folder = root / "candidate"
         out_dir = folder / "out"
         out_dir.mkdir(parents=True)
         sandbox = candidate_sandbox()
         sandbox.give(folder)
-        env = self._env({"HOME": str(folder), "TMPDIR": str(folder)})
+        # With private places the candidate reaches its folder through its own mount namespace, and no
+        # other candidate may reach it at all (sandbox.py); without them it needs the way through `root`.
+        root.chmod(0o700 if sandbox.places is not None else 0o755)
+        env = self._env({"HOME": str(folder), "TMPDIR": str(folder), **sandbox.own(root, folder)})
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )

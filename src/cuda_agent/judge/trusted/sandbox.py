@@ -1,10 +1,22 @@
-"""The candidate's sandbox: an unprivileged user, no network, resource limits, a private scratch folder.
+"""The candidate's sandbox: an unprivileged user, no network, private writable places, resource limits.
 
 Built from the kernel's own mechanisms, applied between fork and exec of the candidate worker:
 - a separate unprivileged user (created on first use when the judge runs as root), so the candidate can
   write only to folders it owns (its scratch) and world-writable ones, and cannot touch the judge's files,
   caches or processes, and RLIMIT_NPROC bounds its threads and processes;
 - a fresh network namespace (`unshare(CLONE_NEWNET)`, root only before dropping privileges): no network;
+- private writable places (`PrivatePlaces`, with the sandbox user only): a mount namespace of its own in
+  which every world-writable folder (`world_writable_dirs`: /tmp, /var/tmp, /dev/shm, /run/lock, ... as
+  found on this machine) is covered by a fresh, size-bounded tmpfs, and an IPC namespace of its own (SysV
+  shared memory, semaphores, message queues; POSIX message queues). Every candidate is the same user, so
+  without it one candidate could leave a file or a segment that a later one reads (the sticky bit only
+  guards between users). Its own folder stays at its path (bound back into the tmpfs); the slot's folder
+  above it is the judge's, mode 700, so no other candidate reaches it; the judge's scratch root (where a
+  judgment's task, state and input files appear after the worker started) is seen read-only at another
+  path (common/judge_files.py). Nothing else is writable for the sandbox user: every other folder it can
+  reach is not world-writable and not its own; /proc and /sys take no files. So candidates share no
+  writable place, and reusing one input set across a group of candidates of a task passes nothing
+  between them (docs/design/trust_boundary.md);
 - rlimits on open files, file size and core dumps; wall time is enforced by the parent.
 Where a mechanism is unavailable (not root, no useradd, unshare refused) the judgment still runs and
 `Sandbox.protections` says what was active. Not provided: seccomp filters and Landlock (a candidate can
@@ -16,20 +28,38 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 
 from cuda_agent.judge.common.channel import package_root
+from cuda_agent.judge.common.judge_files import JUDGE_FILES_ENV
 from cuda_agent.judge.common.procs import Limits
 
 SANDBOX_USER = "cuda-agent-sandbox"
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+# Exit codes of a worker whose sandbox could not be made (fail closed: it dies before it answers).
+EXIT_NO_NETWORK_NAMESPACE, EXIT_CAPABILITIES, EXIT_NO_PRIVATE_PLACES = 97, 98, 96
+# Each covered folder's fresh tmpfs: bounded, so a candidate cannot fill the host's memory through it.
+PRIVATE_TMPFS = "size=512m,nr_inodes=65536,mode=1777"
+# The slot folder above the candidate's own: judge-owned, holds only the candidate's folder.
+OWN_ROOT_TMPFS = "size=64k,nr_inodes=16,mode=0755"
+JUDGE_FILES_DIR = ".cuda-agent-judge-files"  # where a hidden scratch root is seen, in the folder covering it
+# World-writable folders are looked for this many levels below / and below every mount point, through
+# folders the sandbox user may search (a folder behind one it may not search is out of its reach).
+SCAN_DEPTH = 4
+NOT_SCANNED = ("/proc", "/sys")  # pseudo filesystems: no files can be created in them
 PR_CAPBSET_DROP = 24
 # Dropped from a candidate that runs as root (no sandbox user): without them it cannot read the judge's
 # memory (ptrace, /proc/PID/mem of a non-dumpable process: where the process key of authkey.py lives),
@@ -43,6 +73,115 @@ def drop_capabilities() -> bool:
     return all(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 for cap in DROPPED_CAPABILITIES.values())
 
 
+def world_writable_dirs(depth: int = SCAN_DEPTH) -> list[str]:
+    """Folders where any user may create files, found from / and every mount point down to `depth` levels,
+    through folders others may search. Sticky ones count: every candidate is the same user, so the sticky
+    bit guards nothing between them. A folder below a found one is covered with it and not listed."""
+    roots = ["/"]
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])  # \040: a space
+            roots.append(point)
+    found: set[str] = set()
+    seen: set[tuple[int, int]] = set()
+    stack = [(root, depth) for root in roots]
+    while stack:
+        path, left = stack.pop()
+        if any(path == p or path.startswith(p + "/") for p in NOT_SCANNED):
+            continue
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        if info.st_mode & 0o002:
+            found.add(path)
+        elif left > 0 and info.st_mode & 0o001:
+            with contextlib.suppress(OSError), os.scandir(path) as entries:
+                stack += [(e.path, left - 1) for e in entries if e.is_dir(follow_symlinks=False)]
+    return [p for p in sorted(found) if not any(p.startswith(q.rstrip("/") + "/") for q in found if q != p)]
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:  # fmt: skip
+    encoded = [None if x is None else x.encode() for x in (source, target, fstype, data)]
+    if libc.mount(encoded[0], encoded[1], encoded[2], ctypes.c_ulong(flags), encoded[3]) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {source} on {target}")
+
+
+@dataclass(frozen=True)
+class PrivatePlaces:
+    """The candidate's own mount and IPC namespaces (computed in the parent, `apply`d between fork and exec,
+    as root). `covered`: world-writable folders, each under a fresh tmpfs. `own_root`/`own_folder`: the
+    slot's judge-owned folder and the candidate's folder in it, which stays writable at its path.
+    `scratch`: the judge's scratch root, seen read-only at `view` where a covered folder hides it. `kept`:
+    folders the worker needs to start (its Python, the judge's package) that a covered folder hides: bound
+    back read-only at their paths."""
+
+    covered: tuple[str, ...]
+    kept: tuple[str, ...] = ()
+    own_root: str | None = None
+    own_folder: str | None = None
+    scratch: str | None = None
+
+    def hidden(self, path: str) -> bool:
+        return any(_under(path, folder) for folder in self.covered)
+
+    @property
+    def view(self) -> str | None:
+        """Where the scratch root is seen, when a covered folder hides it."""
+        if self.scratch is None or not self.hidden(self.scratch):
+            return None
+        cover = next(folder for folder in self.covered if _under(self.scratch, folder))
+        return str(Path(cover) / JUDGE_FILES_DIR)
+
+    def apply(self) -> None:
+        """Make the namespaces (raises OSError; the caller fails closed)."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        view = self.view
+        binds = [(path, path, True) for path in self.kept]
+        if view is not None and self.scratch is not None:
+            binds.append((self.scratch, view, True))
+        if self.own_folder is not None:
+            binds.append((self.own_folder, self.own_folder, False))
+        if libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
+        _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing below propagates to the host
+        # Opened in the new namespace (a bind's source must be one of its mounts) before anything is
+        # covered: afterwards these paths lead into the fresh tmpfs.
+        opened = [
+            (os.open(src, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), dst, ro) for src, dst, ro in binds
+        ]
+        umask = os.umask(0o022)  # the folders made below must be searchable by the sandbox user
+        try:
+            for folder in self.covered:
+                _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, PRIVATE_TMPFS)
+            if self.own_root is not None:  # the judge's folder above the candidate's: nothing else in it
+                os.makedirs(self.own_root, exist_ok=True)
+                _mount(libc, "tmpfs", self.own_root, "tmpfs", MS_NOSUID | MS_NODEV, OWN_ROOT_TMPFS)
+            for fd, target, read_only in opened:
+                self._bind(libc, fd, target, read_only)
+            if self.own_folder is not None:
+                os.chdir(self.own_folder)
+        finally:
+            os.umask(umask)
+            for fd, _, _ in opened:
+                os.close(fd)
+
+    @staticmethod
+    def _bind(libc: ctypes.CDLL, fd: int, target: str, read_only: bool) -> None:
+        os.makedirs(target, exist_ok=True)
+        _mount(libc, f"/proc/self/fd/{fd}", target, None, MS_BIND)
+        if read_only:
+            _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 @dataclass
 class Sandbox:
     uid: int | None = None
@@ -50,23 +189,41 @@ class Sandbox:
     isolate_network: bool = False
     limits: Limits = field(default_factory=Limits)
     protections: dict[str, str] = field(default_factory=dict)
+    places: PrivatePlaces | None = None
+
+    def own(self, root: Path, folder: Path) -> dict[str, str]:
+        """Give the candidate its slot: `folder` (inside the judge's `root`, in the scratch root) stays
+        writable at its path; `root` must then be the judge's alone (mode 700). Returns the environment
+        entries the worker needs to find the judge's files."""
+        if self.places is None:
+            return {}
+        self.places = PrivatePlaces(
+            self.places.covered, self.places.kept, str(root), str(folder), str(root.parent)
+        )
+        view = self.places.view
+        return {JUDGE_FILES_ENV: json.dumps([str(root.parent), view])} if view else {}
 
     def preexec(self) -> Callable[[], None]:
         apply_limits = self.limits.preexec()
-        uid, gid, isolate = self.uid, self.gid, self.isolate_network
+        uid, gid, isolate, places = self.uid, self.gid, self.isolate_network, self.places
 
         def run() -> None:
             if isolate:
                 libc = ctypes.CDLL(None, use_errno=True)
                 if libc.unshare(CLONE_NEWNET) != 0:
-                    os._exit(97)  # fail closed: the parent sees the worker die before it answers
+                    os._exit(EXIT_NO_NETWORK_NAMESPACE)  # fail closed: the parent sees the worker die
+            if places is not None:
+                try:
+                    places.apply()
+                except Exception:
+                    os._exit(EXIT_NO_PRIVATE_PLACES)  # fail closed: never a candidate in the shared places
             apply_limits()
             if gid is not None and uid is not None:
                 os.setgroups([])
                 os.setgid(gid)
                 os.setuid(uid)
             elif os.geteuid() == 0 and not drop_capabilities():
-                os._exit(98)  # fail closed: a root candidate must not keep CAP_SYS_PTRACE
+                os._exit(EXIT_CAPABILITIES)  # fail closed: a root candidate must not keep CAP_SYS_PTRACE
 
         return run
 
@@ -125,6 +282,36 @@ def _can_unshare_network() -> bool:
     return probe.returncode == 0
 
 
+def _needed_folders() -> list[str]:
+    """Folders a worker reads to start: its Python and the judge's package (and CUDA MPS's pipes, where an
+    MPS daemon serves the GPU). Where a covered folder holds one, it is bound back read-only."""
+    folders = {sys.prefix, sys.base_prefix, package_root(), os.path.dirname(os.path.realpath(sys.executable))}
+    folders.add(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"))
+    return sorted(os.path.realpath(f) for f in folders if os.path.isdir(f))
+
+
+def _private_places() -> PrivatePlaces | None:
+    """The places to cover on this machine, if a throwaway child can make them (root, a kernel that
+    allows mount and IPC namespaces)."""
+    covered = tuple(world_writable_dirs())
+    places = PrivatePlaces(covered)
+    kept = tuple(f for f in _needed_folders() if places.hidden(f))
+    places = PrivatePlaces(covered, kept)
+
+    def make() -> None:
+        try:
+            places.apply()
+        except Exception:
+            os._exit(EXIT_NO_PRIVATE_PLACES)
+
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-c", "pass"], capture_output=True, timeout=60,
+                               preexec_fn=make, cwd="/")  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return places if probe.returncode == 0 else None
+
+
 _PROBED: dict[str, object] = {}
 
 
@@ -141,9 +328,13 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         _PROBED["user"] = user if user and _user_can_run_judge(*user) else None
         _PROBED["user_reason"] = "" if _PROBED["user"] or not user else " (it cannot run this Python)"
         _PROBED["net"] = root and _can_unshare_network()
+        # Private places only matter between candidates of the sandbox user: a candidate running as the
+        # judge's user can write wherever the judge can.
+        _PROBED["places"] = _private_places() if _PROBED["user"] else None
     user = _PROBED["user"]
     isolate = bool(_PROBED["net"])
-    sandbox = Sandbox(isolate_network=isolate)
+    places = _PROBED["places"] if isinstance(_PROBED["places"], PrivatePlaces) else None
+    sandbox = Sandbox(isolate_network=isolate, places=places)
     protections = {
         "process": "own process group, killed after the verdict; python -I; scrubbed environment",
         "network": "own network namespace (no interfaces)"
@@ -162,6 +353,19 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         )
         if os.geteuid() == 0:
             protections["capabilities"] = "dropped: " + ", ".join(DROPPED_CAPABILITIES)
+    if places is not None:
+        protections["private_places"] = (
+            "own mount and IPC namespaces: a fresh tmpfs over every world-writable folder ("
+            + ", ".join(places.covered)
+            + "), its own folder kept, the judge's scratch read-only; SysV IPC and POSIX message queues "
+            "of its own: candidates share no writable place"
+        )
+    elif isinstance(user, tuple):
+        protections["private_places"] = (
+            "NOT private: candidates share /tmp, /dev/shm and SysV IPC (mount or IPC namespaces refused)"
+        )
+    else:
+        protections["private_places"] = "NOT private: the candidate runs as the judge's user"
     protections["not_provided"] = "seccomp, Landlock (reads of world-readable files are possible)"
     sandbox.protections = protections
     return sandbox
