@@ -28,6 +28,7 @@ from cuda_agent.judge.trusted.sandbox import (
     _private_places,
     _sandbox_user,
     candidate_sandbox,
+    candidates_share_no_place,
 )
 
 KEY = 0x63616731  # a fixed SysV key, as a colluding pair of candidates would agree on
@@ -40,7 +41,7 @@ import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[1])
 from cuda_agent.judge.common.judge_files import judge_file
 import _posixshmem
-covered, mode, own, other = json.loads(sys.argv[2])
+covered, sealed, mode, own, other = json.loads(sys.argv[2])
 libc = ctypes.CDLL(None, use_errno=True)
 KEY, MARK, POSIX_SHM = 0x63616731, "left-by-an-earlier-candidate", "/cuda-agent-test-left-behind"
 report = {"uid": os.getuid()}
@@ -52,6 +53,12 @@ if mode == "leave":
             report[folder] = "written"
         except OSError as exc:
             report[folder] = str(exc)
+    for path in sealed:  # world-writable files elsewhere (a uv .lock): a mailbox unless sealed
+        try:  # opened for writing, never written: the file is the host's
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            report[path] = "writable"
+        except OSError as exc:
+            report[path] = exc.strerror
     report["shm"] = libc.shmget(KEY, 4096, 0o1000 | 0o666)
     report["sem"] = libc.semget(KEY, 1, 0o1000 | 0o666)
     report["msg"] = libc.msgget(KEY, 0o1000 | 0o666)
@@ -126,7 +133,7 @@ def _slot(scratch: Path) -> Iterator[tuple[Sandbox, Path, Path]]:
 
 def _start(sandbox: Sandbox, root: Path, folder: Path, args: list) -> subprocess.Popen:
     assert sandbox.uid is not None
-    env = {"PATH": "/usr/bin:/bin", **sandbox.own(root, folder)}
+    env = {"PATH": "/usr/bin:/bin", **sandbox.own(folder, root, root.parent)}
     return subprocess.Popen(
         [_python_for(sandbox.uid), "-I", "-c", CHILD, package_root(), json.dumps(args)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=folder,
@@ -149,22 +156,28 @@ def test_a_later_candidate_finds_nothing_an_earlier_one_left() -> None:
     scratch = Path("/dev/shm")
     if not scratch.is_dir():
         pytest.skip("no /dev/shm")
-    covered = list(_separated_sandbox().places.covered)  # type: ignore[union-attr]
+    places = _separated_sandbox().places
+    assert places is not None
+    covered, sealed = list(places.covered), list(places.sealed)
+    before = {path: Path(path).read_bytes() for path in sealed}
     assert "/dev/shm" in covered and "/tmp" in covered
     judgment = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=scratch))
     libc = ctypes.CDLL(None, use_errno=True)
     try:
         with _slot(scratch) as (sandbox_a, root_a, folder_a), _slot(scratch) as (sandbox_b, root_b, folder_b):
-            first = _start(sandbox_a, root_a, folder_a, [covered, "leave", str(folder_a), ""])
+            first = _start(sandbox_a, root_a, folder_a, [covered, sealed, "leave", str(folder_a), ""])
             out, err = first.communicate(timeout=120)
             assert first.returncode == 0, err
             left = json.loads(out)
             assert left["uid"] == sandbox_a.uid
             assert all(left[folder] == "written" for folder in covered), left  # it could write there...
+            assert all(left[path] == "Read-only file system" for path in sealed), left
             assert min(left["shm"], left["sem"], left["msg"]) >= 0 and left["posix_shm"] == "written"
             assert left["own"] == "leave" and (folder_a / "mine").read_text() == "leave"  # the parent sees it
 
-            second = _start(sandbox_b, root_b, folder_b, [covered, "look", str(folder_b), str(folder_a)])
+            second = _start(
+                sandbox_b, root_b, folder_b, [covered, sealed, "look", str(folder_b), str(folder_a)]
+            )
             # The judgment's files appear after the worker started (a spare is warmed before its judgment).
             judgment.chmod(0o755)
             (judgment / "model.py").write_text("task source")
@@ -180,6 +193,7 @@ def test_a_later_candidate_finds_nothing_an_earlier_one_left() -> None:
         # ...and the host never saw any of it.
         assert not [f for f in covered if os.path.exists(os.path.join(f, MARK))]
         assert not os.path.exists("/dev/shm" + POSIX_SHM)
+        assert {path: Path(path).read_bytes() for path in sealed} == before
         assert libc.shmget(KEY, 0, 0) == -1 and libc.semget(KEY, 0, 0) == -1 and libc.msgget(KEY, 0) == -1
     finally:
         shutil.rmtree(judgment, ignore_errors=True)
@@ -192,41 +206,53 @@ def test_a_later_candidate_finds_nothing_an_earlier_one_left() -> None:
 
 
 def _scan(root: str, depth: int) -> Iterator[str]:
-    """World-writable folders below `root` (an independent walk: os.walk, not the sandbox's own scan)."""
+    """World-writable folders, files and FIFOs below `root` (an independent walk with os.walk, not the
+    sandbox's own scan)."""
     base = root.rstrip("/").count("/")
-    for path, dirs, _ in os.walk(root):
+    for path, dirs, names in os.walk(root):
         if path.startswith(("/proc", "/sys")):
             dirs[:] = []
             continue
         info = os.lstat(path)
         if info.st_mode & stat.S_IWOTH:
             yield path
-        if path.count("/") - base >= depth or not info.st_mode & stat.S_IXOTH:
+            dirs[:] = []
+            continue
+        if not info.st_mode & stat.S_IXOTH:
+            dirs[:] = []
+            continue
+        for name in names:
+            mode = os.lstat(os.path.join(path, name)).st_mode
+            if mode & stat.S_IWOTH and (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                yield os.path.join(path, name)
+        if path.count("/") - base >= depth - 1:
             dirs[:] = []
 
 
-def test_every_world_writable_folder_of_the_usual_roots_is_covered() -> None:
-    covered = _separated_sandbox().places.covered  # type: ignore[union-attr]
-    roots = ["/tmp", "/var", "/run", "/dev", "/srv", "/opt", "/home", "/mnt", "/media", "/"]
-    found = {path for root in roots if os.path.isdir(root) for path in _scan(root, 2 if root == "/" else 3)}
+def test_every_world_writable_place_of_the_usual_roots_is_covered() -> None:
+    places = _separated_sandbox().places
+    assert places is not None
+    roots = ["/tmp", "/var", "/run", "/dev", "/srv", "/opt", "/home", "/mnt", "/media", "/work", "/"]
+    found = {path for root in roots if os.path.isdir(root) for path in _scan(root, 3)}
     assert found, "this machine has world-writable folders (/tmp at least)"
-    missed = sorted(p for p in found if not any(p == c or p.startswith(c.rstrip("/") + "/") for c in covered))
-    assert not missed, f"world-writable folders a candidate could share: {missed}"
+    missed = sorted(p for p in found if not places.hidden(p) and p not in places.sealed)
+    assert not missed, f"world-writable places a candidate could share: {missed}"
 
 
 def test_a_sandbox_that_cannot_be_made_fails_closed() -> None:
     if os.geteuid() != 0:
         pytest.skip("private places need root")
-    sandbox = Sandbox(places=PrivatePlaces(covered=("/nonexistent-cuda-agent-folder",)))
+    sandbox = Sandbox(places=PrivatePlaces(covered=("/tmp",), kept=("/nonexistent-cuda-agent-folder",)))
     done = subprocess.run([sys.executable, "-c", "print('ran')"], capture_output=True, text=True,
                           preexec_fn=sandbox.preexec(), cwd="/")  # fmt: skip
     assert done.returncode == EXIT_NO_PRIVATE_PLACES and "ran" not in done.stdout
 
 
 def test_protections_say_whether_places_are_private() -> None:
-    protections = candidate_sandbox().protections
-    assert protections["private_places"]
-    if candidate_sandbox().places is None:
-        assert "NOT" in protections["private_places"]
+    sandbox = candidate_sandbox()
+    assert sandbox.protections["private_places"]
+    assert candidates_share_no_place() is (sandbox.places is not None)
+    if sandbox.places is None:
+        assert "NOT" in sandbox.protections["private_places"]
     else:
-        assert "/dev/shm" in protections["private_places"] or not os.path.isdir("/dev/shm")
+        assert all(folder in sandbox.protections["private_places"] for folder in sandbox.places.covered)

@@ -60,7 +60,9 @@ def capture(
         copy.write_text(source, encoding="utf-8")
         sandbox.give(folder)
         request = json.dumps({"path": str(copy), "marker": marker, "reference": reference})
-        env = scrubbed_env({"CUDA_VISIBLE_DEVICES": "", "HOME": str(folder), "TMPDIR": str(folder)})
+        # Its folder stays at its path where the sandbox covers /tmp with a private tmpfs.
+        kept = sandbox.own(folder) if hasattr(sandbox, "own") else {}
+        env = scrubbed_env({"CUDA_VISIBLE_DEVICES": "", "HOME": str(folder), "TMPDIR": str(folder), **kept})
         start = time.monotonic()
         process = subprocess.Popen([sys.executable, "-I", str(CHILD)], cwd=folder, env=env, text=True,
                                    errors="replace", stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -168,7 +168,7 @@ class WorkerPool:
         # With private places the candidate reaches its folder through its own mount namespace, and no
         # other candidate may reach it at all (sandbox.py); without them it needs the way through `root`.
         root.chmod(0o700 if sandbox.places is not None else 0o755)
-        env = self._env({"HOME": str(folder), "TMPDIR": str(folder), **sandbox.own(root, folder)})
+        env = self._env({"HOME": str(folder), "TMPDIR": str(folder), **sandbox.own(folder, root, self.scratch_root)})
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )

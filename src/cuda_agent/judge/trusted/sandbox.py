@@ -6,8 +6,9 @@ Built from the kernel's own mechanisms, applied between fork and exec of the can
   caches or processes, and RLIMIT_NPROC bounds its threads and processes;
 - a fresh network namespace (`unshare(CLONE_NEWNET)`, root only before dropping privileges): no network;
 - private writable places (`PrivatePlaces`, with the sandbox user only): a mount namespace of its own in
-  which every world-writable folder (`world_writable_dirs`: /tmp, /var/tmp, /dev/shm, /run/lock, ... as
-  found on this machine) is covered by a fresh, size-bounded tmpfs, and an IPC namespace of its own (SysV
+  which every world-writable folder (`world_writable`: /tmp, /var/tmp, /dev/shm, /run/lock, ... as found
+  on this machine) is covered by a fresh, size-bounded tmpfs, every world-writable file (a uv `.lock`,
+  say) is made read-only, and an IPC namespace of its own (SysV
   shared memory, semaphores, message queues; POSIX message queues). Every candidate is the same user, so
   without it one candidate could leave a file or a segment that a later one reads (the sticky bit only
   guards between users). Its own folder stays at its path (bound back into the tmpfs); the slot's folder
@@ -38,7 +39,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISFIFO, S_ISREG
 
 from cuda_agent.judge.common.channel import package_root
 from cuda_agent.judge.common.judge_files import JUDGE_FILES_ENV
@@ -56,7 +57,7 @@ PRIVATE_TMPFS = "size=512m,nr_inodes=65536,mode=1777"
 # The slot folder above the candidate's own: judge-owned, holds only the candidate's folder.
 OWN_ROOT_TMPFS = "size=64k,nr_inodes=16,mode=0755"
 JUDGE_FILES_DIR = ".cuda-agent-judge-files"  # where a hidden scratch root is seen, in the folder covering it
-# World-writable folders are looked for this many levels below / and below every mount point, through
+# World-writable folders and files are looked for this many levels below / and below every mount point, through
 # folders the sandbox user may search (a folder behind one it may not search is out of its reach).
 SCAN_DEPTH = 4
 NOT_SCANNED = ("/proc", "/sys")  # pseudo filesystems: no files can be created in them
@@ -73,21 +74,23 @@ def drop_capabilities() -> bool:
     return all(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 for cap in DROPPED_CAPABILITIES.values())
 
 
-def world_writable_dirs(depth: int = SCAN_DEPTH) -> list[str]:
-    """Folders where any user may create files, found from / and every mount point down to `depth` levels,
-    through folders others may search. Sticky ones count: every candidate is the same user, so the sticky
-    bit guards nothing between them. A folder below a found one is covered with it and not listed."""
+def world_writable(depth: int = SCAN_DEPTH) -> tuple[list[str], list[str]]:
+    """Folders where any user may create files, and files (and FIFOs) any user may write, found from / and
+    every mount point down to `depth` levels, through folders others may search. Sticky folders count:
+    every candidate is the same user, so the sticky bit guards nothing between them. What lies below a
+    found folder is covered with it and not listed."""
     roots = ["/"]
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])  # \040: a space
             roots.append(point)
-    found: set[str] = set()
+    folders: set[str] = set()
+    files: set[str] = set()
     seen: set[tuple[int, int]] = set()
     stack = [(root, depth) for root in roots]
     while stack:
         path, left = stack.pop()
-        if any(path == p or path.startswith(p + "/") for p in NOT_SCANNED):
+        if any(_under(path, p) for p in NOT_SCANNED):
             continue
         try:
             info = os.lstat(path)
@@ -97,11 +100,21 @@ def world_writable_dirs(depth: int = SCAN_DEPTH) -> list[str]:
             continue
         seen.add((info.st_dev, info.st_ino))
         if info.st_mode & 0o002:
-            found.add(path)
+            folders.add(path)
         elif left > 0 and info.st_mode & 0o001:
             with contextlib.suppress(OSError), os.scandir(path) as entries:
-                stack += [(e.path, left - 1) for e in entries if e.is_dir(follow_symlinks=False)]
-    return [p for p in sorted(found) if not any(p.startswith(q.rstrip("/") + "/") for q in found if q != p)]
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, left - 1))
+                    elif not entry.is_symlink():
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        if mode & 0o002 and (S_ISREG(mode) or S_ISFIFO(mode)):
+                            files.add(entry.path)
+
+    def top(paths: set[str]) -> list[str]:
+        return sorted(p for p in paths if not any(_under(p, q) and p != q for q in folders))
+
+    return top(folders), top(files)
 
 
 def _under(path: str, folder: str) -> bool:
@@ -120,11 +133,14 @@ class PrivatePlaces:
     """The candidate's own mount and IPC namespaces (computed in the parent, `apply`d between fork and exec,
     as root). `covered`: world-writable folders, each under a fresh tmpfs. `own_root`/`own_folder`: the
     slot's judge-owned folder and the candidate's folder in it, which stays writable at its path.
-    `scratch`: the judge's scratch root, seen read-only at `view` where a covered folder hides it. `kept`:
+    `sealed`: world-writable files (and FIFOs) elsewhere, each bound read-only onto itself (one that is
+    gone is skipped: only its folder's owner could make it again). `scratch`: the judge's scratch root,
+    seen read-only at `view` where a covered folder hides it. `kept`:
     folders the worker needs to start (its Python, the judge's package) that a covered folder hides: bound
     back read-only at their paths."""
 
     covered: tuple[str, ...]
+    sealed: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
     own_root: str | None = None
     own_folder: str | None = None
@@ -158,6 +174,9 @@ class PrivatePlaces:
         opened = [
             (os.open(src, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), dst, ro) for src, dst, ro in binds
         ]
+        for path in self.sealed:
+            with contextlib.suppress(FileNotFoundError):
+                opened.append((os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC), path, True))
         umask = os.umask(0o022)  # the folders made below must be searchable by the sandbox user
         try:
             for folder in self.covered:
@@ -176,7 +195,8 @@ class PrivatePlaces:
 
     @staticmethod
     def _bind(libc: ctypes.CDLL, fd: int, target: str, read_only: bool) -> None:
-        os.makedirs(target, exist_ok=True)
+        if not os.path.lexists(target):
+            os.makedirs(target)
         _mount(libc, f"/proc/self/fd/{fd}", target, None, MS_BIND)
         if read_only:
             _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -191,17 +211,23 @@ class Sandbox:
     protections: dict[str, str] = field(default_factory=dict)
     places: PrivatePlaces | None = None
 
-    def own(self, root: Path, folder: Path) -> dict[str, str]:
-        """Give the candidate its slot: `folder` (inside the judge's `root`, in the scratch root) stays
-        writable at its path; `root` must then be the judge's alone (mode 700). Returns the environment
-        entries the worker needs to find the judge's files."""
+    def own(self, folder: Path, root: Path | None = None, scratch: Path | None = None) -> dict[str, str]:
+        """The candidate's folder, kept writable at its path in its mount namespace. `root`: a folder of
+        the judge's above it that must then be the judge's alone (mode 700: no other candidate reaches
+        `folder` through it). `scratch`: where the judge writes files for the worker after it starts,
+        seen read-only. Returns the environment entries the worker needs to find those files."""
         if self.places is None:
             return {}
         self.places = PrivatePlaces(
-            self.places.covered, self.places.kept, str(root), str(folder), str(root.parent)
+            self.places.covered,
+            self.places.sealed,
+            self.places.kept,
+            str(root) if root else None,
+            str(folder),
+            str(scratch) if scratch else None,
         )
         view = self.places.view
-        return {JUDGE_FILES_ENV: json.dumps([str(root.parent), view])} if view else {}
+        return {JUDGE_FILES_ENV: json.dumps([str(scratch), view])} if view else {}
 
     def preexec(self) -> Callable[[], None]:
         apply_limits = self.limits.preexec()
@@ -293,10 +319,10 @@ def _needed_folders() -> list[str]:
 def _private_places() -> PrivatePlaces | None:
     """The places to cover on this machine, if a throwaway child can make them (root, a kernel that
     allows mount and IPC namespaces)."""
-    covered = tuple(world_writable_dirs())
-    places = PrivatePlaces(covered)
+    folders, files = world_writable()
+    places = PrivatePlaces(tuple(folders), tuple(files))
     kept = tuple(f for f in _needed_folders() if places.hidden(f))
-    places = PrivatePlaces(covered, kept)
+    places = PrivatePlaces(places.covered, places.sealed, kept)
 
     def make() -> None:
         try:
@@ -318,6 +344,12 @@ _PROBED: dict[str, object] = {}
 def candidates_separated() -> bool | None:
     """Whether this process's candidates run as the sandbox user (None until `candidate_sandbox` probed)."""
     return None if "user" not in _PROBED else _PROBED["user"] is not None
+
+
+def candidates_share_no_place() -> bool | None:
+    """Whether this process's candidates get private places (None until `candidate_sandbox` probed): only
+    then may work be reused across candidates of a group (docs/design/trust_boundary.md)."""
+    return None if "places" not in _PROBED else _PROBED["places"] is not None
 
 
 def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
@@ -357,8 +389,8 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         protections["private_places"] = (
             "own mount and IPC namespaces: a fresh tmpfs over every world-writable folder ("
             + ", ".join(places.covered)
-            + "), its own folder kept, the judge's scratch read-only; SysV IPC and POSIX message queues "
-            "of its own: candidates share no writable place"
+            + f"), {len(places.sealed)} world-writable files made read-only, its own folder kept, the "
+            "judge's scratch read-only; SysV IPC and POSIX message queues of its own"
         )
     elif isinstance(user, tuple):
         protections["private_places"] = (
