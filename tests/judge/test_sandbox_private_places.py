@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from cuda_agent.judge.trusted.sandbox import (
     _private_places,
     _sandbox_user,
     candidate_sandbox,
+    candidate_uid,
     candidates_share_no_place,
 )
 
@@ -113,7 +115,7 @@ def _separated_sandbox() -> Sandbox:
     user, places = _sandbox_user(), _private_places()
     if user is None or places is None:
         pytest.skip("no sandbox user, or mount/IPC namespaces refused here")
-    return Sandbox(uid=user[0], gid=user[1], isolate_network=sandbox.isolate_network, places=places)
+    return Sandbox(uid=candidate_uid(), gid=user[1], isolate_network=sandbox.isolate_network, places=places)
 
 
 @contextlib.contextmanager
@@ -227,6 +229,39 @@ def _scan(root: str, depth: int) -> Iterator[str]:
                 yield os.path.join(path, name)
         if path.count("/") - base >= depth - 1:
             dirs[:] = []
+
+
+def test_a_live_candidate_cannot_reach_into_another() -> None:
+    """The warmed spare that will run the next candidate is alive while a candidate runs: /proc/PID/root
+    and cwd of a process of the same uid would lead into its private /tmp and its folder."""
+    with (
+        _slot(Path("/dev/shm")) as (spare_box, spare_root, spare_folder),
+        _slot(Path("/dev/shm")) as (box, root, folder),
+    ):
+        assert spare_box.uid != box.uid, "two candidates got one uid"
+        assert spare_box.uid is not None
+        wait = "import os, sys; sys.stdin.readline(); print(os.path.exists('/tmp/planted'), os.path.exists('planted'))"
+        env = {"PATH": "/usr/bin:/bin", **spare_box.own(spare_folder, spare_root, spare_root.parent)}
+        spare = subprocess.Popen([_python_for(spare_box.uid), "-I", "-c", wait], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, env=env, cwd=spare_folder,
+                                 preexec_fn=spare_box.preexec())  # fmt: skip
+        try:
+            time.sleep(0.5)  # its namespaces are made before it runs a line
+            plant = (
+                f"import os\nfor path in ('/proc/{spare.pid}/root/tmp/planted', '/proc/{spare.pid}/cwd/planted'):\n"
+                "    try:\n        open(path, 'w').close(); print('PLANTED', path)\n"
+                "    except OSError as exc:\n        print('refused', path, exc.strerror)\n"
+            )
+            assert box.uid is not None
+            env = {"PATH": "/usr/bin:/bin", **box.own(folder, root, root.parent)}
+            done = subprocess.run([_python_for(box.uid), "-I", "-c", plant], capture_output=True, text=True,
+                                  env=env, cwd=folder, preexec_fn=box.preexec(), timeout=60)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert "PLANTED" not in done.stdout and done.stdout.count("refused") == 2, done.stdout
+            assert spare.communicate("\n", timeout=60)[0].split() == ["False", "False"]
+        finally:
+            spare.kill()
+            spare.wait()
 
 
 def test_every_world_writable_place_of_the_usual_roots_is_covered() -> None:

@@ -164,11 +164,14 @@ class WorkerPool:
         out_dir = folder / "out"
         out_dir.mkdir(parents=True)
         sandbox = candidate_sandbox()
+        if sandbox.uid is not None:  # a uid this judge used before: whatever still runs as it goes first
+            kill_strays(sandbox.uid, set())
         sandbox.give(folder)
         # With private places the candidate reaches its folder through its own mount namespace, and no
         # other candidate may reach it at all (sandbox.py); without them it needs the way through `root`.
         root.chmod(0o700 if sandbox.places is not None else 0o755)
-        env = self._env({"HOME": str(folder), "TMPDIR": str(folder), **sandbox.own(folder, root, self.scratch_root)})
+        kept = sandbox.own(folder, root, self.scratch_root)
+        env = self._env({"HOME": str(folder), "TMPDIR": str(folder), **kept})
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )
@@ -181,10 +184,10 @@ class WorkerPool:
         return slot
 
     def _retire_candidate(self, slot: CandidateSlot) -> None:
-        """After a candidate: kill whatever its sandbox user still runs outside the live spares.
+        """After a candidate: kill whatever its uid still runs outside the live spares.
 
         A candidate that escaped its process group (setsid, a double fork) would otherwise outlive it and
-        could reach the next candidates, which share the sandbox user."""
+        could reach later candidates (world-readable files it writes, a later candidate given its uid)."""
         with self._lock:
             self._live_sessions.discard(slot.worker.pid)
             live = set(self._live_sessions)

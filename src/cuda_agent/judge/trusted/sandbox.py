@@ -1,23 +1,24 @@
 """The candidate's sandbox: an unprivileged user, no network, private writable places, resource limits.
 
 Built from the kernel's own mechanisms, applied between fork and exec of the candidate worker:
-- a separate unprivileged user (created on first use when the judge runs as root), so the candidate can
-  write only to folders it owns (its scratch) and world-writable ones, and cannot touch the judge's files,
-  caches or processes, and RLIMIT_NPROC bounds its threads and processes;
+- a separate unprivileged user (the group `cuda-agent-sandbox`, created on first use when the judge runs
+  as root, and a uid of its own per candidate, `candidate_uid`), so the candidate can write only to
+  folders it owns (its scratch) and world-writable ones, and cannot touch the judge's files, caches or
+  processes, nor another candidate's processes (their /proc entries, which lead into their folders and
+  namespaces, and signals), and RLIMIT_NPROC bounds its threads and processes;
 - a fresh network namespace (`unshare(CLONE_NEWNET)`, root only before dropping privileges): no network;
 - private writable places (`PrivatePlaces`, with the sandbox user only): a mount namespace of its own in
   which every world-writable folder (`world_writable`: /tmp, /var/tmp, /dev/shm, /run/lock, ... as found
-  on this machine) is covered by a fresh, size-bounded tmpfs, every world-writable file (a uv `.lock`,
-  say) is made read-only, and an IPC namespace of its own (SysV
-  shared memory, semaphores, message queues; POSIX message queues). Every candidate is the same user, so
-  without it one candidate could leave a file or a segment that a later one reads (the sticky bit only
-  guards between users). Its own folder stays at its path (bound back into the tmpfs); the slot's folder
-  above it is the judge's, mode 700, so no other candidate reaches it; the judge's scratch root (where a
-  judgment's task, state and input files appear after the worker started) is seen read-only at another
-  path (common/judge_files.py). Nothing else is writable for the sandbox user: every other folder it can
-  reach is not world-writable and not its own; /proc and /sys take no files. So candidates share no
-  writable place, and reusing one input set across a group of candidates of a task passes nothing
-  between them (docs/design/trust_boundary.md);
+  on this machine) is covered by a fresh, size-bounded tmpfs and every world-writable file elsewhere (a
+  uv `.lock`, say) is read-only, and an IPC namespace of its own (SysV shared memory, semaphores, message
+  queues; POSIX message queues). Without it one candidate could leave a world-readable file or a segment
+  that a later one reads (the sticky bit guards only against deleting). Its own folder stays at its path
+  (bound back into the tmpfs); the slot's folder above it is the judge's, mode 700, so no other candidate
+  reaches it; the judge's scratch root (where a judgment's task, state and input files appear after the
+  worker started) is seen read-only at another path (common/judge_files.py). Nothing else is writable
+  for a candidate: every other folder it can reach is neither world-writable nor its own; /proc and /sys
+  take no files. So candidates share no writable place, and reusing one input set across a group of
+  candidates of a task passes nothing between them (docs/design/trust_boundary.md);
 - rlimits on open files, file size and core dumps; wall time is enforced by the parent.
 Where a mechanism is unavailable (not root, no useradd, unshare refused) the judgment still runs and
 `Sandbox.protections` says what was active. Not provided: seccomp filters and Landlock (a candidate can
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import pwd
@@ -46,6 +48,14 @@ from cuda_agent.judge.common.judge_files import JUDGE_FILES_ENV
 from cuda_agent.judge.common.procs import Limits
 
 SANDBOX_USER = "cuda-agent-sandbox"
+# Each candidate runs as a uid of its own, in the sandbox user's group: processes of one uid may open each
+# other's /proc/PID/root, cwd, fd and mem (so reach another candidate's private places, or plant files in
+# the warmed spare that will run the next candidate) and signal each other. The uid is made of this judge
+# process's pid and a counter, so no two live candidates on the machine share one; it needs no passwd
+# entry (USER, LOGNAME and HOME are set for it).
+CANDIDATE_UID_BASE = 1 << 28
+UIDS_PER_JUDGE = 512  # a judge process reuses a uid after this many candidates (the old one long gone)
+_UID_COUNTER = itertools.count()
 CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -215,9 +225,11 @@ class Sandbox:
         """The candidate's folder, kept writable at its path in its mount namespace. `root`: a folder of
         the judge's above it that must then be the judge's alone (mode 700: no other candidate reaches
         `folder` through it). `scratch`: where the judge writes files for the worker after it starts,
-        seen read-only. Returns the environment entries the worker needs to find those files."""
+        seen read-only. Returns the environment entries the worker needs (its user's name: its uid has no
+        passwd entry; where the judge's files are seen)."""
+        user = {"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self.uid is not None else {}
         if self.places is None:
-            return {}
+            return user
         self.places = PrivatePlaces(
             self.places.covered,
             self.places.sealed,
@@ -227,7 +239,7 @@ class Sandbox:
             str(scratch) if scratch else None,
         )
         view = self.places.view
-        return {JUDGE_FILES_ENV: json.dumps([str(scratch), view])} if view else {}
+        return {**user, JUDGE_FILES_ENV: json.dumps([str(scratch), view])} if view else user
 
     def preexec(self) -> Callable[[], None]:
         apply_limits = self.limits.preexec()
@@ -261,6 +273,11 @@ class Sandbox:
             os.chown(path, self.uid, self.gid)
             for child in path.rglob("*"):
                 os.chown(child, self.uid, self.gid, follow_symlinks=False)
+
+
+def candidate_uid() -> int:
+    """A uid for one candidate that no other live candidate on this machine has (see CANDIDATE_UID_BASE)."""
+    return CANDIDATE_UID_BASE + os.getpid() * UIDS_PER_JUDGE + next(_UID_COUNTER) % UIDS_PER_JUDGE
 
 
 def _sandbox_user() -> tuple[int, int] | None:
@@ -374,9 +391,11 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         else "NOT isolated (needs root for unshare)",
     }
     if isinstance(user, tuple):
-        sandbox.uid, sandbox.gid = user
+        sandbox.uid, sandbox.gid = candidate_uid(), user[1]
         sandbox.limits = Limits(processes=processes, open_files=open_files)
-        protections["user"] = f"unprivileged user {SANDBOX_USER} (uid {user[0]}); writes only to its scratch"
+        protections["user"] = (
+            f"unprivileged uid {sandbox.uid} of its own, group {SANDBOX_USER}; writes only to its scratch"
+        )
         protections["processes"] = f"at most {processes} processes and threads"
     else:
         sandbox.limits = Limits(open_files=open_files)
