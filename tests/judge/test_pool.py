@@ -282,3 +282,43 @@ def test_registering_drops_judges_that_have_exited(tmp_path: Path, monkeypatch: 
     register_judge()
     names = {p.name for p in judges_dir().iterdir()}
     assert str(os.getpid()) in names and str(dead.pid) not in names
+
+
+def test_a_candidate_taken_early_and_never_used_is_closed(pool: WorkerPool, tmp_path: Path) -> None:
+    """A judgment takes its candidate worker while the reference is prepared (the two waits overlap); one
+    that ends before it uses the worker (a static-check refusal, a reference failure) closes it, and one
+    that used it leaves its retirement to the stage that took it."""
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.judgment import Judgment
+    from cuda_agent.task import load_task
+
+    task = load_task(Path(__file__).parents[2] / "examples" / "row_softmax")
+    unused = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch"))
+    taken = unused.take_candidate_early(pool)
+    slot = taken.result(timeout=120)
+    assert slot.worker.process.poll() is None
+    unused.cleanup()
+    pool.settle()
+    assert slot.worker.process.poll() is not None, "an unused candidate worker must not outlive its judgment"
+
+    used = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch"))
+    kept = used.take_candidate_early(pool).result(timeout=120)
+    used.candidate_taken = True  # candidate_stages took it and retires it itself
+    used.cleanup()
+    pool.settle()
+    try:
+        assert kept.worker.process.poll() is None
+    finally:
+        kept.close()
+
+
+def test_a_long_lived_service_keeps_more_spares_than_a_one_shot_judge() -> None:
+    from cuda_agent.judge.decide.service import LONG_LIVED_SPARES, JudgeService
+
+    assert LONG_LIVED_SPARES > 1
+    for keep_warm, spares in ((True, LONG_LIVED_SPARES), (False, 1)):
+        service = JudgeService(keep_warm=keep_warm)  # not started: no GPU needed
+        try:
+            assert [p.spare_candidates for p in service.pools] == [spares]
+        finally:
+            service.close()
