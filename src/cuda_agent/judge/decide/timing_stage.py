@@ -264,7 +264,9 @@ class TimingStage:
         self.stages["timing"] = time.monotonic() - start
         policy = {
             "measures": ("device time per call: each round's total over its calls (each call between its own "
-                         "events after the pad), host launch overhead hidden up to the pad, every stream"),
+                         "events after the pad), host launch overhead hidden by the pad, which waits for the host's release, every "
+                         "stream"),
+            "pad_release": made.get("pad_release"),
             "pad_ms": round(pad, 4), "flush_allowance_ms": None if flush is None else round(flush, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
             "inputs": ("drawn by the reference before each round, read in its set-up (a task whose inputs a seed "
                        "does not reproduce)") if self.input_files else "drawn inside each timed round, from seeds sent with it",

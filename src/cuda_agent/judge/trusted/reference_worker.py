@@ -33,6 +33,7 @@ import torch
 from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
+from cuda_agent.judge.candidate.pad import release_policy
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
@@ -379,7 +380,9 @@ class ReferenceWorker:
         # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
         # no candidate code reached.
         eager = self.samplers.get("eager")
+        release = {mode: release_policy(s.kernel, s.release_ok) for mode, s in self.samplers.items() if mode in modes}
         return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "compile_mode": compile_mode,
+                "pad_release": release,
                 "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
 
     def _best_compile_build(self, builds: int, windows: int, samples: int,
@@ -414,7 +417,8 @@ class ReferenceWorker:
         else:
             eager.draw_ms = eager.measure_draw()
         eager.set_pad(pad_ms, eager.flush_ms)
-        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms}
+        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms,
+                "pad_release": {"eager": release_policy(eager.kernel, eager.release_ok)}}
 
     def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
         """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
