@@ -94,6 +94,12 @@ class JudgeConfig:
     # tests/adversarial passed without them.
     perturb_parameters: bool = True
     input_audit: bool = True
+    # Issue 34 item 3 (decide/reference_group.py): one preparation of the reference (secret seeds, weights
+    # moved to their generic point, verification inputs, outputs, float64 truth, audits) serves up to this
+    # many judgments of the same task in a row, as an RL group's candidates come; 1 prepares afresh for
+    # every judgment. Used only where candidates share no writable place (trusted/sandbox.py), so that no
+    # candidate can hand the shared inputs or outputs to a later one; timed rounds draw fresh inputs always.
+    reference_group_uses: int = 8
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

@@ -40,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISDIR
+from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.common.procs import scrubbed_env
@@ -82,6 +83,9 @@ class ReferenceSlot:
     environment: dict | None = None
     warm_error: str | None = None
     broken: bool = False  # set by a judgment whose call to this worker failed
+    # The preparation later judgments of this task may reuse (decide/reference_group.py), kept in the
+    # worker between them; None: the next judgment prepares afresh.
+    group: Any = None
 
     def close(self) -> None:
         self.worker.close()
@@ -232,11 +236,22 @@ class WorkerPool:
 
     @staticmethod
     def _ended(slot: ReferenceSlot) -> bool:
-        """Have the reference worker drop the judgment's state before it is kept (see end_judgment)."""
+        """Have the reference worker drop the judgment's state before it is kept (see end_judgment), or,
+        where its preparation serves the next judgment of the task too (`slot.group`), only what belonged
+        to the candidate (end_candidate)."""
         try:
+            if slot.group is not None and slot.group.reusable():
+                return bool(slot.worker.call("end_candidate", 60).get("ok"))
+            slot.group = None
             return bool(slot.worker.call("end_judgment", 60).get("ok"))
         except Exception:  # a worker that cannot do this much is not kept
             return False
+
+    def candidates_share_no_place(self) -> bool:
+        """Whether candidates judged one after another on this pool share no writable place (private
+        world-writable folders and IPC, a sandbox user apart from the judge's; trusted/sandbox.py): the
+        condition for one reference preparation to serve a group of them (decide/reference_group.py)."""
+        return False  # until the sandbox reports private places (trusted/sandbox.py)
 
     # ---- retirement after the verdict -------------------------------------------------------------------
     def retire_later(self, cleanup: Callable[[], None]) -> None:

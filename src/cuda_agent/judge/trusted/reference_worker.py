@@ -294,6 +294,15 @@ class ReferenceWorker:
         except Exception as exc:
             return {"values": None, "reason": f"{type(exc).__name__}: {exc}"[:300]}
 
+    def end_candidate(self) -> dict[str, Any]:
+        """Drop what one candidate's judgment added (timing samplers, input-file rounds, the candidate's
+        mapped buffers) and keep the preparation (model, inputs, outputs, truth, audits) for the next
+        judgment of the task's group (decide/reference_group.py): nothing after `prepare` writes to it."""
+        self.samplers, self.round_sets = {}, {}
+        self.shared.close()
+        torch.cuda.empty_cache()
+        return {}
+
     def end_judgment(self) -> dict[str, Any]:
         """Drop everything of the judgment that ended (model, outputs, timing sets, the candidate's
         mapped buffers): a kept worker then holds little more than its CUDA context between judgments."""
@@ -493,6 +502,7 @@ def main() -> None:
             "save_inputs": worker.save_inputs,
             "read_probe": worker.read_probe,
             "end_judgment": worker.end_judgment,
+            "end_candidate": worker.end_candidate,
             "compare_timing": worker.compare_timing,
             "draw_round": worker.draw_round,
             "free_memory": worker.free_memory,
