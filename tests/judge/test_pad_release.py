@@ -187,3 +187,17 @@ def test_the_pad_kernel_assembles(tmp_path: Path) -> None:
     done = subprocess.run(["ptxas", "-arch=sm_90", str(source), "-o", str(tmp_path / "pad.cubin")],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_the_parent_can_turn_the_release_off_for_every_contender() -> None:
+    """TimingConfig.pad_release False (an A/B run against v6) reaches the samplers through set_pad; True
+    never turns on a release that warm-up refused (a call that synchronises inside)."""
+    word, _memory = _host_word()
+    recorder = _Recorder(word)
+    made, plan = _bare_sampler(recorder, word, release_ok=True, calls=2)
+    made.set_pad(0.2, 0.1, 0.0, release=False)
+    made._timed_loop(plan, [], [])
+    assert {what for what, _ in recorder.log if what.startswith("pad(")} == {"pad(flush=True, release=0)"}
+    refused, _ = _bare_sampler(recorder, word, release_ok=False, calls=1)
+    refused.set_pad(0.2, 0.1, 0.0, release=True)
+    assert refused.release_ok is False

@@ -66,6 +66,9 @@ class TimingConfig:
     # judgment that measures them runs the full budget: they serve every later judgment). On the H200
     # (2026-12-04): warm median 2.91 s against 4.48 s, the same reward as the fixed budget on every
     # judgment, A/A 0.9996. `sequential_min_rounds` timed rounds at least, before any stop.
+    # Protocol v7 (candidate/pad.py): every contender's pads wait for the host's release after the call is
+    # enqueued, so host time beyond the measured pad stays out of the events. False: v6's pads (A/B runs).
+    pad_release: bool = True
     sequential: bool = True
     sequential_min_rounds: int = 8
 

@@ -90,9 +90,8 @@ from cuda_agent.judge.candidate.pad import (
 from cuda_agent.judge.candidate.round_result import RoundResult, charge_beyond, charge_flushes, work_per_call
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-# v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its total
-# work over its calls (the mean, not the median sample), the pad flushes last, work during the flush charged.
-# v7: the pad also waits for the host's release after the call is enqueued (pad.py, PAD_RELEASE_WAIT_MS).
+# v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its work
+# over its calls, the pad flushes last, work during the flush charged; v7: the pad waits for the host (pad.py).
 PROTOCOL_VERSION = "fatpad-devwide-v7"
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
@@ -214,10 +213,11 @@ class Sampler:
             times.append(a.elapsed_time(b))
         return min(times)
 
-    def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> None:
-        """One pad length, one flush allowance (`flush_ms`, the reference's) and one cover for the draw
-        (`cover_ms`) for every contender of a judgment (the parent decides). Without `flush_ms` the sampler
-        keeps its own measurement, without `cover_ms` its own draw's cover."""
+    def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                release: bool = True) -> None:  # fmt: skip
+        """One pad, flush allowance (the reference's), draw cover and release (False: v6, A/B runs) for every
+        contender of a judgment (the parent decides); a missing flush or cover: the sampler's own."""
+        self.release_ok = self.release_ok and bool(release)
         self.pad_ms = min(PAD_MAX_MS, max(PAD_MIN_MS, float(pad_ms)))
         if flush_ms is not None:
             self.flush_allowance_ms = min(PAD_MAX_MS, max(0.0, float(flush_ms)))

@@ -241,11 +241,12 @@ class CandidateWorker:
         return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms, "flush_ms": self.sampler.flush_ms,
                 "draw_ms": self.sampler.draw_ms}  # fmt: skip
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                 release: bool = True) -> dict[str, Any]:  # fmt: skip
         """The pad length, flush allowance and draw cover the parent chose for every contender
         (candidate/sampler.py)."""
         assert self.sampler is not None, "time_setup first"
-        self.sampler.set_pad(pad_ms, flush_ms, cover_ms)
+        self.sampler.set_pad(pad_ms, flush_ms, cover_ms, release)
         return {}
 
     def prepare_round(self, samples: int, inputs_path: str | None = None) -> dict[str, Any]:

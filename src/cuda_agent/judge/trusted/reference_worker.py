@@ -429,11 +429,12 @@ class ReferenceWorker:
         return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms,
                 "pad_release": {"eager": release_policy(eager.kernel, eager.release_ok)}}
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                 release: bool = True) -> dict[str, Any]:  # fmt: skip
         """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
         candidate/sampler.py)."""
         for sampler in self.samplers.values():
-            sampler.set_pad(pad_ms, flush_ms, cover_ms)
+            sampler.set_pad(pad_ms, flush_ms, cover_ms, release)
         return {}
 
     def time_round(self, mode: str, samples: int) -> dict[str, Any]:
