@@ -30,7 +30,8 @@ AA_TARGET = 0.02
 
 
 def judge_cold(
-    examples: list[Path], runs: int, builds: int | None, sink: Path | None, fixed_budget: bool = False
+    examples: list[Path], runs: int, builds: int | None, sink: Path | None, fixed_budget: bool = False,
+    pad_release: bool = True,
 ) -> dict[str, list[dict]]:
     from dataclasses import replace
 
@@ -45,6 +46,8 @@ def judge_cold(
                 config = replace(config, timing=replace(config.timing, compile_builds=builds))
             if fixed_budget:
                 config = replace(config, timing=replace(config.timing, sequential=False))
+            if not pad_release:
+                config = replace(config, timing=replace(config.timing, pad_release=False))
             began = time.monotonic()
             with JudgeService(config) as service:
                 for example in examples:
@@ -133,12 +136,18 @@ def main() -> int:
         action="store_true",
         help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
     )
+    parser.add_argument(
+        "--no-pad-release",
+        action="store_true",
+        help="pads spin their measured length only (protocol v6; TimingConfig.pad_release off): the A/B of v7",
+    )
     args = parser.parse_args()
     missing = [e for e in args.examples if not (e / "model_new.py").is_file()]
     if missing:
         print(f"error: not a submission folder: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.fixed_budget_timing)
+    results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.fixed_budget_timing,
+                         pad_release=not args.no_pad_release)
     lines, ok = summarise(results)
     print("\n" + "\n".join(lines))
     if args.json:

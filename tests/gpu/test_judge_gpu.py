@@ -139,6 +139,35 @@ def test_service_keeps_reference_workers_never_candidate_workers(tmp_path: Path)
         assert latency < 15.0
 
 
+def test_a_group_of_one_task_shares_one_reference_preparation(tmp_path: Path) -> None:
+    """Issue 34 item 3 (decide/reference_group.py): three candidates of one task in a row; where candidates
+    share no writable place the second and third reuse the first's preparation (the same verification
+    inputs, fresh timed inputs), are judged as the first, and a candidate of another task in between ends
+    nothing; where they may share one, every judgment prepares afresh (other inputs each time)."""
+    from cuda_agent.judge.decide.service import JudgeService
+
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"))
+    with JudgeService(config) as service:
+        pool = service.pools[0]
+        verdicts = []
+        for name in ("a", "b", "c"):
+            verdicts.append(service.judge(_variant("row_softmax", tmp_path, name)))
+            if name == "a":
+                assert service.judge(ROOT / "examples" / "segfault").reward == -1  # another task between
+        shared = pool.candidates_share_no_place()
+    for verdict in verdicts:
+        assert verdict.status.value == "ok" and verdict.reward == verdicts[0].reward, verdict.reason
+    notes = [v.checks["reference_preparation"] for v in verdicts]
+    print(f"candidates share no place: {shared}; {notes}; reference stage s: "
+          f"{[v.stage_seconds.get('reference') for v in verdicts]}")
+    if shared:
+        assert notes[0].startswith("prepared for this judgment (may serve")
+        assert notes[1].startswith("shared: judgment 2") and notes[2].startswith("shared: judgment 3")
+        assert verdicts[2].stage_seconds["reference"] < verdicts[0].stage_seconds["reference"]
+    else:
+        assert notes == ["prepared for this judgment"] * 3
+
+
 def test_inputs_fallback_to_files_when_a_seed_does_not_reproduce_them(tmp_path: Path) -> None:
     """Normally the candidate worker draws its inputs from the seeds; a task whose get_inputs() reads a
     clock draws differently there, and the judgment switches to input files without changing the verdict

@@ -50,7 +50,7 @@ class _Recorder:
         self.cuda = SimpleNamespace(Event=Event, synchronize=lambda: self.log.append(("sync",)))
         self.no_grad = NoGrad
 
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0, release: int = 0) -> None:
         self.log.append(("pad" if flush else "cover", round(spin_ms, 4)))
 
     def new_stamps(self, slots: int) -> SimpleNamespace:

@@ -282,3 +282,95 @@ def test_registering_drops_judges_that_have_exited(tmp_path: Path, monkeypatch: 
     register_judge()
     names = {p.name for p in judges_dir().iterdir()}
     assert str(os.getpid()) in names and str(dead.pid) not in names
+
+
+def test_a_candidate_taken_early_and_never_used_is_closed(pool: WorkerPool, tmp_path: Path) -> None:
+    """A judgment takes its candidate worker while the reference is prepared (the two waits overlap); one
+    that ends before it uses the worker (a static-check refusal, a reference failure) closes it, and one
+    that used it leaves its retirement to the stage that took it."""
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.judgment import Judgment
+    from cuda_agent.task import load_task
+
+    task = load_task(Path(__file__).parents[2] / "examples" / "row_softmax")
+    unused = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch"))
+    taken = unused.take_candidate_early(pool)
+    slot = taken.result(timeout=120)
+    assert slot.worker.process.poll() is None
+    unused.cleanup()
+    pool.settle()
+    assert slot.worker.process.poll() is not None, "an unused candidate worker must not outlive its judgment"
+
+    used = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch"))
+    kept = used.take_candidate_early(pool).result(timeout=120)
+    used.candidate_taken = True  # candidate_stages took it and retires it itself
+    used.cleanup()
+    pool.settle()
+    try:
+        assert kept.worker.process.poll() is None
+    finally:
+        kept.close()
+
+
+def test_a_long_lived_service_keeps_more_spares_than_a_one_shot_judge() -> None:
+    from cuda_agent.judge.decide.service import LONG_LIVED_SPARES, JudgeService
+
+    assert LONG_LIVED_SPARES > 1
+    for keep_warm, spares in ((True, LONG_LIVED_SPARES), (False, 1)):
+        service = JudgeService(keep_warm=keep_warm)  # not started: no GPU needed
+        try:
+            assert [p.spare_candidates for p in service.pools] == [spares]
+        finally:
+            service.close()
+
+
+def test_a_warm_spare_is_out_of_reach_of_other_processes_of_the_sandbox_user(tmp_path: Path) -> None:
+    """Spares wait beside a running candidate under the same sandbox user; each makes itself undumpable at
+    warm-up, before any candidate code exists, so a candidate cannot read or plant anything in the next
+    one's memory. Shown with two processes of one unprivileged user: the one that called make_undumpable is
+    out of the other's reach, while one that did not is readable (where the kernel allows same-user reads
+    at all: Yama's ptrace_scope 0)."""
+    import pwd
+    import subprocess
+
+    from cuda_agent.judge.common.channel import WorkerHandle
+    from cuda_agent.judge.common.procs import scrubbed_env
+    from cuda_agent.judge.trusted.pool import CANDIDATE_WORKER
+
+    worker = WorkerHandle(CANDIDATE_WORKER, log_path=tmp_path / "worker.log", env=scrubbed_env(), cwd=tmp_path)
+    try:
+        assert worker.call("warm", 120, gpu=False).get("undumpable") is True
+    finally:
+        worker.close()
+    python = "/usr/bin/python3"  # the project's interpreter may sit where another user cannot run it
+    if os.geteuid() != 0 or not os.access(python, os.X_OK):
+        pytest.skip("needs root and a system python3 to run the processes as another user")
+    nobody = pwd.getpwnam("nobody")
+
+    def as_nobody() -> None:
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+
+    src = str(Path(__file__).parents[2] / "src")
+    readable = {}
+    for undumpable in (True, False):
+        code = (f"import sys, time; sys.path.insert(0, {src!r}); from cuda_agent.judge.common.procs import "
+                f"make_undumpable; {'make_undumpable(); ' if undumpable else ''}print('ready', flush=True); "
+                "time.sleep(30)")  # fmt: skip
+        target = subprocess.Popen([python, "-I", "-c", code], preexec_fn=as_nobody, cwd="/",
+                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert target.stdout is not None and target.stdout.readline().strip() == "ready"
+            probe = subprocess.run(
+                [python, "-I", "-c", f"open('/proc/{target.pid}/mem', 'rb').read(0)"],
+                preexec_fn=as_nobody, capture_output=True, text=True, timeout=60, cwd="/",
+            )  # fmt: skip
+            readable[undumpable] = probe.returncode == 0
+        finally:
+            target.kill()
+            target.wait()
+    assert readable[True] is False, "an undumpable process must be out of reach of its own user"
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    if not scope.exists() or scope.read_text().strip() == "0":
+        assert readable[False] is True, "the control: a dumpable process is readable by its user here"

@@ -344,7 +344,7 @@ class _Kernel:
     def __init__(self) -> None:
         self.launches: list[tuple[float, bool, int]] = []
 
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0, release: int = 0) -> None:
         self.launches.append((round(spin_ms, 6), flush, stamps))
 
 
@@ -364,11 +364,12 @@ def test_each_pad_spins_for_the_pad_then_flushes_with_its_stamps() -> None:
 
 # ---- the baselines' cache ------------------------------------------------------------------------------
 def test_baselines_cached_under_one_protocol_are_never_read_under_another(monkeypatch) -> None:
-    """v5 records hold per-round medians, v6 rounds are means: the cache key carries the protocol."""
+    """v5 records hold per-round medians, v6 rounds are means, v7 pads wait for the host's release: the cache
+    key carries the protocol."""
     from cuda_agent.judge.trusted import baselines
 
     v6 = baselines.cache_key("task", "env")
     monkeypatch.setattr(baselines, "PROTOCOL_VERSION", "fatpad-devwide-v5")
     assert baselines.cache_key("task", "env") != v6
-    assert sampler_module.PROTOCOL_VERSION.endswith("v6")
+    assert sampler_module.PROTOCOL_VERSION.endswith("v7")
 

@@ -66,6 +66,9 @@ class TimingConfig:
     # judgment that measures them runs the full budget: they serve every later judgment). On the H200
     # (2026-12-04): warm median 2.91 s against 4.48 s, the same reward as the fixed budget on every
     # judgment, A/A 0.9996. `sequential_min_rounds` timed rounds at least, before any stop.
+    # Protocol v7 (candidate/pad.py): every contender's pads wait for the host's release after the call is
+    # enqueued, so host time beyond the measured pad stays out of the events. False: v6's pads (A/B runs).
+    pad_release: bool = True
     sequential: bool = True
     sequential_min_rounds: int = 8
 
@@ -94,6 +97,12 @@ class JudgeConfig:
     # tests/adversarial passed without them.
     perturb_parameters: bool = True
     input_audit: bool = True
+    # Issue 34 item 3 (decide/reference_group.py): one preparation of the reference (secret seeds, weights
+    # moved to their generic point, verification inputs, outputs, float64 truth, audits) serves up to this
+    # many judgments of the same task in a row, as an RL group's candidates come; 1 prepares afresh for
+    # every judgment. Used only where candidates share no writable place (trusted/sandbox.py), so that no
+    # candidate can hand the shared inputs or outputs to a later one; timed rounds draw fresh inputs always.
+    reference_group_uses: int = 8
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

@@ -30,6 +30,19 @@ COVER_MAX_MS = 5.0
 # pad in all, v5's length (its flush came first and its spin ran to that deadline).
 PAD_SPIN_FLUSH_SHARE = 0.2
 
+# The host release (protocol v7): after its spin, each block's thread 0 polls a word in mapped host memory
+# until the host has written the launch's target there (the sampler writes it right after the call and its
+# end event are enqueued), then the block goes on to the flush. The spin's length (`pad_for`) was the host
+# enqueue time measured once at warm-up; when the host was slower during the rounds (a busy host: builds,
+# other workers), the call's first kernel reached the GPU after the start event and the host's time was
+# counted as device time. H200, 2026-12-04, five cold runs of row_softmax: torch.compile's host enqueue
+# measured 0.07 ms in three runs and 0.21-0.23 ms in two; with pads of 0.11-0.14 ms the compile baseline
+# read 0.082-0.088 ms with a 6-7% spread, with 0.28-0.31 ms pads 0.080 ms with 0.8-1.3%, and the reward
+# flipped. With the release the spin only sets a minimum, and no host delay reaches the events. The wait
+# is bounded (a call that waits for the GPU inside would otherwise wait for itself): it ends this long after
+# the pad's start at the latest, and such a contender gets no release (`Sampler.release_ok`).
+PAD_RELEASE_WAIT_MS = 10.0
+
 # After its flush part, every block of the pad waits (thread 0 polling a launch counter, the others at a
 # barrier) until every block of the grid finished its flush, so all SMs are released together right before
 # the start event (H200, v6 without it: a side-stream kernel started on SMs the flush freed and hid 11% of
@@ -47,13 +60,16 @@ _PAD_PTX_TEXT = r"""
 	.param .u64 p_n16,
 	.param .u64 p_spin_ns,
 	.param .u64 p_stamps,
-	.param .u64 p_hold
+	.param .u64 p_hold,
+	.param .u64 p_release,
+	.param .u64 p_release_target,
+	.param .u64 p_release_wait_ns
 )
 .maxnreg 32
 {
-	.reg .pred %p<8>;
-	.reg .b32 %r<6>;
-	.reg .b64 %rd<30>;
+	.reg .pred %p<12>;
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<35>;
 
 	mov.u64 %rd10, %globaltimer;
 	ld.param.u64 %rd1, [p_buf];
@@ -65,6 +81,25 @@ SPIN:
 	mov.u64 %rd12, %globaltimer;
 	setp.lt.u64 %p2, %rd12, %rd11;
 	@%p2 bra SPIN;
+	ld.param.u64 %rd30, [p_release];
+	setp.eq.u64 %p8, %rd30, 0;
+	@%p8 bra RELEASED;
+	mov.u32 %r6, %tid.x;
+	setp.ne.u32 %p9, %r6, 0;
+	@%p9 bra WAITED;
+	ld.param.u64 %rd31, [p_release_target];
+	ld.param.u64 %rd32, [p_release_wait_ns];
+	add.u64 %rd32, %rd10, %rd32;
+WAIT_RELEASE:
+	ld.relaxed.sys.global.u64 %rd33, [%rd30];
+	setp.ge.u64 %p10, %rd33, %rd31;
+	@%p10 bra WAITED;
+	mov.u64 %rd34, %globaltimer;
+	setp.lt.u64 %p11, %rd34, %rd32;
+	@%p11 bra WAIT_RELEASE;
+WAITED:
+	barrier.sync 0;
+RELEASED:
 	mov.u32 %r1, %ctaid.x;
 	mov.u32 %r2, %ntid.x;
 	mov.u32 %r3, %tid.x;
@@ -150,6 +185,53 @@ class Driver:
             raise RuntimeError(f"{what} failed (CUresult {status})")
 
 
+class ReleaseWord:
+    """One u64 in page-locked host memory mapped into the device's address space: the host writes
+    increasing targets to it (`release`), the pad kernel polls it (`launch(..., release=target)`). Written
+    by this process only, in order, one launch at a time on one stream."""
+
+    CU_MEMHOSTALLOC_PORTABLE = 0x01
+    CU_MEMHOSTALLOC_DEVICEMAP = 0x02
+
+    def __init__(self, host_ptr: int, device_ptr: int) -> None:
+        self.host_ptr, self.device_ptr = host_ptr, device_ptr
+        self.word = ctypes.c_uint64.from_address(host_ptr)
+        self.word.value = 0
+        self.issued = 0
+
+    @classmethod
+    def create(cls, driver: Driver) -> ReleaseWord | None:
+        """Allocate the word in the current context (None where the driver refuses: the pad then spins
+        for its measured length only, as protocol v6 did)."""
+        lib = driver.lib
+        try:
+            lib.cuMemHostAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint]
+            lib.cuMemHostGetDevicePointer_v2.argtypes = [
+                ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint,
+            ]  # fmt: skip
+        except AttributeError:
+            return None
+        host, device = ctypes.c_void_p(), ctypes.c_uint64()
+        flags = cls.CU_MEMHOSTALLOC_PORTABLE | cls.CU_MEMHOSTALLOC_DEVICEMAP
+        if lib.cuMemHostAlloc(ctypes.byref(host), 64, flags) != 0 or not host.value:
+            return None
+        if lib.cuMemHostGetDevicePointer_v2(ctypes.byref(device), host, 0) != 0 or not device.value:
+            return None
+        return cls(host.value, device.value)
+
+    def next_target(self) -> int:
+        """The target of the next launch that waits (released by `release(target)`)."""
+        self.issued += 1
+        return self.issued
+
+    def release(self, target: int) -> None:
+        """Let every launch waiting for `target` (or an earlier one) go on. A plain aligned 8-byte store:
+        the GPU's system-scope loads see it without a fence of ours (x86 stores are not reordered with
+        each other, and nothing else is published through the word)."""
+        if target > self.word.value:
+            self.word.value = target
+
+
 class FlushStamps:
     """Where the pad kernel writes when the second half of its flush began (the earliest block) and ended
     (the latest), one pair of u64 `%globaltimer` readings per event slot of a round. Reset when the round
@@ -214,23 +296,51 @@ class PadKernel:
         # of launch k waits for (k + 1) x grid; launches on one stream never overlap, so it needs no reset.
         self.hold = torch.zeros(1, dtype=torch.int64, device=buffer.device)
         self.hold_ptr = int(self.hold.data_ptr())
+        self.release = ReleaseWord.create(self.driver)  # None where mapped host memory is unavailable
 
     def new_stamps(self, slots: int) -> FlushStamps:
         """Fresh flush stamps for a round of `slots` event slots."""
         return FlushStamps(slots)
 
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0, release: int = 0) -> None:
         """Spin `spin_ms` after start, then flush (unless `flush` is False: a pure spin, the draw's cover),
-        writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere)."""
+        writing its second half's first start and last end to the two u64 at `stamps` (0: nowhere). With
+        `release` (a target from `self.release.next_target()`, 0: none) the spin also waits until the host
+        released that target, for at most PAD_RELEASE_WAIT_MS after the pad's start."""
+        word = self.release.device_ptr if release and self.release is not None else 0
+        wait_ns = int((spin_ms + PAD_RELEASE_WAIT_MS) * 1e6)
         args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
                 ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0),
-                ctypes.c_uint64(self.hold_ptr)]  # fmt: skip
+                ctypes.c_uint64(self.hold_ptr), ctypes.c_uint64(word), ctypes.c_uint64(release if word else 0),
+                ctypes.c_uint64(wait_ns)]  # fmt: skip
         params = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
         self.driver.check(
             self.driver.lib.cuLaunchKernel(self.func, self.grid, 1, 1, self.THREADS, 1, 1, 0,
                                            ctypes.c_void_p(stream), params, None),
             "cuLaunchKernel(judge_pad_flush)",
         )  # fmt: skip
+
+
+def release_target(kernel: PadKernel | None, enabled: bool) -> int:
+    """A fresh target for the next pad to wait for (0: the pad does not wait)."""
+    word = getattr(kernel, "release", None) if enabled else None
+    return word.next_target() if word is not None else 0
+
+
+def release(kernel: PadKernel | None, target: int) -> None:
+    """Let the pad waiting for `target` go on (nothing for 0)."""
+    word = getattr(kernel, "release", None) if target else None
+    if word is not None:
+        word.release(target)
+
+
+def release_policy(kernel: PadKernel | None, enabled: bool) -> str:
+    """What a sampler's pads wait for, in words (the verdict's timing policy)."""
+    if getattr(kernel, "release", None) is None:
+        return "none: the pad spins its measured length only (no mapped host memory)"
+    if not enabled:
+        return "none: the call waits for the GPU inside, so the pad spins its measured length only"
+    return f"the host's release after the call is enqueued (at most the spin + {PAD_RELEASE_WAIT_MS:g} ms)"
 
 
 def pad_for(host_ms: float) -> float:

@@ -83,14 +83,16 @@ from cuda_agent.judge.candidate.pad import (
     flush_buffer,
     pad_for,
     pad_kernel,
+    release,
+    release_target,
     sleep_cycles_per_ms,
 )
 from cuda_agent.judge.candidate.round_result import RoundResult, charge_beyond, charge_flushes, work_per_call
 from cuda_agent.judge.common.cudart import cuda_runtime
 
-# v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its total
-# work over its calls (the mean, not the median sample), the pad flushes last, work during the flush charged.
-PROTOCOL_VERSION = "fatpad-devwide-v6"
+# v3: no GC in a timed loop; v4: inputs drawn in the round; v5: drawn first; v6: a round's time is its work
+# over its calls, the pad flushes last, work during the flush charged; v7: the pad waits for the host (pad.py).
+PROTOCOL_VERSION = "fatpad-devwide-v7"
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
 COMPILE_WARMUP_CALLS = 3
@@ -160,17 +162,20 @@ class Sampler:
         self.draw_first = True
         self._pad_fixed = pad_ms is not None
 
+    # Pads wait for the host's release (pad.py, v7) once warm-up showed the call does not synchronise inside.
+    release_ok = False
+
     # ---- the pad ------------------------------------------------------------------------------------
-    def _launch_pad(self, pad_ms: float, stamps: int = 0) -> None:
+    def _launch_pad(self, pad_ms: float, stamps: int = 0, release: int = 0) -> None:
         """Keep the whole GPU busy for `pad_ms` (and a fifth of the flush allowance), then flush L2, on the
         timing stream: the flush is the last thing before the start event. `stamps`: where the pad writes
-        its flush's start and end (FlushStamps)."""
+        its flush's start and end (FlushStamps); `release`: a target the spin also waits for (pad.py)."""
         if self._cudart is not None:
             # Persisting lines survive ordinary evictions, so they are reset explicitly.
             self._cudart.cudaCtxResetPersistingL2Cache()
         spin_ms = pad_ms + PAD_SPIN_FLUSH_SHARE * self.flush_allowance_ms
         if self.kernel is not None:
-            self.kernel.launch(self.stream.cuda_stream, spin_ms, flush=True, stamps=stamps)
+            self.kernel.launch(self.stream.cuda_stream, spin_ms, flush=True, stamps=stamps, release=release)
             return
         with self.torch.cuda.stream(self.stream):
             if spin_ms > 0:
@@ -208,10 +213,11 @@ class Sampler:
             times.append(a.elapsed_time(b))
         return min(times)
 
-    def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> None:
-        """One pad length, one flush allowance (`flush_ms`, the reference's) and one cover for the draw
-        (`cover_ms`) for every contender of a judgment (the parent decides). Without `flush_ms` the sampler
-        keeps its own measurement, without `cover_ms` its own draw's cover."""
+    def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                release: bool = True) -> None:  # fmt: skip
+        """One pad, flush allowance (the reference's), draw cover and release (False: v6, A/B runs) for every
+        contender of a judgment (the parent decides); a missing flush or cover: the sampler's own."""
+        self.release_ok = self.release_ok and bool(release)
         self.pad_ms = min(PAD_MAX_MS, max(PAD_MIN_MS, float(pad_ms)))
         if flush_ms is not None:
             self.flush_allowance_ms = min(PAD_MAX_MS, max(0.0, float(flush_ms)))
@@ -240,6 +246,7 @@ class Sampler:
             if (calls >= min_calls and elapsed >= min_ms) or calls >= 10_000:
                 break
         self.host_ms = self.measure_host()
+        self.release_ok = self.host_ms > 0  # 0: the call synchronises inside; a release would wait for itself
         self.draw_ms = self.measure_draw() if self.draw is not None else 0.0
         if not self._pad_fixed:
             self.pad_ms = pad_for(self.host_ms)
@@ -398,10 +405,12 @@ class Sampler:
                     self._launch_cover(self.cover_ms)
                     args = self.draw(seeds[i])  # type: ignore[misc]
                 start, end, after = ev[slot]
-                self._launch_pad(self.pad_ms, _stamp_address(plan.stamps, slot))
+                target = release_target(self.kernel, self.release_ok)
+                self._launch_pad(self.pad_ms, _stamp_address(plan.stamps, slot), target)
                 start.record(stream)
                 result = self.fn(*args)
                 end.record(stream)
+                release(self.kernel, target)  # the call is enqueued: its host time is over before the flush
                 torch.cuda.synchronize()  # device-wide: every stream of this context
                 after.record(stream)
                 timed.append(slot)
@@ -419,9 +428,11 @@ class Sampler:
         """The same steps as a timed sample around no call: measures the synchronisation round trip and
         the pad's flush with nothing else on the GPU."""
         start, end, after = events
-        self._launch_pad(self.pad_ms, stamps)
+        target = release_target(self.kernel, self.release_ok)
+        self._launch_pad(self.pad_ms, stamps, target)
         start.record(self.stream)
         end.record(self.stream)
+        release(self.kernel, target)
         self.torch.cuda.synchronize()
         after.record(self.stream)
 

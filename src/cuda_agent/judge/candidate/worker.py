@@ -33,6 +33,7 @@ from cuda_agent.judge.candidate.torch_integrity import TorchSnapshot
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.judge_files import judge_file
+from cuda_agent.judge.common.procs import make_undumpable
 from cuda_agent.judge.common.shared_outputs import OutputBuffers
 from cuda_agent.task import Task, flatten_tensors, import_task_module
 
@@ -92,12 +93,15 @@ class CandidateWorker:
 
     def warm(self, gpu: bool) -> dict[str, Any]:
         """Before any candidate code exists: create the CUDA context and run the profiler once, whose
-        first session costs seconds (CUPTI start-up) that would otherwise land on the coverage gate."""
+        first session costs seconds (CUPTI start-up) that would otherwise land on the coverage gate. Also
+        made undumpable, so that while it waits as a spare no other candidate (same sandbox user) can read
+        or write its memory (common/procs.py)."""
+        self.undumpable = make_undumpable()
         if gpu:
             math_policy.pin()
             torch.cuda.init()
             kernel_trace.warm_profiler()
-        return {}
+        return {"undumpable": self.undumpable}
 
     def load(self, module_dir: str, state_path: str, task_path: str) -> dict[str, Any]:
         math_policy.pin()  # the reference's settings (common/math_policy.py); the candidate must keep them
@@ -238,11 +242,12 @@ class CandidateWorker:
         return {"warmup_ms": self.sampler.warmup(), "host_ms": self.sampler.host_ms, "flush_ms": self.sampler.flush_ms,
                 "draw_ms": self.sampler.draw_ms}  # fmt: skip
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                 release: bool = True) -> dict[str, Any]:  # fmt: skip
         """The pad length, flush allowance and draw cover the parent chose for every contender
         (candidate/sampler.py)."""
         assert self.sampler is not None, "time_setup first"
-        self.sampler.set_pad(pad_ms, flush_ms, cover_ms)
+        self.sampler.set_pad(pad_ms, flush_ms, cover_ms, release)
         return {}
 
     def prepare_round(self, samples: int, inputs_path: str | None = None) -> dict[str, Any]:

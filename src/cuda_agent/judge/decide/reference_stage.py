@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.decide.reference_group import describe, group_key, start_group
 from cuda_agent.judge.decide.verdict import Environment, Status
 from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool
 
@@ -38,10 +39,22 @@ class ReferenceStage:
             path.chmod(0o755)  # readable by the sandbox user; writable only by the judge
         self.task_file = self.scratch / "model.py"
         self.task_file.write_text(self.task.source)
+        key = group_key(self.task.digest, self.config)
+        group = slot.group if pool.candidates_share_no_place() and slot.group is not None else None
         with pool.gpu_lock():
-            reply = self._prepare(slot)
+            if group is not None and group.serves(key):  # the reference worker kept it (reference_group.py)
+                reply = group.hand_out(self.io_dir)
+                self.input_seeds = list(group.input_seeds)
+                self.environment = Environment(**slot.environment) if slot.environment else None
+            else:
+                slot.group = group = None
+                reply = self._prepare(slot)
         self.stages["reference"] = time.monotonic() - start
         self._check_prepared(reply)
+        if group is None and pool.candidates_share_no_place():
+            limit = self.config.reference_group_uses
+            group = slot.group = start_group(key, reply, self.input_seeds, self.io_dir, slot.root, limit)
+        self.checks["reference_preparation"] = describe(group) if group else "prepared for this judgment"
 
     def _prepare(self, slot: ReferenceSlot) -> dict:
         ref = slot.worker
@@ -125,5 +138,6 @@ class ReferenceStage:
                 "the candidate's process was changed",
             )
         self._reference_call(ref, "save_inputs", self.config.prepare_timeout_s, workdir=str(self.io_dir))
+        self.reference_slot.group = None  # input files are this candidate's: the group ends (reference_group.py)
         self.input_files = True
         self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"

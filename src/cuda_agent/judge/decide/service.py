@@ -31,6 +31,11 @@ from cuda_agent.judge.decide.verdict import Status, Verdict, failure, stage_outc
 from cuda_agent.judge.trusted.pool import WorkerPool, pin_current_thread
 from cuda_agent.task import Task, TaskError, load_task
 
+# Candidate workers a long-lived service keeps warm per GPU (pool.py `spare_candidates`): a batch's lane
+# takes one every 2-3 s and one takes about 4 s to warm, two at a time. Each holds a CUDA context (about
+# 0.5 GB of GPU memory) and an imported torch (about 0.4 GB of host memory).
+LONG_LIVED_SPARES = 3
+
 Item = Path | tuple[Path, Task | None]
 
 
@@ -72,8 +77,9 @@ class JudgeService:
         root = scratch_root(self.config)
         root.mkdir(parents=True, exist_ok=True)
         single = devices is None
+        spares = LONG_LIVED_SPARES if keep_warm else 1
         self.pools = [
-            WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm)
+            WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm, spare_candidates=spares)
             for d, cpus in zip(self.devices, lane_cpus, strict=True)
         ]
         self._free_lanes: queue.Queue[WorkerPool] = queue.Queue()

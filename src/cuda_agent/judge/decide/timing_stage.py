@@ -96,9 +96,9 @@ class TimingStage:
         # where that is longer (a longer cover only lengthens every contender's walls alike).
         flush = flush_allowance(made)
         draws, cover = draw_cover(made, setup)
-        self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover)
+        self._reference_call(ref, "time_pad", 60, pad_ms=pad, flush_ms=flush, cover_ms=cover, release=tc.pad_release)
         self._candidate_call(cand, "time_pad", 60, "setting the timing pad", pad_ms=pad, flush_ms=flush,
-                             cover_ms=cover)  # fmt: skip
+                             cover_ms=cover, release=tc.pad_release)  # fmt: skip
         rounds: dict[str, list[list[float]]] = {"candidate": [], "eager": [], "compile": []}
         walls: dict[str, list[float]] = {"candidate": [], "eager": [], "compile": []}
         reference_rounds: list[tuple[float, float, list[float]]] = []  # eager ones: for the HostClock
@@ -264,7 +264,9 @@ class TimingStage:
         self.stages["timing"] = time.monotonic() - start
         policy = {
             "measures": ("device time per call: each round's total over its calls (each call between its own "
-                         "events after the pad), host launch overhead hidden up to the pad, every stream"),
+                         "events after the pad), host launch overhead hidden by the pad, which waits for the host's release, every "
+                         "stream"),
+            "pad_release": made.get("pad_release") if tc.pad_release else "off (TimingConfig.pad_release: v6 pads)",
             "pad_ms": round(pad, 4), "flush_allowance_ms": None if flush is None else round(flush, 4), "host_enqueue_ms": {k: round(v, 4) for k, v in hosts.items()},
             "inputs": ("drawn by the reference before each round, read in its set-up (a task whose inputs a seed "
                        "does not reproduce)") if self.input_files else "drawn inside each timed round, from seeds sent with it",

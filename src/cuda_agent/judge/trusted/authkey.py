@@ -20,7 +20,6 @@ A record that fails verification is ignored (and re-measured), never trusted.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import hashlib
 import hmac
@@ -29,8 +28,9 @@ import secrets
 import stat
 from pathlib import Path
 
+from cuda_agent.judge.common.procs import make_undumpable
+
 KEY_BYTES = 32
-PR_SET_DUMPABLE = 4
 
 
 class KeyUnavailable(RuntimeError):
@@ -93,14 +93,6 @@ def machine_key(folder: Path | None = None) -> bytes:
         return os.read(fd, KEY_BYTES)
     finally:
         os.close(fd)
-
-
-def make_undumpable() -> bool:
-    """PR_SET_DUMPABLE 0: /proc/PID/mem and ptrace of this process need CAP_SYS_PTRACE from now on."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 @functools.cache

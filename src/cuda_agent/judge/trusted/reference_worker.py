@@ -33,6 +33,7 @@ import torch
 from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
+from cuda_agent.judge.candidate.pad import release_policy
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
@@ -293,6 +294,15 @@ class ReferenceWorker:
         except Exception as exc:
             return {"values": None, "reason": f"{type(exc).__name__}: {exc}"[:300]}
 
+    def end_candidate(self) -> dict[str, Any]:
+        """Drop what one candidate's judgment added (timing samplers, input-file rounds, the candidate's
+        mapped buffers) and keep the preparation (model, inputs, outputs, truth, audits) for the next
+        judgment of the task's group (decide/reference_group.py): nothing after `prepare` writes to it."""
+        self.samplers, self.round_sets = {}, {}
+        self.shared.close()
+        torch.cuda.empty_cache()
+        return {}
+
     def end_judgment(self) -> dict[str, Any]:
         """Drop everything of the judgment that ended (model, outputs, timing sets, the candidate's
         mapped buffers): a kept worker then holds little more than its CUDA context between judgments."""
@@ -379,7 +389,9 @@ class ReferenceWorker:
         # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
         # no candidate code reached.
         eager = self.samplers.get("eager")
+        release = {mode: release_policy(s.kernel, s.release_ok) for mode, s in self.samplers.items() if mode in modes}
         return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "compile_mode": compile_mode,
+                "pad_release": release,
                 "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
 
     def _best_compile_build(self, builds: int, windows: int, samples: int,
@@ -414,13 +426,15 @@ class ReferenceWorker:
         else:
             eager.draw_ms = eager.measure_draw()
         eager.set_pad(pad_ms, eager.flush_ms)
-        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms}
+        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms,
+                "pad_release": {"eager": release_policy(eager.kernel, eager.release_ok)}}
 
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None) -> dict[str, Any]:
+    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
+                 release: bool = True) -> dict[str, Any]:  # fmt: skip
         """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
         candidate/sampler.py)."""
         for sampler in self.samplers.values():
-            sampler.set_pad(pad_ms, flush_ms, cover_ms)
+            sampler.set_pad(pad_ms, flush_ms, cover_ms, release)
         return {}
 
     def time_round(self, mode: str, samples: int) -> dict[str, Any]:
@@ -489,6 +503,7 @@ def main() -> None:
             "save_inputs": worker.save_inputs,
             "read_probe": worker.read_probe,
             "end_judgment": worker.end_judgment,
+            "end_candidate": worker.end_candidate,
             "compare_timing": worker.compare_timing,
             "draw_round": worker.draw_round,
             "free_memory": worker.free_memory,
