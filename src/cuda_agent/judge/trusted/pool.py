@@ -46,7 +46,7 @@ from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.common.procs import scrubbed_env
 from cuda_agent.judge.trusted.build import cache_root
 from cuda_agent.judge.trusted.freeze import ProcessTree
-from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox
+from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candidates_share_no_place
 
 REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
 CANDIDATE_WORKER = "cuda_agent.judge.candidate.worker"
@@ -176,7 +176,9 @@ class WorkerPool:
         out_dir = folder / "out"
         out_dir.mkdir(parents=True)
         sandbox = candidate_sandbox()
-        if sandbox.uid is not None:  # a uid this judge used before: whatever still runs as it goes first
+        # A uid of its own (with private places) that this judge used before: whatever still runs as it goes
+        # first. Never with the shared sandbox user, whose other processes are the live spares.
+        if sandbox.uid is not None and sandbox.places is not None:
             kill_strays(sandbox.uid, set())
         sandbox.give(folder)
         # With private places the candidate reaches its folder through its own mount namespace, and no
@@ -256,7 +258,8 @@ class WorkerPool:
         """Whether candidates judged one after another on this pool share no writable place (private
         world-writable folders and IPC, a sandbox user apart from the judge's; trusted/sandbox.py): the
         condition for one reference preparation to serve a group of them (decide/reference_group.py)."""
-        return False  # until the sandbox reports private places (trusted/sandbox.py)
+        candidate_sandbox()  # probed once per process
+        return bool(candidates_share_no_place())
 
     # ---- retirement after the verdict -------------------------------------------------------------------
     def retire_later(self, cleanup: Callable[[], None]) -> None:

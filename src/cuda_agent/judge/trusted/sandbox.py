@@ -53,6 +53,17 @@ SANDBOX_USER = "cuda-agent-sandbox"
 # the warmed spare that will run the next candidate) and signal each other. The uid is made of this judge
 # process's pid and a counter, so no two live candidates on the machine share one; it needs no passwd
 # entry (USER, LOGNAME and HOME are set for it).
+# Private places and a uid per candidate are written and tested on the CPU (tests/judge/
+# test_sandbox_private_places.py) but not yet run with CUDA: until a GPU run shows every candidate of the
+# adversarial suite judged as before, they are on only where this is "1" (and so are reference groups,
+# which need them: decide/reference_group.py).
+PRIVATE_PLACES_ENV = "CUDA_AGENT_PRIVATE_PLACES"
+
+
+def private_places_enabled() -> bool:
+    return os.environ.get(PRIVATE_PLACES_ENV, "") == "1"
+
+
 CANDIDATE_UID_BASE = 1 << 28
 UIDS_PER_JUDGE = 512  # a judge process reuses a uid after this many candidates (the old one long gone)
 _UID_COUNTER = itertools.count()
@@ -381,7 +392,7 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         _PROBED["net"] = root and _can_unshare_network()
         # Private places only matter between candidates of the sandbox user: a candidate running as the
         # judge's user can write wherever the judge can.
-        _PROBED["places"] = _private_places() if _PROBED["user"] else None
+        _PROBED["places"] = _private_places() if _PROBED["user"] and private_places_enabled() else None
     user = _PROBED["user"]
     isolate = bool(_PROBED["net"])
     places = _PROBED["places"] if isinstance(_PROBED["places"], PrivatePlaces) else None
@@ -393,10 +404,12 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         else "NOT isolated (needs root for unshare)",
     }
     if isinstance(user, tuple):
-        sandbox.uid, sandbox.gid = candidate_uid(), user[1]
+        own_uid = _PROBED["places"] is not None
+        sandbox.uid, sandbox.gid = (candidate_uid() if own_uid else user[0]), user[1]
         sandbox.limits = Limits(processes=processes, open_files=open_files)
         protections["user"] = (
             f"unprivileged uid {sandbox.uid} of its own, group {SANDBOX_USER}; writes only to its scratch"
+            if own_uid else f"unprivileged user {SANDBOX_USER} (uid {user[0]}); writes only to its scratch"
         )
         protections["processes"] = f"at most {processes} processes and threads"
     else:
@@ -412,6 +425,11 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
             + ", ".join(places.covered)
             + f"), {len(places.sealed)} world-writable files made read-only, its own folder kept, the "
             "judge's scratch read-only; SysV IPC and POSIX message queues of its own"
+        )
+    elif isinstance(user, tuple) and not private_places_enabled():
+        protections["private_places"] = (
+            f"off: candidates share /tmp, /dev/shm and SysV IPC ({PRIVATE_PLACES_ENV}=1 turns private places on;"
+            " off by default until run on a GPU)"
         )
     elif isinstance(user, tuple):
         protections["private_places"] = (
