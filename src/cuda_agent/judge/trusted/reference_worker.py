@@ -389,7 +389,7 @@ class ReferenceWorker:
         # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
         # no candidate code reached.
         eager = self.samplers.get("eager")
-        release = {mode: release_policy(s.kernel, s.release_ok) for mode, s in self.samplers.items() if mode in modes}
+        release = {mode: _pad_release(s) for mode, s in self.samplers.items() if mode in modes}
         return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "compile_mode": compile_mode,
                 "pad_release": release,
                 "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
@@ -427,7 +427,7 @@ class ReferenceWorker:
             eager.draw_ms = eager.measure_draw()
         eager.set_pad(pad_ms, eager.flush_ms)
         return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms,
-                "pad_release": {"eager": release_policy(eager.kernel, eager.release_ok)}}
+                "pad_release": {"eager": _pad_release(eager)}}
 
     def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
                  release: bool = True) -> dict[str, Any]:  # fmt: skip
@@ -462,6 +462,11 @@ class ReferenceWorker:
 
     def exit(self) -> dict[str, Any]:
         return {}
+
+
+def _pad_release(sampler: Any) -> str:
+    """What a baseline sampler's pads wait for (pad.py), for the verdict's timing policy."""
+    return release_policy(getattr(sampler, "kernel", None), bool(getattr(sampler, "release_ok", False)))
 
 
 def _keep(t: torch.Tensor) -> torch.Tensor:
