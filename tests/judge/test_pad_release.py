@@ -162,20 +162,26 @@ def _instructions(ptx: str) -> list[str]:
 
 def test_the_pad_polls_the_release_between_its_spin_and_its_flush() -> None:
     """After the spin to its deadline and before the first store of the flush: where a release word was
-    given, thread 0 of each block polls it with system-scope loads until it reaches the target or the wait's
-    bound passes, and every thread of the block waits at a barrier for it; without a word all skip it."""
+    given, thread 0 of block 0 polls it with system-scope loads until it reaches the target or the wait's
+    bound passes, then opens a device gate word; thread 0 of every other block polls the gate (one reader
+    over PCIe), bounded alike; every thread of a block waits at a barrier; without a word all skip it."""
     lines = _instructions(PAD_PTX)
     spin_end = lines.index("@%p2 bra SPIN;")
     first_store = next(i for i, line in enumerate(lines) if line.startswith("st.global"))
-    wait = lines.index("WAIT_RELEASE:")
-    assert spin_end < wait < first_store
+    assert spin_end < lines.index("WAIT_RELEASE:") < lines.index("WAIT_GATE:") < first_store
     block = lines[spin_end + 1 : lines.index("RELEASED:") + 1]
     assert block[:3] == ["ld.param.u64 %rd30, [p_release];", "setp.eq.u64 %p8, %rd30, 0;", "@%p8 bra RELEASED;"]
-    assert "mov.u32 %r6, %tid.x;" in block and "@%p9 bra WAITED;" in block  # threads other than 0 go to the barrier
-    poll = block[block.index("WAIT_RELEASE:") : block.index("WAITED:")]
-    assert poll[1] == "ld.relaxed.sys.global.u64 %rd33, [%rd30];", "a host-written word needs a system-scope load"
-    assert "setp.ge.u64 %p10, %rd33, %rd31;" in poll and "@%p10 bra WAITED;" in poll
-    assert "mov.u64 %rd34, %globaltimer;" in poll and "@%p11 bra WAIT_RELEASE;" in poll, "the wait is bounded"
+    assert "mov.u32 %r6, %tid.x;" in block and "@%p9 bra WAITED;" in block  # threads other than 0: the barrier
+    assert "mov.u32 %r7, %ctaid.x;" in block and "@%p12 bra WAIT_GATE;" in block  # blocks other than 0: the gate
+    host = block[block.index("WAIT_RELEASE:") : block.index("OPEN_GATE:")]
+    assert host[1] == "ld.relaxed.sys.global.u64 %rd33, [%rd30];", "a host-written word needs a system-scope load"
+    assert "@%p10 bra OPEN_GATE;" in host and "@%p11 bra WAIT_RELEASE;" in host and "mov.u64 %rd34, %globaltimer;" in host
+    opened = block[block.index("OPEN_GATE:") : block.index("WAIT_GATE:")]
+    assert opened[1] == "st.relaxed.gpu.global.u64 [%rd35], %rd31;", "the gate opens even when the wait timed out"
+    gate = block[block.index("WAIT_GATE:") : block.index("WAITED:")]
+    assert gate[1] == "ld.relaxed.gpu.global.u64 %rd36, [%rd35];" and "@%p14 bra WAIT_GATE;" in gate
+    assert "mov.u64 %rd37, %globaltimer;" in gate, "the gate's wait is bounded too"
+    assert sum("sys.global" in line for line in lines) == 1, "only block 0 reads host memory"
     assert block[-3:] == ["WAITED:", "barrier.sync 0;", "RELEASED:"]
     assert PAD_RELEASE_WAIT_MS <= 50, "a bound longer than a round would let one call stall the judgment"
 

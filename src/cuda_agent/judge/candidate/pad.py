@@ -30,9 +30,11 @@ COVER_MAX_MS = 5.0
 # pad in all, v5's length (its flush came first and its spin ran to that deadline).
 PAD_SPIN_FLUSH_SHARE = 0.2
 
-# The host release (protocol v7): after its spin, each block's thread 0 polls a word in mapped host memory
+# The host release (protocol v7): after its spin, thread 0 of block 0 polls a word in mapped host memory
 # until the host has written the launch's target there (the sampler writes it right after the call and its
-# end event are enqueued), then the block goes on to the flush. The spin's length (`pad_for`) was the host
+# end event are enqueued), then opens a gate word in device memory that thread 0 of every other block polls
+# (one reader over PCIe, not one per block: the host's own launches travel the same link), and each block
+# goes on to the flush. The spin's length (`pad_for`) was the host
 # enqueue time measured once at warm-up; when the host was slower during the rounds (a busy host: builds,
 # other workers), the call's first kernel reached the GPU after the start event and the host's time was
 # counted as device time. H200, 2026-12-04, five cold runs of row_softmax: torch.compile's host enqueue
@@ -63,13 +65,14 @@ _PAD_PTX_TEXT = r"""
 	.param .u64 p_hold,
 	.param .u64 p_release,
 	.param .u64 p_release_target,
-	.param .u64 p_release_wait_ns
+	.param .u64 p_release_wait_ns,
+	.param .u64 p_gate
 )
 .maxnreg 32
 {
-	.reg .pred %p<12>;
-	.reg .b32 %r<7>;
-	.reg .b64 %rd<35>;
+	.reg .pred %p<15>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<38>;
 
 	mov.u64 %rd10, %globaltimer;
 	ld.param.u64 %rd1, [p_buf];
@@ -90,13 +93,27 @@ SPIN:
 	ld.param.u64 %rd31, [p_release_target];
 	ld.param.u64 %rd32, [p_release_wait_ns];
 	add.u64 %rd32, %rd10, %rd32;
+	ld.param.u64 %rd35, [p_gate];
+	mov.u32 %r7, %ctaid.x;
+	setp.ne.u32 %p12, %r7, 0;
+	@%p12 bra WAIT_GATE;
 WAIT_RELEASE:
 	ld.relaxed.sys.global.u64 %rd33, [%rd30];
 	setp.ge.u64 %p10, %rd33, %rd31;
-	@%p10 bra WAITED;
+	@%p10 bra OPEN_GATE;
 	mov.u64 %rd34, %globaltimer;
 	setp.lt.u64 %p11, %rd34, %rd32;
 	@%p11 bra WAIT_RELEASE;
+OPEN_GATE:
+	st.relaxed.gpu.global.u64 [%rd35], %rd31;
+	bra.uni WAITED;
+WAIT_GATE:
+	ld.relaxed.gpu.global.u64 %rd36, [%rd35];
+	setp.ge.u64 %p13, %rd36, %rd31;
+	@%p13 bra WAITED;
+	mov.u64 %rd37, %globaltimer;
+	setp.lt.u64 %p14, %rd37, %rd32;
+	@%p14 bra WAIT_GATE;
 WAITED:
 	barrier.sync 0;
 RELEASED:
@@ -297,6 +314,9 @@ class PadKernel:
         self.hold = torch.zeros(1, dtype=torch.int64, device=buffer.device)
         self.hold_ptr = int(self.hold.data_ptr())
         self.release = ReleaseWord.create(self.driver)  # None where mapped host memory is unavailable
+        # The device word block 0 opens for the others once the host released the launch (targets only grow).
+        self.gate = torch.zeros(1, dtype=torch.int64, device=buffer.device)
+        self.gate_ptr = int(self.gate.data_ptr())
 
     def new_stamps(self, slots: int) -> FlushStamps:
         """Fresh flush stamps for a round of `slots` event slots."""
@@ -312,7 +332,7 @@ class PadKernel:
         args = [ctypes.c_uint64(self.buffer_ptr), ctypes.c_uint64(self.n16 if flush else 0),
                 ctypes.c_uint64(max(0, int(spin_ms * 1e6))), ctypes.c_uint64(stamps if flush else 0),
                 ctypes.c_uint64(self.hold_ptr), ctypes.c_uint64(word), ctypes.c_uint64(release if word else 0),
-                ctypes.c_uint64(wait_ns)]  # fmt: skip
+                ctypes.c_uint64(wait_ns), ctypes.c_uint64(self.gate_ptr)]  # fmt: skip
         params = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args))
         self.driver.check(
             self.driver.lib.cuLaunchKernel(self.func, self.grid, 1, 1, self.THREADS, 1, 1, 0,
