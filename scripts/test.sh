@@ -7,8 +7,27 @@ bash scripts/setup.sh
 # verl (recipes/cuda_agent/, tests/verl/): its own environment, since verl 0.9.1 pins transformers<5.11
 # (scripts/setup_verl.sh, ~1-2 min the first time). Runs with the full suite, i.e. without arguments;
 # CUDA_AGENT_SKIP_VERL=1 leaves it out. The main run below skips tests/verl (no verl in .venv).
+# The verl part (mostly unpacking wheels and importing) runs beside the main suite, which waits on
+# compilers and servers much of the time; its output comes after the main suite's (issue 32: <= 15 min).
+verl_pid=""
+verl_log=$(mktemp -t cuda-agent-verl-tests.XXXXXX)
 if [ $# -eq 0 ] && [ -z "${CUDA_AGENT_SKIP_VERL:-}" ]; then
-    bash scripts/setup_verl.sh
-    .venv-verl/bin/python -m pytest tests/verl
+    (bash scripts/setup_verl.sh && .venv-verl/bin/python -m pytest tests/verl) > "$verl_log" 2>&1 &
+    verl_pid=$!
+    trap 'kill "$verl_pid" 2>/dev/null || true' INT TERM
+    echo "[test] tests/verl runs beside the main suite; its output follows the main suite's"
 fi
-exec .venv/bin/python -m pytest "$@"
+status=0
+.venv/bin/python -m pytest "$@" || status=$?
+if [ -n "$verl_pid" ]; then
+    verl_status=0
+    wait "$verl_pid" || verl_status=$?
+    echo "===== tests/verl (.venv-verl), run beside the main suite ====="
+    cat "$verl_log"
+    if [ "$verl_status" -ne 0 ]; then
+        echo "[test] tests/verl failed (exit $verl_status)"
+        [ "$status" -ne 0 ] || status=$verl_status
+    fi
+fi
+rm -f "$verl_log"
+exit "$status"
