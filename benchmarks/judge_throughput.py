@@ -165,6 +165,8 @@ def brief(verdict: Any) -> dict[str, Any]:
         "draw": _draw_policy(timing.policy if timing else {}),
         "compiled": list(build.get("compiled", [])) if isinstance(build, dict) else None,
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
+        # A reference preparation shared with earlier judgments of the task (decide/reference_group.py).
+        "shared_preparation": str(checks.get("reference_preparation", "")).startswith("shared"),
     }
 
 
@@ -181,6 +183,12 @@ def describe(b: dict[str, Any]) -> str:
     return (f"ok reward {b['reward']}, candidate {fmt(b['candidate_ms'], '.4f')} ms, eager "
             f"{fmt(b['eager_ms'], '.4f')} ms, compile {fmt(b['compile_ms'], '.4f')} ms "
             f"(baselines {b['baseline_source']}), compiled {b['compiled']}")  # fmt: skip
+
+
+def _shared_preparations(records: list[dict[str, Any]]) -> tuple[int, int]:
+    """(verdicts whose reference preparation was shared with an earlier one of the task, verdicts)."""
+    judged = [r["verdict"] for r in records if isinstance(r.get("verdict"), dict)]
+    return sum(bool(v.get("shared_preparation")) for v in judged), len(judged)
 
 
 class Journal:
@@ -738,6 +746,11 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         for name, g in groups.items():
             print(f"  group {name[:34]:<34} n {g['n']}, first {fmt(g['first_s'], '.1f')} s, last "
                   f"{fmt(g['last_s'], '.1f')} s" + (f", {g['not_ok']} not ok" if g["not_ok"] else ""))  # fmt: skip
+    shared = {phase: _shared_preparations(records) for phase, records in (("batch", batch), ("rl", rl_records))}
+    for phase, (n_shared, n_judged) in shared.items():
+        if n_judged:
+            print(f"reference preparations shared, {phase}: {n_shared} of {n_judged} verdicts (groups need private "
+                  "places: CUDA_AGENT_PRIVATE_PLACES=1, trusted/sandbox.py)")  # fmt: skip
     batch_idle = report["batch"].get("gpu_idle")
     rl_idle = rl["gpu_idle"] if rl else None
     if batch:
@@ -805,6 +818,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "rl_group_last_s": group_last,
         "rl_groups": groups,
         "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
+        "shared_preparations": {phase: {"shared": a, "of": b} for phase, (a, b) in shared.items()},
         "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),

@@ -267,3 +267,18 @@ def test_bad_arguments_stop_with_a_usage_error(argv: list[str], message: str,
     with pytest.raises(SystemExit) as stop:
         bench.parse_args(argv)
     assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_shared_reference_preparations_are_counted_per_phase(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Reference groups (decide/reference_group.py): the benchmark says how many verdicts of each phase ran on
+    a preparation shared with an earlier judgment of the task, so a run shows whether groups were on."""
+    rl = rl_report(2, 4, 10.0, idle_figures(0.1))
+    for i, record in enumerate(rl["records"]):
+        record["verdict"]["shared_preparation"] = i % 4 != 0  # the first of each group prepares
+    bench.finish(report(2.4, 8, 10.0, idle_figures(0.1), rl), tmp_path, 60.0)
+    out = capsys.readouterr().out
+    assert "reference preparations shared, rl: 6 of 8 verdicts" in out
+    assert "reference preparations shared, batch: 0 of 8 verdicts" in out
+    summary = json.loads((tmp_path / "judge_throughput.json").read_text())["summary"]
+    assert summary["shared_preparations"] == {"batch": {"shared": 0, "of": 8}, "rl": {"shared": 6, "of": 8}}
