@@ -1,2 +1,36 @@
 """Fixtures shared by the judge tests (the warmed shared cache, `warm_root`, lives in tests/conftest.py: the
 eval and service tests' servers read it too)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def cpu_pool_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., object]]:
+    """WorkerPools with real worker processes whose GPU warm-up is skipped (this machine has no GPU), in
+    this test's own cache and machine folders; closed after the test."""
+    from cuda_agent.judge.common.channel import WorkerHandle
+    from cuda_agent.judge.trusted.pool import WorkerPool
+
+    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle) -> str | None:
+        reply = worker.call("warm", 120, gpu=False)
+        return None if reply.get("ok") else str(reply)
+
+    monkeypatch.setattr(WorkerPool, "_warm", warm_without_gpu)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    made: list[WorkerPool] = []
+
+    def make(**kwargs: object) -> WorkerPool:
+        pool = WorkerPool(tmp_path, **kwargs)  # type: ignore[arg-type]
+        pool.start()
+        made.append(pool)
+        return pool
+
+    yield make
+    for pool in made:
+        pool.close()

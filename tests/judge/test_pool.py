@@ -17,18 +17,8 @@ from cuda_agent.judge.trusted.pool import WorkerPool, judges_dir, kill_strays, m
 
 
 @pytest.fixture
-def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkerPool:
-    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle) -> str | None:
-        reply = worker.call("warm", 120, gpu=False)
-        return None if reply.get("ok") else str(reply)
-
-    monkeypatch.setattr(WorkerPool, "_warm", warm_without_gpu)
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
-    created = WorkerPool(tmp_path, kept_references=1)
-    created.start()
-    yield created
-    created.close()
+def pool(cpu_pool_factory) -> WorkerPool:
+    return cpu_pool_factory(kept_references=1)
 
 
 def test_each_candidate_gets_a_fresh_process_and_folder(pool: WorkerPool) -> None:

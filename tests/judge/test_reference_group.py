@@ -58,20 +58,8 @@ def test_groups_of_one_are_no_groups(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WorkerPool:
-    from cuda_agent.judge.common.channel import WorkerHandle
-
-    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle) -> str | None:
-        reply = worker.call("warm", 120, gpu=False)
-        return None if reply.get("ok") else str(reply)
-
-    monkeypatch.setattr(WorkerPool, "_warm", warm_without_gpu)
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
-    created = WorkerPool(tmp_path, kept_references=2)
-    created.start()
-    yield created
-    created.close()
+def pool(cpu_pool_factory) -> WorkerPool:
+    return cpu_pool_factory(kept_references=2)
 
 
 def test_the_pool_keeps_a_reusable_preparation_in_the_worker_and_drops_a_spent_one(pool: WorkerPool,
