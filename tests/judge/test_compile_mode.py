@@ -117,7 +117,7 @@ def test_each_build_is_compiled_in_the_mode_asked(monkeypatch: pytest.MonkeyPatc
 
 def test_time_setup_hands_the_mode_to_every_build(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
-    from cuda_agent.judge.trusted import reference_worker
+    from cuda_agent.judge.trusted import reference_timing, reference_worker
 
     class Built(Exception):
         pass
@@ -128,10 +128,8 @@ def test_time_setup_hands_the_mode_to_every_build(monkeypatch: pytest.MonkeyPatc
         seen.append((number, mode))
         raise Built
 
-    monkeypatch.setattr(reference_worker, "compile_build", build)
-    monkeypatch.setattr(
-        reference_worker, "fresh_compiles", lambda: None
-    )  # leaves this process's inductor alone
+    monkeypatch.setattr(reference_timing, "compile_build", build)
+    monkeypatch.setattr(reference_timing, "fresh_compiles", lambda: None)  # leaves this process's inductor alone
     monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: None)
     worker = reference_worker.ReferenceWorker()
     with pytest.raises(Built):

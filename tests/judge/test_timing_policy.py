@@ -157,7 +157,7 @@ def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch)
     verification calls); a process that has is slower per CUDA call, and the host clock compares the two
     processes. So the reference's worker runs a profiler session before it times anything in a judgment:
     measured baselines (`time_setup`) and the clock rounds of cached ones (`clock_setup`)."""
-    from cuda_agent.judge.trusted import reference_worker
+    from cuda_agent.judge.trusted import reference_timing, reference_worker
 
     sessions: list[str] = []
 
@@ -179,7 +179,7 @@ def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch)
             pass
 
     monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: sessions.append("profiled"))
-    monkeypatch.setattr(reference_worker, "Sampler", Timer)
+    monkeypatch.setattr(reference_timing, "Sampler", Timer)
     worker = reference_worker.ReferenceWorker()
     worker.clock_setup(0.3)
     assert sessions == ["profiled", "sampler"], "the clock rounds' sampler was made before any profiling"

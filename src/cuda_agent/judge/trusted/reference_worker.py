@@ -1,4 +1,5 @@
-"""The trusted worker: runs the reference, makes inputs, compares outputs, times the baselines.
+"""The trusted worker: runs the reference, makes inputs, compares outputs, times the baselines (the timing
+commands in reference_timing.py).
 
 It never imports candidate code; candidate outputs reach it only as tensor files, bounds-checked as
 untrusted (tensorfile.py). Inputs are not sent: both workers draw them from the same seeds (inputs.py).
@@ -18,12 +19,9 @@ Facts of the reward established here, outside the candidate's reach (docs/design
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import secrets
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,8 +31,7 @@ import torch
 from cuda_agent.judge.candidate import aliasing, kernel_trace
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-from cuda_agent.judge.candidate.pad import release_policy
-from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
+from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
@@ -42,10 +39,10 @@ from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, pert
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, describe
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
-from cuda_agent.judge.trusted.compile_modes import DEFAULT as DEFAULT_COMPILE_MODE
 from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
 from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.judge.trusted.output_verdict import judge_outputs
+from cuda_agent.judge.trusted.reference_timing import BaselineTiming
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
 # Warm-up calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
@@ -57,10 +54,10 @@ MAX_TIMING_SETS = 8
 SHARED_SLACK_BYTES = 16 << 20
 PROBE_BYTES = 16 << 20
 
-__all__ = ["ReferenceWorker", "judge_outputs", "main", "vary_constant_state"]
+__all__ = ["ReferenceWorker", "compile_build", "fresh_compiles", "judge_outputs", "main", "vary_constant_state"]
 
 
-class ReferenceWorker:
+class ReferenceWorker(BaselineTiming):
     def __init__(self) -> None:
         self.module: Any = None
         self._judgments = 0
@@ -366,90 +363,6 @@ class ReferenceWorker:
         free, total = torch.cuda.mem_get_info()
         return {"free": free, "total": total}
 
-    def time_setup(self, modes: list[str], compile_builds: int = 1, build_windows: int = 2,
-                   samples: int = 10, compile_mode: str = DEFAULT_COMPILE_MODE) -> dict[str, Any]:  # fmt: skip
-        """Warm up the baselines. torch.compile is built in `compile_mode` (compile_modes.py) `compile_builds`
-        times from scratch (inductor's caches off, so each build re-generates and re-autotunes its kernels),
-        each build is timed over `build_windows` windows, and the fastest build is the baseline: one unlucky
-        autotuning choice no longer decides a cold judgment's reward. Returns warm-up and host enqueue times,
-        every build's median and the mode the builds were made in."""
-        kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
-        warm: dict[str, float] = {}
-        host: dict[str, float] = {}
-        builds_ms: list[float] = []
-        for mode in modes:
-            if mode == "compile":
-                sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples, compile_mode)
-            else:
-                sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
-            warm[mode] = sampler.warmup()
-            host[mode] = sampler.host_ms
-            self.samplers[mode] = sampler
-        # The flush allowance every contender's pad gets and the draw's host time the cover must hide (the
-        # eager sampler's: the host clock's calibration runs on eager rounds); measured here, in a process
-        # no candidate code reached.
-        eager = self.samplers.get("eager")
-        release = {mode: _pad_release(s) for mode, s in self.samplers.items() if mode in modes}
-        return {"warmup_ms": warm, "host_ms": host, "compile_builds_ms": builds_ms, "compile_mode": compile_mode,
-                "pad_release": release,
-                "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
-
-    def _best_compile_build(self, builds: int, windows: int, samples: int,
-                            mode: str = DEFAULT_COMPILE_MODE) -> tuple[Sampler, list[float]]:  # fmt: skip
-        fresh_compiles()
-        best: tuple[float, Sampler] | None = None
-        medians = []
-        for build in range(max(1, builds)):
-            fn = compile_build(self.model, build, mode)
-            with torch.no_grad():
-                for _ in range(COMPILE_WARMUP_CALLS):
-                    fn(*self.timing_sets[0])
-            sampler = Sampler(fn, self.timing_sets, draw=self._draw)
-            sampler.warmup()
-            # The build's time: the median over its windows of each round's work per call (protocol v6).
-            median = statistics.median(self._round(sampler, samples).per_call_ms for _ in range(max(1, windows)))
-            medians.append(median)
-            if best is None or median < best[0]:
-                best = (median, sampler)
-        assert best is not None
-        return best[1], medians
-
-    def clock_setup(self, pad_ms: float) -> dict[str, Any]:
-        """An eager sampler with the judgment's pad, for the host clock's calibration rounds when the
-        baselines are cached (made once per worker; a warm worker keeps the one it timed baselines with).
-        Its draw's host time is measured again: this judgment's cover follows this host now."""
-        kernel_trace.warm_profiler()  # this judgment's candidate worker has traced its calls (kernel_trace.py)
-        eager = self.samplers.get("eager")
-        if eager is None:  # its warm-up measures the draw
-            eager = self.samplers["eager"] = Sampler(self.model, self.timing_sets, draw=self._draw)
-            eager.warmup()
-        else:
-            eager.draw_ms = eager.measure_draw()
-        eager.set_pad(pad_ms, eager.flush_ms)
-        return {"host_ms": eager.host_ms, "flush_ms": eager.flush_ms, "draw_ms": eager.draw_ms,
-                "pad_release": {"eager": _pad_release(eager)}}
-
-    def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
-                 release: bool = True) -> dict[str, Any]:  # fmt: skip
-        """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
-        candidate/sampler.py)."""
-        for sampler in self.samplers.values():
-            sampler.set_pad(pad_ms, flush_ms, cover_ms, release)
-        return {}
-
-    def time_round(self, mode: str, samples: int) -> dict[str, Any]:
-        """One round of a baseline, its inputs drawn inside it (from seeds made here) as a candidate
-        round's are, every call kept as the candidate's are: the host clock compares the two walls."""
-        return self._round(self.samplers[mode], samples).reply()
-
-    def _round(self, sampler: Sampler, samples: int) -> Any:
-        began = time.perf_counter()
-        for other in self.samplers.values():  # one round's calls kept at a time, as in the candidate's worker
-            other.release()
-        released_ms = (time.perf_counter() - began) * 1000
-        result = sampler.round(samples, seeds=[secrets.randbits(62) for _ in range(samples)])
-        return dataclasses.replace(result, setup_ms=result.setup_ms + released_ms)
-
     def environment(self) -> dict[str, Any]:
         props = torch.cuda.get_device_properties(0)
         return {
@@ -462,11 +375,6 @@ class ReferenceWorker:
 
     def exit(self) -> dict[str, Any]:
         return {}
-
-
-def _pad_release(sampler: Any) -> str:
-    """What a baseline sampler's pads wait for (pad.py), for the verdict's timing policy."""
-    return release_policy(getattr(sampler, "kernel", None), bool(getattr(sampler, "release_ok", False)))
 
 
 def _keep(t: torch.Tensor) -> torch.Tensor:
