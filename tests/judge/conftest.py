@@ -3,6 +3,8 @@ eval and service tests' servers read it too)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,3 +36,12 @@ def cpu_pool_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     yield make
     for pool in made:
         pool.close()
+
+
+@pytest.fixture
+def candidate_process() -> Iterator[subprocess.Popen]:
+    """A real process standing in for the candidate worker (its own session, like the pool's)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()

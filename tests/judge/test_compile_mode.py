@@ -7,8 +7,6 @@ cache's key (a baseline measured under one mode is never served for another) and
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -138,14 +136,6 @@ def test_time_setup_hands_the_mode_to_every_build(monkeypatch: pytest.MonkeyPatc
 
 
 # ---- the timing stage and the verdict ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def candidate_process():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _timing(mode: str) -> TimingConfig:

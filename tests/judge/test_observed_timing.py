@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 from test_traced_rounds import CALLS, OURS, Candidate, Reference, _judgment
-from test_traced_rounds import candidate_process as candidate_process  # the fixture
 
 from cuda_agent.judge.candidate.kernel_trace import device_busy_us
 from cuda_agent.judge.config import TimingConfig

@@ -6,7 +6,6 @@ policy and the thresholds. Each scripted call sleeps for the time its samples cl
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -104,15 +103,6 @@ class Candidate(RoundTrips):
             shown = self.claimed_ms if self.claimed_ms is not None else self.true_ms
             return {"ok": True, "samples": [shown] * CALLS, "escaped_ms": 0.0}
         raise AssertionError(f"unexpected candidate command {command}")
-
-
-@pytest.fixture
-def candidate_process():
-    """A real process standing in for the candidate worker (its own session, like the pool's)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference,

@@ -10,7 +10,6 @@ last one) is caught when ATen runs in a traced round.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -76,14 +75,6 @@ class Candidate(RoundTrips):
                 reply["kernels"] = {ATEN if cheating else OURS: 2.5 * 1000}
             return reply
         raise AssertionError(f"unexpected candidate command {command}")
-
-
-@pytest.fixture
-def candidate_process():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _judgment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: subprocess.Popen, ref: Reference,
