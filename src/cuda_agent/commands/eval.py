@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -259,22 +260,15 @@ def _run_settings(run_dir: Path, args: argparse.Namespace) -> Any:
 
 
 def _recheck(args: argparse.Namespace) -> int:
-    from cuda_agent.eval.recheck import JudgeUnavailableHere, recheck, recheck_table
+    from cuda_agent.eval.recheck import recheck, recheck_table
 
     run_dir = Path(args.recheck)
     backend = _backend(args, _run_settings(run_dir, args))
-    try:
-        result = recheck(run_dir, backend, say, batch=args.batch)
-    except JudgeUnavailableHere as exc:
-        say(f"error: the judge cannot run here: {exc} (recheck on a GPU machine, or pass --judge-url "
-            "or --build-only)")  # fmt: skip
+    result = _on_backend(backend, lambda: recheck(run_dir, backend, say, batch=args.batch),
+                         "recheck on a GPU machine, or pass --judge-url or --build-only")  # fmt: skip
+    if result is None:
         return EXIT_UNUSABLE
-    finally:
-        backend.close()
-    print(recheck_table(result), file=sys.stderr if args.json else sys.stdout, flush=True)
-    say(f"recheck written to {run_dir / 'recheck.json'}")
-    if args.json:
-        print(json.dumps(result["summary"], sort_keys=True))
+    _publish(args, recheck_table(result), f"recheck written to {run_dir / 'recheck.json'}", result["summary"])
     if _unavailable(backend):
         say(f"error: the judge cannot run here: {_unavailable(backend)} (try --build-only or --judge-url)")
         return EXIT_UNUSABLE
@@ -285,7 +279,6 @@ def _held_out(args: argparse.Namespace) -> int:
     import dataclasses
 
     from cuda_agent.eval.held_out import RESULT, held_out, held_out_table
-    from cuda_agent.eval.recheck import JudgeUnavailableHere
 
     run_dir = Path(args.held_out_shapes)
     if args.build_only:
@@ -293,19 +286,36 @@ def _held_out(args: argparse.Namespace) -> int:
                          "from a wrong one (run it on a GPU machine, or pass --judge-url)")  # fmt: skip
     settings = _run_settings(run_dir, args)
     backend = _backend(args, dataclasses.replace(settings, timing=False))  # correctness only
-    try:
-        result = held_out(run_dir, backend, say)
-    except JudgeUnavailableHere as exc:
-        say(f"error: the judge cannot run here: {exc} (run --held-out-shapes on a GPU machine, or pass "
-            "--judge-url)")  # fmt: skip
+    result = _on_backend(backend, lambda: held_out(run_dir, backend, say),
+                         "run --held-out-shapes on a GPU machine, or pass --judge-url")  # fmt: skip
+    if result is None:
         return EXIT_UNUSABLE
+    _publish(args, held_out_table(result),
+             f"held-out shapes written to {run_dir / RESULT}; `cuda-agent eval --report {run_dir}` shows them",
+             result["summary"])  # fmt: skip
+    return 0
+
+
+def _on_backend(backend: Any, work: Callable[[], dict], where_instead: str) -> dict | None:
+    """`work()` on a judge backend, closed afterwards; None (said in one line) where the judge cannot run
+    here, with `where_instead` as the way out."""
+    from cuda_agent.eval.recheck import JudgeUnavailableHere
+
+    try:
+        return work()
+    except JudgeUnavailableHere as exc:
+        say(f"error: the judge cannot run here: {exc} ({where_instead})")
+        return None
     finally:
         backend.close()
-    print(held_out_table(result), file=sys.stderr if args.json else sys.stdout, flush=True)
-    say(f"held-out shapes written to {run_dir / RESULT}; `cuda-agent eval --report {run_dir}` shows them")
+
+
+def _publish(args: argparse.Namespace, table: str, written: str, summary: dict) -> None:
+    """A finished pass's table (on stderr under --json), where it was written, and its summary as JSON."""
+    print(table, file=sys.stderr if args.json else sys.stdout, flush=True)
+    say(written)
     if args.json:
-        print(json.dumps(result["summary"], sort_keys=True))
-    return 0
+        print(json.dumps(summary, sort_keys=True))
 
 
 def _report_only(args: argparse.Namespace) -> int:
