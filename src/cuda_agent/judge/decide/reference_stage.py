@@ -40,7 +40,8 @@ class ReferenceStage:
         self.task_file = self.scratch / "model.py"
         self.task_file.write_text(self.task.source)
         key = group_key(self.task.digest, self.config)
-        group = slot.group if pool.candidates_share_no_place() and slot.group is not None else None
+        shareable = pool.candidates_share_no_place()
+        group = slot.group if shareable else None
         with pool.gpu_lock():
             if group is not None and group.serves(key):  # the reference worker kept it (reference_group.py)
                 reply = group.hand_out(self.io_dir)
@@ -51,7 +52,7 @@ class ReferenceStage:
                 reply = self._prepare(slot)
         self.stages["reference"] = time.monotonic() - start
         self._check_prepared(reply)
-        if group is None and pool.candidates_share_no_place():
+        if group is None and shareable:
             limit = self.config.reference_group_uses
             group = slot.group = start_group(key, reply, self.input_seeds, self.io_dir, slot.root, limit)
         self.checks["reference_preparation"] = describe(group) if group else "prepared for this judgment"

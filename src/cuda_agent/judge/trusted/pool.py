@@ -258,8 +258,11 @@ class WorkerPool:
         """Whether candidates judged one after another on this pool share no writable place (private
         world-writable folders and IPC, a sandbox user apart from the judge's; trusted/sandbox.py): the
         condition for one reference preparation to serve a group of them (decide/reference_group.py)."""
-        candidate_sandbox()  # probed once per process
-        return bool(candidates_share_no_place())
+        known = candidates_share_no_place()  # None until the first candidate sandbox was probed
+        if known is None:
+            candidate_sandbox()
+            known = candidates_share_no_place()
+        return bool(known)
 
     # ---- retirement after the verdict -------------------------------------------------------------------
     def retire_later(self, cleanup: Callable[[], None]) -> None:
