@@ -31,7 +31,7 @@ AA_TARGET = 0.02
 
 def judge_cold(
     examples: list[Path], runs: int, builds: int | None, sink: Path | None, fixed_budget: bool = False,
-    pad_release: bool = True,
+    pad_release: bool | None = None,
 ) -> dict[str, list[dict]]:
     from dataclasses import replace
 
@@ -46,8 +46,8 @@ def judge_cold(
                 config = replace(config, timing=replace(config.timing, compile_builds=builds))
             if fixed_budget:
                 config = replace(config, timing=replace(config.timing, sequential=False))
-            if not pad_release:
-                config = replace(config, timing=replace(config.timing, pad_release=False))
+            if pad_release is not None:
+                config = replace(config, timing=replace(config.timing, pad_release=pad_release))
             began = time.monotonic()
             with JudgeService(config) as service:
                 for example in examples:
@@ -137,9 +137,11 @@ def main() -> int:
         help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
     )
     parser.add_argument(
-        "--no-pad-release",
-        action="store_true",
-        help="pads spin their measured length only (protocol v6; TimingConfig.pad_release off): the A/B of v7",
+        "--pad-release",
+        choices=("on", "off"),
+        default=None,
+        help="pads wait for the host's release (protocol v7) or spin their measured length only (v6); "
+        "default: the judge's (TimingConfig.pad_release, off until run on a GPU)",
     )
     args = parser.parse_args()
     missing = [e for e in args.examples if not (e / "model_new.py").is_file()]
@@ -147,7 +149,7 @@ def main() -> int:
         print(f"error: not a submission folder: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
     results = judge_cold(args.examples, args.runs, args.compile_builds, args.json, args.fixed_budget_timing,
-                         pad_release=not args.no_pad_release)
+                         pad_release=None if args.pad_release is None else args.pad_release == "on")
     lines, ok = summarise(results)
     print("\n" + "\n".join(lines))
     if args.json:

@@ -420,6 +420,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
     )
+    parser.add_argument(
+        "--pad-release", choices=("on", "off"), default=None,
+        help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
+    )  # fmt: skip
     parser.add_argument("--build-workers", type=int, default=None,
                         help="the service's parallel builds (default: the service's, cpu_count - 2)")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path,
@@ -524,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== starting the judge service ==", flush=True)
         t0 = time.monotonic()
         try:
-            config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing))
+            pads = {} if args.pad_release is None else {"pad_release": args.pad_release == "on"}
+            config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads))
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

@@ -14,7 +14,7 @@ timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
   "tests/gpu/test_timing_gpu.py::test_a_call_that_synchronises_inside_gets_no_release_and_no_stall" \
   "tests/gpu/test_timing_gpu.py::test_host_launch_overhead_is_hidden_up_to_the_pad" \
   "tests/gpu/test_judge_gpu.py::test_a_group_of_one_task_shares_one_reference_preparation" -s 2>&1 | tail -30
-timeout 200 python3 benchmarks/compile_baseline_stability.py --runs 5 --json "$OUT/stability_v7.json" \
+timeout 200 python3 benchmarks/compile_baseline_stability.py --runs 5 --pad-release on --json "$OUT/stability_v7.json" \
   examples/row_softmax 2>&1 | tail -9
-timeout 200 python3 benchmarks/compile_baseline_stability.py --runs 5 --no-pad-release \
+timeout 200 python3 benchmarks/compile_baseline_stability.py --runs 5 --pad-release off \
   --json "$OUT/stability_v6.json" examples/row_softmax 2>&1 | tail -9

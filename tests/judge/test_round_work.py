@@ -372,4 +372,6 @@ def test_baselines_cached_under_one_protocol_are_never_read_under_another(monkey
     monkeypatch.setattr(baselines, "PROTOCOL_VERSION", "fatpad-devwide-v5")
     assert baselines.cache_key("task", "env") != v6
     assert sampler_module.PROTOCOL_VERSION.endswith("v7")
+    # Pads that waited for the host's release and pads that did not are cached apart too.
+    assert baselines.cache_key("task", "env", pad_release=True) != baselines.cache_key("task", "env")
 

@@ -67,8 +67,10 @@ class TimingConfig:
     # (2026-12-04): warm median 2.91 s against 4.48 s, the same reward as the fixed budget on every
     # judgment, A/A 0.9996. `sequential_min_rounds` timed rounds at least, before any stop.
     # Protocol v7 (candidate/pad.py): every contender's pads wait for the host's release after the call is
-    # enqueued, so host time beyond the measured pad stays out of the events. False: v6's pads (A/B runs).
-    pad_release: bool = True
+    # enqueued, so host time beyond the measured pad stays out of the events (the cure for row_softmax's
+    # reward flipping between cold runs, H200 2026-12-04). Off by default until it has run on a GPU
+    # (scripts/device/issue34_check.sh); off, the pads are v6's, as measured. Baselines are cached apart.
+    pad_release: bool = False
     sequential: bool = True
     sequential_min_rounds: int = 8
 

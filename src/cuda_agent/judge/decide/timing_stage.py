@@ -64,7 +64,7 @@ class TimingStage:
         assert self.environment is not None
         secret, where = judge_key(self.candidate_separate_user)
         cache = BaselineCache(self.config.cache_dir, secret=secret)
-        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode)
+        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode, tc.pad_release)
         cached = cache.get(key)
         self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
         with self.timed("timing_setup"):

@@ -52,11 +52,16 @@ def default_cache_dir() -> Path:
     return cache_root() / "baselines"
 
 
-def cache_key(task_digest: str, environment_key: str, compile_mode: str = DEFAULT_COMPILE_MODE) -> str:
+def cache_key(task_digest: str, environment_key: str, compile_mode: str = DEFAULT_COMPILE_MODE,
+              pad_release: bool = False) -> str:  # fmt: skip
     """The record's name, and what its HMAC covers with its contents: a record copied to another mode's
-    (or task's, or GPU's) name does not verify there. The record itself is unchanged by the mode."""
+    (or task's, or GPU's, or pad's) name does not verify there. The record itself is unchanged by them.
+    `pad_release`: whether the pads waited for the host's release (candidate/pad.py, TimingConfig)."""
     mode = check_compile_mode(compile_mode)
-    return hashlib.sha256(f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}|compile:{mode}".encode()).hexdigest()
+    pads = "|pads:host-release" if pad_release else ""
+    return hashlib.sha256(
+        f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}|compile:{mode}{pads}".encode()
+    ).hexdigest()
 
 
 def _payload(key: str, record: dict) -> bytes:
