@@ -132,7 +132,7 @@ def test_a_host_slower_than_at_warm_up_is_still_hidden_by_the_release() -> None:
             pass
         x.add_(1)
 
-    sampler = Sampler(call, [[]])
+    sampler = Sampler(call, [[]], release=True)
     sampler.warmup()
     assert sampler.release_ok and sampler.kernel is not None and sampler.kernel.release is not None
     assert sampler.pad_ms < 0.5
@@ -155,7 +155,7 @@ def test_a_call_that_synchronises_inside_gets_no_release_and_no_stall() -> None:
         x.add_(1)
         return float(x[0].item())  # a synchronisation inside the call
 
-    sampler = Sampler(call, [[]])
+    sampler = Sampler(call, [[]], release=True)
     sampler.warmup()
     assert not sampler.release_ok
     began = time.perf_counter()

@@ -125,13 +125,15 @@ def test_a_contender_whose_call_waits_for_the_gpu_inside_gets_no_release() -> No
     assert "waits for the GPU inside" in release_policy(made.kernel, made.release_ok)
 
 
-def test_warm_up_allows_the_release_only_where_the_call_does_not_synchronise() -> None:
+def test_warm_up_allows_the_release_only_where_asked_and_the_call_does_not_synchronise() -> None:
     word, _memory = _host_word()
     recorder = _Recorder(word)
     made, _ = _bare_sampler(recorder, word, release_ok=False, calls=1)
     made.arg_sets, made._next, made.draw, made._pad_fixed = [[]], 0, None, True
     made.torch.cuda.synchronize = lambda: None
-    for host_ms, allowed in ((0.2, True), (0.0, False)):  # measure_host's 0: the call synchronised inside
+    # measure_host's 0: the call synchronised inside; a sampler not asked for the release never waits
+    for wanted, host_ms, allowed in ((True, 0.2, True), (True, 0.0, False), (False, 0.2, False)):
+        made.release_wanted = wanted
         made.measure_host = lambda host_ms=host_ms: host_ms  # type: ignore[method-assign]
         made.warmup(min_calls=1, min_ms=0.0)
         assert made.release_ok is allowed
@@ -196,8 +198,8 @@ def test_the_pad_kernel_assembles(tmp_path: Path) -> None:
 
 
 def test_the_parent_can_turn_the_release_off_for_every_contender() -> None:
-    """TimingConfig.pad_release False (an A/B run against v6) reaches the samplers through set_pad; True
-    never turns on a release that warm-up refused (a call that synchronises inside)."""
+    """TimingConfig.pad_release reaches the samplers through set_pad: False turns the release off (v6), True
+    turns it on, but never for a call that warm-up saw synchronise inside."""
     word, _memory = _host_word()
     recorder = _Recorder(word)
     made, plan = _bare_sampler(recorder, word, release_ok=True, calls=2)
@@ -205,5 +207,18 @@ def test_the_parent_can_turn_the_release_off_for_every_contender() -> None:
     made._timed_loop(plan, [], [])
     assert {what for what, _ in recorder.log if what.startswith("pad(")} == {"pad(flush=True, release=0)"}
     refused, _ = _bare_sampler(recorder, word, release_ok=False, calls=1)
+    refused.host_ms = 0.0  # warm-up saw a synchronisation inside the call
     refused.set_pad(0.2, 0.1, 0.0, release=True)
     assert refused.release_ok is False
+    asked, _ = _bare_sampler(recorder, word, release_ok=False, calls=1)
+    asked.host_ms = 0.2
+    asked.set_pad(0.2, 0.1, 0.0, release=True)  # the parent turns it on for a call that does not sync
+    assert asked.release_ok is True
+    asked.set_pad(0.2, 0.1, 0.0)  # no word on the release: as it was
+    assert asked.release_ok is True
+
+
+def test_the_judge_leaves_the_release_off_until_it_has_run_on_a_gpu() -> None:
+    from cuda_agent.judge.config import TimingConfig
+
+    assert TimingConfig().pad_release is False

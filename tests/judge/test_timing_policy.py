@@ -166,7 +166,7 @@ def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch)
 
         draw_ms = 0.3
 
-        def __init__(self, fn, sets, draw=None) -> None:
+        def __init__(self, fn, sets, draw=None, release=False) -> None:
             sessions.append("sampler")
 
         def warmup(self) -> float:

@@ -96,8 +96,7 @@ PROTOCOL_VERSION = "fatpad-devwide-v7"
 WARMUP_MIN_CALLS = 5
 WARMUP_MIN_MS = 25.0
 COMPILE_WARMUP_CALLS = 3
-# A calibration sample (no call) after every this many timed calls.
-CALIBRATE_EVERY = 3
+CALIBRATE_EVERY = 3  # a calibration sample (no call) after every this many timed calls
 
 # sampler.py's public names, pad's and round_result's included that the parent's stages import from here.
 __all__ = [
@@ -132,7 +131,7 @@ class Sampler:
     `draw` (seed -> argument list) makes rounds given seeds draw each call's inputs inside the round."""
 
     def __init__(self, fn: Callable[..., Any], arg_sets: Sequence[Sequence[Any]], pad_ms: float | None = None,
-                 draw: Callable[[int], Sequence[Any]] | None = None) -> None:  # fmt: skip
+                 draw: Callable[[int], Sequence[Any]] | None = None, release: bool = False) -> None:  # fmt: skip
         import torch
 
         self.torch = torch
@@ -161,9 +160,9 @@ class Sampler:
         # GPU, each call's draw right before its pad (v4; docs/design/timing.md, "Why the draws come first").
         self.draw_first = True
         self._pad_fixed = pad_ms is not None
+        self.release_wanted = release  # v7 (pad.py), asked by its maker or set_pad: pads wait for the host
 
-    # Pads wait for the host's release (pad.py, v7) once warm-up showed the call does not synchronise inside.
-    release_ok = False
+    release_ok = False  # ... where asked and warm-up saw no synchronisation inside a call (measure_host)
 
     # ---- the pad ------------------------------------------------------------------------------------
     def _launch_pad(self, pad_ms: float, stamps: int = 0, release: int = 0) -> None:
@@ -214,10 +213,11 @@ class Sampler:
         return min(times)
 
     def set_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
-                release: bool = True) -> None:  # fmt: skip
-        """One pad, flush allowance (the reference's), draw cover and release (False: v6, A/B runs) for every
-        contender of a judgment (the parent decides); a missing flush or cover: the sampler's own."""
-        self.release_ok = self.release_ok and bool(release)
+                release: bool | None = None) -> None:  # fmt: skip
+        """One pad, flush allowance (the reference's), draw cover and release (v7) for every contender of a
+        judgment (the parent decides); a missing flush, cover or release: the sampler's own."""
+        if release is not None:
+            self.release_wanted, self.release_ok = bool(release), bool(release) and getattr(self, "host_ms", 0.0) > 0
         self.pad_ms = min(PAD_MAX_MS, max(PAD_MIN_MS, float(pad_ms)))
         if flush_ms is not None:
             self.flush_allowance_ms = min(PAD_MAX_MS, max(0.0, float(flush_ms)))
@@ -246,7 +246,7 @@ class Sampler:
             if (calls >= min_calls and elapsed >= min_ms) or calls >= 10_000:
                 break
         self.host_ms = self.measure_host()
-        self.release_ok = self.host_ms > 0  # 0: the call synchronises inside; a release would wait for itself
+        self.release_ok = getattr(self, "release_wanted", False) and self.host_ms > 0  # 0: a sync inside
         self.draw_ms = self.measure_draw() if self.draw is not None else 0.0
         if not self._pad_fixed:
             self.pad_ms = pad_for(self.host_ms)

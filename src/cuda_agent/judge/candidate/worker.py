@@ -243,7 +243,7 @@ class CandidateWorker:
                 "draw_ms": self.sampler.draw_ms}  # fmt: skip
 
     def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
-                 release: bool = True) -> dict[str, Any]:  # fmt: skip
+                 release: bool | None = None) -> dict[str, Any]:  # fmt: skip
         """The pad length, flush allowance and draw cover the parent chose for every contender
         (candidate/sampler.py)."""
         assert self.sampler is not None, "time_setup first"

@@ -80,7 +80,7 @@ class TimingStage:
                 made = self._reference_call(
                     ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
                     compile_builds=tc.compile_builds, build_windows=tc.build_windows,
-                    samples=tc.samples_per_round, compile_mode=tc.compile_mode,
+                    samples=tc.samples_per_round, compile_mode=tc.compile_mode, release=tc.pad_release,
                 )  # fmt: skip
             hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
             builds_ms = [float(x) for x in made["compile_builds_ms"]]

@@ -34,7 +34,8 @@ class BaselineTiming:
     _draw: Callable[[int], list[Any]]
 
     def time_setup(self, modes: list[str], compile_builds: int = 1, build_windows: int = 2,
-                   samples: int = 10, compile_mode: str = DEFAULT_COMPILE_MODE) -> dict[str, Any]:  # fmt: skip
+                   samples: int = 10, compile_mode: str = DEFAULT_COMPILE_MODE,
+                   release: bool = False) -> dict[str, Any]:  # fmt: skip
         """Warm up the baselines. torch.compile is built in `compile_mode` (compile_modes.py) `compile_builds`
         times from scratch (inductor's caches off, so each build re-generates and re-autotunes its kernels),
         each build is timed over `build_windows` windows, and the fastest build is the baseline: one unlucky
@@ -46,9 +47,10 @@ class BaselineTiming:
         builds_ms: list[float] = []
         for mode in modes:
             if mode == "compile":
-                sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples, compile_mode)
+                sampler, builds_ms = self._best_compile_build(compile_builds, build_windows, samples, compile_mode,
+                                                              release)  # fmt: skip
             else:
-                sampler = Sampler(self.model, self.timing_sets, draw=self._draw)
+                sampler = Sampler(self.model, self.timing_sets, draw=self._draw, release=release)
             warm[mode] = sampler.warmup()
             host[mode] = sampler.host_ms
             self.samplers[mode] = sampler
@@ -61,8 +63,8 @@ class BaselineTiming:
                 "pad_release": release,
                 "flush_ms": eager.flush_ms if eager else None, "draw_ms": eager.draw_ms if eager else None}  # fmt: skip
 
-    def _best_compile_build(self, builds: int, windows: int, samples: int,
-                            mode: str = DEFAULT_COMPILE_MODE) -> tuple[Sampler, list[float]]:  # fmt: skip
+    def _best_compile_build(self, builds: int, windows: int, samples: int, mode: str = DEFAULT_COMPILE_MODE,
+                            release: bool = False) -> tuple[Sampler, list[float]]:  # fmt: skip
         fresh_compiles()
         best: tuple[float, Sampler] | None = None
         medians = []
@@ -71,7 +73,7 @@ class BaselineTiming:
             with torch.no_grad():
                 for _ in range(COMPILE_WARMUP_CALLS):
                     fn(*self.timing_sets[0])
-            sampler = Sampler(fn, self.timing_sets, draw=self._draw)
+            sampler = Sampler(fn, self.timing_sets, draw=self._draw, release=release)
             sampler.warmup()
             # The build's time: the median over its windows of each round's work per call (protocol v6).
             median = statistics.median(self._round(sampler, samples).per_call_ms for _ in range(max(1, windows)))
@@ -97,7 +99,7 @@ class BaselineTiming:
                 "pad_release": {"eager": _pad_release(eager)}}
 
     def time_pad(self, pad_ms: float, flush_ms: float | None = None, cover_ms: float | None = None,
-                 release: bool = True) -> dict[str, Any]:  # fmt: skip
+                 release: bool | None = None) -> dict[str, Any]:  # fmt: skip
         """One pad length, flush allowance and draw cover for every contender (the parent's choice, see
         candidate/sampler.py)."""
         for sampler in self.samplers.values():
