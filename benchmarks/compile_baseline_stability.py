@@ -141,7 +141,7 @@ def main() -> int:
         choices=("on", "off"),
         default=None,
         help="pads wait for the host's release (protocol v7) or spin their measured length only (v6); "
-        "default: the judge's (TimingConfig.pad_release, off until run on a GPU)",
+        "default: the judge's (TimingConfig.pad_release: on)",
     )
     args = parser.parse_args()
     missing = [e for e in args.examples if not (e / "model_new.py").is_file()]
