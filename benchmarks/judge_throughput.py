@@ -191,6 +191,38 @@ def _shared_preparations(records: list[dict[str, Any]]) -> tuple[int, int]:
     return sum(bool(v.get("shared_preparation")) for v in judged), len(judged)
 
 
+# A GPU lane's stages, with the waits between them (decide/judgment.py, trusted/pool.py gpu_lock).
+LANE_STAGES = ("reference", "settle_wait", "gpu_lock_wait", "worker_wait", "lane_checks", "install", "load",
+               "verify", "quiet_wait", "timing")  # fmt: skip
+
+
+def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any] | None:
+    """Where a batch's lane time went, per verdict: the median of each lane stage, the mean of "lane" (the
+    verdict's whole time on the lane), and what the batch's wall per verdict leaves outside the lanes'
+    judgments (a lane waiting for a build, the reference worker's end of a judgment, the verdict's way out).
+    With one lane, mean lane + outside = wall per verdict."""
+    stages = [r["verdict"]["stage_seconds"] for r in records
+              if isinstance(r.get("verdict"), dict) and "lane" in r["verdict"].get("stage_seconds", {})]  # fmt: skip
+    if not stages or not wall_s:
+        return None
+    lane_mean = statistics.fmean(s["lane"] for s in stages)
+    per_verdict = wall_s / len(stages)
+    return {
+        "n": len(stages),
+        "medians_s": {k: round(statistics.median(s.get(k, 0.0) for s in stages), 3) for k in LANE_STAGES},
+        "lane_mean_s": round(lane_mean, 3),
+        "wall_per_verdict_s": round(per_verdict, 3),
+        "outside_lane_s": round(per_verdict - lane_mean, 3),
+    }
+
+
+def print_lane_accounting(phase: str, lanes: dict[str, Any] | None) -> None:
+    if lanes:
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in lanes["medians_s"].items())
+        print(f"lane, {phase} ({lanes['n']} verdicts; median s): {parts}; lane mean {lanes['lane_mean_s']:.3f} s, "
+              f"wall per verdict {lanes['wall_per_verdict_s']:.3f} s, outside the lane {lanes['outside_lane_s']:.3f} s")
+
+
 class Journal:
     """verdicts.jsonl: one line per verdict of ours, written as it arrives."""
 
@@ -755,7 +787,10 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     for phase, (n_shared, n_judged) in shared.items():
         if n_judged:
             print(f"reference preparations shared, {phase}: {n_shared} of {n_judged} verdicts (groups need private "
-                  "places: CUDA_AGENT_PRIVATE_PLACES=1, trusted/sandbox.py)")  # fmt: skip
+                  "places, on unless CUDA_AGENT_PRIVATE_PLACES=0: trusted/sandbox.py)")  # fmt: skip
+    lanes = {"batch": lane_accounting(batch, batch_wall), "rl": lane_accounting(rl_records, rl["wall_s"] if rl else None)}
+    for phase, accounting in lanes.items():
+        print_lane_accounting(phase, accounting)
     batch_idle = report["batch"].get("gpu_idle")
     rl_idle = rl["gpu_idle"] if rl else None
     if batch:
@@ -824,6 +859,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "rl_groups": groups,
         "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
         "shared_preparations": {phase: {"shared": a, "of": b} for phase, (a, b) in shared.items()},
+        "lane_accounting": lanes,
         "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),

@@ -293,12 +293,14 @@ def test_protections_say_whether_places_are_private() -> None:
         assert all(folder in sandbox.protections["private_places"] for folder in sandbox.places.covered)
 
 
-@pytest.mark.parametrize("enabled", [False, True])
-def test_private_places_and_own_uids_are_on_only_when_asked(monkeypatch: pytest.MonkeyPatch, enabled: bool) -> None:
-    """Until a GPU run shows the suite judged as before with them, private places and a uid per candidate are
-    on only with CUDA_AGENT_PRIVATE_PLACES=1; off, the candidate runs as the shared sandbox user, the verdict
-    says private places are off and how to turn them on, and reference groups stay off. The machine's
-    capabilities (a sandbox user that can run Python, namespaces) are the probes' answers here."""
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_private_places_and_own_uids_are_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch,
+                                                              setting: str | None) -> None:  # fmt: skip
+    """Private places and a uid per candidate are on wherever the machine allows them (the whole suite was
+    judged right with them on the H200, 2026-12-04); CUDA_AGENT_PRIVATE_PLACES=0 turns them off, and then the
+    candidate runs as the shared sandbox user, the verdict says private places are off and how to turn them
+    on, and reference groups stay off. The machine's capabilities (a sandbox user that can run Python,
+    namespaces) are the probes' answers here."""
     from cuda_agent.judge.trusted import sandbox as sb
 
     probed_places = sb.PrivatePlaces(("/tmp",))
@@ -308,12 +310,12 @@ def test_private_places_and_own_uids_are_on_only_when_asked(monkeypatch: pytest.
     monkeypatch.setattr(sb, "_can_unshare_network", lambda: True)
     monkeypatch.setattr(sb, "_private_places", lambda: probed_places)
     monkeypatch.setattr(sb.os, "geteuid", lambda: 0)
-    if enabled:
-        monkeypatch.setenv(sb.PRIVATE_PLACES_ENV, "1")
-    else:
+    if setting is None:
         monkeypatch.delenv(sb.PRIVATE_PLACES_ENV, raising=False)
+    else:
+        monkeypatch.setenv(sb.PRIVATE_PLACES_ENV, setting)
     made = sb.candidate_sandbox()
-    if enabled:
+    if setting != "0":
         assert made.places == probed_places and made.uid >= sb.CANDIDATE_UID_BASE
         assert made.protections["private_places"].startswith("own mount and IPC namespaces")
         assert sb.candidates_share_no_place() is True

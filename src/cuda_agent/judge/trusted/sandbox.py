@@ -53,15 +53,15 @@ SANDBOX_USER = "cuda-agent-sandbox"
 # the warmed spare that will run the next candidate) and signal each other. The uid is made of this judge
 # process's pid and a counter, so no two live candidates on the machine share one; it needs no passwd
 # entry (USER, LOGNAME and HOME are set for it).
-# Private places and a uid per candidate are written and tested on the CPU (tests/judge/
-# test_sandbox_private_places.py) but not yet run with CUDA: until a GPU run shows every candidate of the
-# adversarial suite judged as before, they are on only where this is "1" (and so are reference groups,
-# which need them: decide/reference_group.py).
+# Private places and a uid per candidate are on wherever the machine allows them (root, mount and IPC
+# namespaces): the whole adversarial suite was judged as before with them on the H200 (2026-12-04).
+# CUDA_AGENT_PRIVATE_PLACES=0 turns them off (and reference groups with them, decide/reference_group.py),
+# for a machine where a candidate needs a shared place the judge does not know of.
 PRIVATE_PLACES_ENV = "CUDA_AGENT_PRIVATE_PLACES"
 
 
 def private_places_enabled() -> bool:
-    return os.environ.get(PRIVATE_PLACES_ENV, "") == "1"
+    return os.environ.get(PRIVATE_PLACES_ENV, "") != "0"
 
 
 CANDIDATE_UID_BASE = 1 << 28
@@ -428,8 +428,8 @@ def candidate_sandbox(processes: int = 512, open_files: int = 4096) -> Sandbox:
         )
     elif isinstance(user, tuple) and not private_places_enabled():
         protections["private_places"] = (
-            f"off: candidates share /tmp, /dev/shm and SysV IPC ({PRIVATE_PLACES_ENV}=1 turns private places on;"
-            " off by default until run on a GPU)"
+            f"off: candidates share /tmp, /dev/shm and SysV IPC ({PRIVATE_PLACES_ENV}=0 turned private places"
+            " off; unset it to turn them on)"
         )
     elif isinstance(user, tuple):
         protections["private_places"] = (
