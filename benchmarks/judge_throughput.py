@@ -216,6 +216,16 @@ def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict
     }
 
 
+def retirement_medians(retirements: list[dict[str, float]]) -> dict[str, Any] | None:
+    """The median seconds of each part of a candidate's retirement (trusted/pool.py CandidateSlot.close and
+    the strays' kill) and of their sum, over the run's last candidates: what the next GPU lock waits for."""
+    if not retirements:
+        return None
+    parts = sorted({k for r in retirements for k in r})
+    medians = {k: round(statistics.median(r.get(k, 0.0) for r in retirements), 3) for k in parts}
+    return {"n": len(retirements), **medians, "total": round(statistics.median(sum(r.values()) for r in retirements), 3)}
+
+
 def print_lane_accounting(phase: str, lanes: dict[str, Any] | None) -> None:
     if lanes:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in lanes["medians_s"].items())
@@ -630,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["rl"] = phase_rl(
                     service, journal, args.rl_shape, variants, expected, idle_reader, idle_note
                 )
+            report["retirements"] = service.retirements()
         finally:
             service_cm.__exit__(None, None, None)
     finally:
@@ -791,6 +802,10 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     lanes = {"batch": lane_accounting(batch, batch_wall), "rl": lane_accounting(rl_records, rl["wall_s"] if rl else None)}
     for phase, accounting in lanes.items():
         print_lane_accounting(phase, accounting)
+    retired = retirement_medians(report.get("retirements") or [])
+    if retired:
+        print(f"candidate retirement, median s over the last {retired['n']}: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in retired.items() if k != "n"))  # fmt: skip
     batch_idle = report["batch"].get("gpu_idle")
     rl_idle = rl["gpu_idle"] if rl else None
     if batch:
@@ -860,6 +875,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
         "shared_preparations": {phase: {"shared": a, "of": b} for phase, (a, b) in shared.items()},
         "lane_accounting": lanes,
+        "retirement_medians_s": retired,
         "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),

@@ -282,3 +282,28 @@ def test_shared_reference_preparations_are_counted_per_phase(tmp_path: Path,
     assert "reference preparations shared, batch: 0 of 8 verdicts" in out
     summary = json.loads((tmp_path / "judge_throughput.json").read_text())["summary"]
     assert summary["shared_preparations"] == {"batch": {"shared": 0, "of": 8}, "rl": {"shared": 6, "of": 8}}
+
+
+def test_the_lane_accounting_says_what_the_wall_leaves_outside_the_lane(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The H200 run of 2026-12-04 (session 3) spent 2.4 s of wall per RL verdict while its lane stages summed to
+    1.5 s: the benchmark now says, per phase, the medians of the lane's stages and waits, the mean of each
+    verdict's whole time on the lane, and what the wall per verdict leaves outside it."""
+    rl = rl_report(2, 4, 16.0, idle_figures(0.1))
+    for i, record in enumerate(rl["records"]):
+        record["verdict"]["stage_seconds"].update({"lane": 1.5 + 0.1 * i, "settle_wait": 0.4, "verify": 0.3})
+    made = report(2.4, 8, 10.0, idle_figures(0.1), rl)
+    made["retirements"] = [{"reap": 0.5, "tree": 0.2, "files": 0.0, "strays": 0.1},
+                           {"reap": 0.7, "tree": 0.2, "files": 0.0, "strays": 0.1},
+                           {"reap": 0.9, "tree": 0.4, "files": 0.0, "strays": 0.1}]  # fmt: skip
+    bench.finish(made, tmp_path, 60.0)
+    out = capsys.readouterr().out
+    assert "candidate retirement, median s over the last 3: files 0.000, reap 0.700, strays 0.100, tree 0.200, total 1.000" in out
+    line = next(x for x in out.splitlines() if x.startswith("lane, rl"))
+    assert "settle_wait 0.400" in line and "verify 0.300" in line
+    assert "lane mean 1.850 s, wall per verdict 2.000 s, outside the lane 0.150 s" in line
+    assert not any(x.startswith("lane, batch") for x in out.splitlines())  # its verdicts carry no "lane"
+    lanes = json.loads((tmp_path / "judge_throughput.json").read_text())["summary"]["lane_accounting"]
+    assert lanes["batch"] is None and lanes["rl"]["outside_lane_s"] == pytest.approx(0.15)
+    summary = json.loads((tmp_path / "judge_throughput.json").read_text())["summary"]
+    assert summary["retirement_medians_s"]["reap"] == pytest.approx(0.7)

@@ -63,6 +63,33 @@ def test_a_candidate_retired_later_is_gone_before_the_next_gpu_lock(pool: Worker
         pass
 
 
+def test_a_retirement_is_timed_part_by_part_and_the_lock_says_what_it_waited_for(pool: WorkerPool) -> None:
+    """On the H200 (2026-12-04) an RL verdict spent 0.9 s on the lane outside every stage it reported, and
+    the GPU lock's wait for the earlier candidate's retirement was in none. The pool keeps each retirement's
+    parts (the worker reaped, its tree, its files, its uid's strays), and the lock adds its waits to the
+    stage times it is given."""
+    slot = pool.take_candidate()
+    assert slot.warm_error is None
+    release = threading.Event()
+
+    def slow_close() -> None:
+        release.wait(10)
+        slot.close()
+
+    pool.retire_later(slow_close)
+    threading.Timer(0.3, release.set).start()
+    waits: dict[str, float] = {}
+    with pool.gpu_lock(waits):
+        pass
+    assert waits["settle_wait"] >= 0.25 and 0.0 <= waits["gpu_lock_wait"] < 1.0
+    assert len(pool.retirements) == 1
+    parts = pool.retirements[-1]
+    assert set(parts) == {"reap", "tree", "files", "strays"} and all(v >= 0.0 for v in parts.values())
+    with pool.gpu_lock(waits):  # nothing to wait for now: the waits add up, by no more than a moment
+        pass
+    assert waits["settle_wait"] < 0.3 + 1.0
+
+
 def test_reference_workers_are_kept_per_task_and_retired_when_broken(pool: WorkerPool) -> None:
     with pool.reference("task-a") as slot:
         first_pid = slot.worker.pid

@@ -144,6 +144,7 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
 
         def story() -> Verdict:
             assert self.built, "build_only() first"
+            self.lane_started = time.monotonic()  # the verdict's "lane": its time on the GPU lane, all of it
             taken = self.take_candidate_early(pool)
             with pool.reference(self.task.digest) as ref:
                 self.prepare_reference(pool, ref)
@@ -166,8 +167,10 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
     def candidate_stages(self, pool: WorkerPool, ref_slot: ReferenceSlot,
                          taken: Future[CandidateSlot] | None = None) -> Verdict:  # fmt: skip
         # Rules that depend on what the reference runs (cuBLAS only for a GEMM, cuDNN only for a conv).
+        checked = time.monotonic()
         findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
         findings += check_imports(self.imports, self.reference_ops)
+        self.stages["lane_checks"] = time.monotonic() - checked
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         waited = time.monotonic()
@@ -181,14 +184,18 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             raise self.fail(
                 Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
             )
+        installing = time.monotonic()
         self.install(slot)
+        self.stages["install"] = time.monotonic() - installing
         ref, cand = ref_slot.worker, slot.worker
-        with pool.gpu_lock():
+        with pool.gpu_lock(self.stages):
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
             if not self.config.time_candidate:
                 return self.verdict_ok(None)
+            quiet = time.monotonic()
             with pool.quiet:  # no worker warm-up in this process touches the GPU while timing runs
+                self.stages["quiet_wait"] = time.monotonic() - quiet
                 timing = self.time(ref, cand)
         return self.verdict_ok(timing)
 
@@ -213,9 +220,7 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             environment=self.environment,
             tolerance={"atol": self.config.atol, "rtol": self.config.rtol},
             checks=dict(self.checks),
-            stage_seconds={
-                k: round(v, 3) for k, v in {**self.stages, "total": time.monotonic() - self.started}.items()
-            },
+            stage_seconds={k: round(v, 3) for k, v in {**self.stages, **self._totals()}.items()},
             task=self.task.name,
             stages=stage_outcomes(
                 failed_stage(verdict, self.stages, self.config.time_candidate),
@@ -257,6 +262,13 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         if cap and reward > 1:  # fail closed where no truth could be made (reference_stage.no_precision_truth)
             reward, reason = 1, f"{reason}; {cap}"
         return self.finish(Verdict(reward=reward, status=Status.OK, reason=reason, timing=timing))
+
+    def _totals(self) -> dict[str, float]:
+        """"total": since the judgment was made (its build and its wait for a lane included); "lane": since
+        the GPU lane took it (run_built), where that is how it ran."""
+        now = time.monotonic()
+        lane = getattr(self, "lane_started", None)
+        return {"total": now - self.started, **({"lane": now - lane} if lane is not None else {})}
 
     def cleanup(self) -> None:
         self.exits.close()

@@ -113,6 +113,11 @@ class JudgeService:
             pool.close()
 
     # ---- one submission ------------------------------------------------------------------------------
+    def retirements(self) -> list[dict[str, float]]:
+        """The parts of the last candidates' retirements on every GPU (WorkerPool.retirements), oldest first
+        per GPU: what the next judgment's GPU lock waited for."""
+        return [dict(r) for pool in self.pools for r in list(pool.retirements)]
+
     def judge(self, submission: Path, task: Task | None = None) -> Verdict:
         """Judge one submission folder against `task` (default: its own model.py)."""
         self.start()

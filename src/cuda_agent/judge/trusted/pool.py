@@ -34,7 +34,8 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candida
 REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
 CANDIDATE_WORKER = "cuda_agent.judge.candidate.worker"
 WARM_TIMEOUT_S = 180.0
+RETIREMENTS_KEPT = 512  # the last candidates' retirement times a pool keeps (WorkerPool.retirements)
 
 
 @dataclass
@@ -65,12 +67,19 @@ class CandidateSlot:
     tree: ProcessTree | None = None  # the worker and everything it starts (freeze.py)
     warm_error: str | None = None
     retire: Callable[[CandidateSlot], None] | None = None  # the pool's clean-up after the worker is gone
+    # Seconds each part of close() took: the worker killed and reaped (its CUDA context torn down), the
+    # rest of its tree and its cgroup, its files. The next judgment's GPU lock waits for all of it.
+    close_seconds: dict[str, float] = field(default_factory=dict)
 
     def close(self) -> None:
+        began = time.monotonic()
         self.worker.close()
+        reaped = time.monotonic()
         if self.tree is not None:
             self.tree.close()  # setsid children and double-forked daemons too
+        treed = time.monotonic()
         shutil.rmtree(self.root, ignore_errors=True)
+        self.close_seconds = {"reap": reaped - began, "tree": treed - reaped, "files": time.monotonic() - treed}
         retire, self.retire = self.retire, None  # once, even if closed twice
         if retire:
             retire(self)
@@ -130,6 +139,9 @@ class WorkerPool:
         )  # fmt: skip
         self._retirer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-retire")
         self._retiring: list[Future[None]] = []
+        # The parts of the last candidates' retirements (CandidateSlot.close_seconds, and "strays": their
+        # uid's escaped processes killed), for judge_throughput's account of the lane's time.
+        self.retirements: deque[dict[str, float]] = deque(maxlen=RETIREMENTS_KEPT)
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -205,8 +217,10 @@ class WorkerPool:
         with self._lock:
             self._live_sessions.discard(slot.worker.pid)
             live = set(self._live_sessions)
+        began = time.monotonic()
         if slot.sandbox.uid is not None:
             kill_strays(slot.sandbox.uid, live)
+        self.retirements.append({**slot.close_seconds, "strays": time.monotonic() - began})
 
     # ---- references --------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -286,15 +300,22 @@ class WorkerPool:
                 future.result()
 
     @contextlib.contextmanager
-    def gpu_lock(self) -> Iterator[None]:
+    def gpu_lock(self, waits: dict[str, float] | None = None) -> Iterator[None]:
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise.
-        Granted only once this pool's earlier candidates are fully retired."""
+        Granted only once this pool's earlier candidates are fully retired. `waits` (a judgment's stage
+        times) gets the seconds spent waiting for the retirements ("settle_wait") and for the lock held by
+        another judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md)."""
+        began = time.monotonic()
         self.settle()
+        settled = time.monotonic()
         locks = machine_dir() / "locks"
         locks.mkdir(exist_ok=True)
         with open(locks / f"gpu-{self.physical_gpu()}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
+            if waits is not None:
+                waits["settle_wait"] = waits.get("settle_wait", 0.0) + settled - began
+                waits["gpu_lock_wait"] = waits.get("gpu_lock_wait", 0.0) + time.monotonic() - settled
             try:
                 yield
             finally:
