@@ -42,14 +42,14 @@ def meets(expected: dict[str, Any], verdict: dict[str, Any]) -> bool:
     return bool(ok)
 
 
-def judge_all(folder: Path, name: str) -> list[str]:
+def judge_all(folder: Path, name: str, **settings: Any) -> list[str]:
     from cuda_agent.judge.decide.service import JudgeService
 
     cases = sorted(p.parent for p in folder.glob("*/expected.json"))
     assert cases, f"no {folder}/*/expected.json"
     # Broken and cheating cases first: honest ones after them prove the judge recovers.
     cases.sort(key=lambda p: json.loads((p / "expected.json").read_text()).get("kind") in ("honest",))
-    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0))
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0), **settings)
     results, wrong = [], []
     out = os.environ.get("CUDA_AGENT_RESULTS")
     # One service for the whole suite: builds in parallel, GPU stages one at a time, no restarts.
@@ -73,6 +73,21 @@ def judge_all(folder: Path, name: str) -> list[str]:
 def test_every_example_gets_its_expected_verdict() -> None:
     wrong = judge_all(ROOT / "examples", "examples")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_example_gets_its_expected_verdict_with_no_reference_output_kept() -> None:
+    """Issue 29 (trusted/reference_memory.py): a task too large to keep its reference outputs and truths
+    for every input set compares each set against an output made again from its seed. With the kept share
+    at 0 every task goes that way: the verdicts must be the ones expected, cheats and honest kernels alike."""
+    from cuda_agent.judge.decide.service import JudgeService
+
+    wrong = judge_all(ROOT / "examples", "examples_nothing_kept", reference_kept_share=0.0)
+    assert not wrong, "\n".join(wrong)
+    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"), reference_kept_share=0.0)
+    with JudgeService(config) as service:
+        verdict = service.judge(ROOT / "examples" / "row_softmax")
+    assert verdict.checks["reference_outputs"].startswith("made again"), verdict.checks
+    assert verdict.status.value == "ok" and verdict.reward >= 2, verdict.reason
 
 
 def test_adversarial_suite_cheats_rejected_honest_accepted() -> None:

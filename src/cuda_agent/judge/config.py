@@ -107,6 +107,10 @@ class JudgeConfig:
     # every judgment. Used only where candidates share no writable place (trusted/sandbox.py), so that no
     # candidate can hand the shared inputs or outputs to a later one; timed rounds draw fresh inputs always.
     reference_group_uses: int = 8
+    # Issue 29 (trusted/reference_memory.py): the share of the GPU's memory the reference's outputs and
+    # float64 truths of all input sets may take; a task over it keeps none and makes each set's again to
+    # compare (0 makes every task do so: the GPU test that both ways give the same verdicts).
+    reference_kept_share: float = 0.10
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

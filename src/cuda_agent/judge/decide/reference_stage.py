@@ -66,6 +66,7 @@ class ReferenceStage:
             input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
             perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
+            kept_share=self.config.reference_kept_share,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -83,6 +84,10 @@ class ReferenceStage:
                 "from a trivial one",
             )
         self.checks["degeneracy_audit"] = "passed"
+        if reply.get("kept_sets") == 0:  # trusted/reference_memory.py
+            self.checks["reference_outputs"] = (
+                "made again from each input set's seed for its comparison (too large to keep for every set)"
+            )
         if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
             raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
         self.checks["input_audit"] = reply.get("input_audit", {})

@@ -35,7 +35,7 @@ from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, truth
+from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, reference_memory, truth
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, describe
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
@@ -62,7 +62,8 @@ class ReferenceWorker(BaselineTiming):
         self.module: Any = None
         self._judgments = 0
         self.model: Any = None
-        self.outputs: list[list[torch.Tensor]] = []
+        # Per input set; None where they are too large to keep and are made again to compare (reference_memory.py).
+        self.outputs: list[list[torch.Tensor] | None] = []
         self.timing_sets: list[list[Any]] = []
         self.samplers: dict[str, Sampler] = {}
         self.input_seeds: list[int] = []
@@ -80,10 +81,21 @@ class ReferenceWorker(BaselineTiming):
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
 
-    def prepare(
+    def prepare(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        """`_prepare`, with running out of GPU memory said in one line: what the task needed so far and what
+        the GPU has (reference_memory.py); the parent makes it the task's `task_error`."""
+        self.sizes: dict[str, int] = {}
+        try:
+            return self._prepare(*args, **kw)
+        except torch.cuda.OutOfMemoryError as exc:
+            known = dict(self.sizes)
+            self.end_judgment()  # free what this judgment made before the line is written (and measured)
+            raise reference_memory.TaskDoesNotFit(reference_memory.shortage(exc, known)) from None
+
+    def _prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
-        audit_inputs: bool = True,
+        audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -104,13 +116,13 @@ class ReferenceWorker(BaselineTiming):
         tol = self.tol = Tolerance(atol, rtol)
         self.input_seeds, self.input_prints = list(input_seeds), []
         drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
+        self.sizes["one input set"] = tensor_bytes(drawn[0]) if drawn else 0
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
         audit = self._audit_state_and_inputs(drawn, tol, init_seed, perturb_parameters, audit_inputs)
         audit["varied"] = varied
-        if self.input_transforms is not None:
-            drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
+        del drawn  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
@@ -118,10 +130,13 @@ class ReferenceWorker(BaselineTiming):
         degeneracy_audit = degeneracy.Audit(tol)
         specs: list[dict[str, Any]] = []
         recorder = OpGate(poison=False)
-        for index, inputs in enumerate(drawn):
+        keep, no_truth = True, False
+        for index, seed in enumerate(input_seeds):
+            inputs = check_inputs(self._draw(seed), task.name)
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             pristine = degeneracy.snapshot(inputs)  # the audits see the inputs as drawn, not as updated
             exact = self.exact.outputs(inputs) if self.exact else None
+            no_truth = no_truth or (self.exact is not None and exact is None)
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
@@ -130,34 +145,45 @@ class ReferenceWorker(BaselineTiming):
                 raise ValueError("Model.forward returned no tensors")
             self.aliases.append(self._reference_aliases(raw, inputs))
             outputs = [_keep(t) for t in raw]
-            self.outputs.append(outputs)
-            self.exact_outputs.append(exact)
+            alternatives = None
             if index == 0 or self.has_cuts:
-                self.cut_alternatives.append(self._cut_alternatives(pristine, outputs, tol))
-                self.has_cuts = self.cut_alternatives[-1] is not None
+                alternatives = self._cut_alternatives(pristine, outputs, tol)
+                self.has_cuts = alternatives is not None
+            if index == 0:
+                self.shared_limit = 2 * tensor_bytes(outputs) + SHARED_SLACK_BYTES
+                per_set = reference_memory.kept_bytes(outputs, exact)
+                self.sizes.update({"its outputs": tensor_bytes(outputs), "kept per set": per_set})
+                # Too large to keep for every set: each comparison makes its set's output again from the
+                # seed, which needs a seed that reproduces the inputs (else everything is kept, as before).
+                keep = reference_memory.keeps_every_set(per_set, len(input_seeds), kept_share) or (
+                    fingerprint(self._draw(seed)) != self.input_prints[0])
+            self.outputs.append(outputs if keep else None)
+            self.exact_outputs.append(exact if keep else None)
+            self.cut_alternatives.append(alternatives if keep else None)
             specs = [describe(t) for t in outputs]
             low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
             degeneracy_audit.add(outputs, pristine, low_order)
-            del pristine
+            del pristine, inputs, result, raw, outputs, exact, alternatives
         # Does a seed reproduce this task's inputs? The first set drawn again, here, where nothing can meddle:
         # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
         # difference would otherwise send the judgment to input files, which reach a candidate's round set-up
         # before the clock: the one mode where a round's content exists before its clock).
         reproducible = fingerprint(self._draw(input_seeds[0])) == self.input_prints[0] if input_seeds else False
         self.reproducible = reproducible
+        if not keep and not reproducible:  # its first set reproduced once and not again: nothing to remake from
+            per_set = self.sizes["kept per set"] / reference_memory.GIB
+            raise ValueError(f"the task's inputs do not reproduce from their seed, and its outputs are too large "
+                             f"to keep for every input set ({per_set:.2f} GiB a set)")  # fmt: skip
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = self._draw(timing_seed)
-        self.shared_limit = 2 * tensor_bytes(self.outputs[0]) + SHARED_SLACK_BYTES
         input_bytes = tensor_bytes(first)
         n_sets = max(1, min(MAX_TIMING_SETS, TIMING_SET_BYTES // max(1, input_bytes)))
         self.timing_sets = [first, *(self._draw(timing_seed + k) for k in range(1, n_sets))]
         # A trivial answer that passes on every input set means the task cannot tell right from wrong.
         always = degeneracy_audit.always()
         precision_state = (
-            "off" if self.exact is None
-            else f"none: {self.exact.problem}" if any(e is None for e in self.exact_outputs)
-            else self.exact.name
+            "off" if self.exact is None else f"none: {self.exact.problem}" if no_truth else self.exact.name
         )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
@@ -165,6 +191,7 @@ class ReferenceWorker(BaselineTiming):
             "parameter_audit": audit, "input_audit": self.inputs_audit.report(),
             "input_problem": self.inputs_audit.problem(),
             "precision": precision_state,
+            "kept_sets": len(input_seeds) if keep else 0,  # else each set's output is made again to compare
         }  # fmt: skip
 
     def _audit_state_and_inputs(
@@ -206,7 +233,9 @@ class ReferenceWorker(BaselineTiming):
         out = Path(workdir)
         for index, seed in enumerate(self.input_seeds):
             inputs = self._draw(seed)
-            if fingerprint(inputs) != self.input_prints[index]:
+            if fingerprint(inputs) != self.input_prints[index] or self.outputs[index] is None:
+                # The truth too: the file's inputs are the ones the candidate's outputs will be held to.
+                self.exact_outputs[index] = self.exact.outputs(inputs) if self.exact else None
                 with torch.no_grad():
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
                 self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
@@ -249,9 +278,11 @@ class ReferenceWorker(BaselineTiming):
         self, ref_index: int, path: str, atol: float, rtol: float, shared: bool = False,
         aliases: Any = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
+        seed = self.input_seeds[ref_index]
+        if self.outputs[ref_index] is None:  # too large to keep (reference_memory.py): made again from its seed
+            return self.compare_timing(seed, path, atol, rtol, shared, aliases, precision_k)
         exact = self.exact_outputs[ref_index] if precision_k else None
         alts = self.cut_alternatives[ref_index] if ref_index < len(self.cut_alternatives) else None
-        seed = self.input_seeds[ref_index]
         return self._compare_file(self.outputs[ref_index], path, atol, rtol, shared, self.aliases[ref_index],
                                   aliases, exact, precision_k, alts,
                                   explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip

@@ -1,0 +1,71 @@
+"""What of a judgment's preparation the reference worker keeps on the GPU, and the one line it gives when a
+task does not fit (issue 29 item 1).
+
+Why: the preparation held every input set, every reference output and every float64 truth of the
+judgment at once. At KernelBench's current sizes that is many times one forward: Softsign's inputs are
+6.4 GB a set, so five sets, their outputs and their float64 truths came to about 130 GB, and the judge ran
+out of memory on a 141 GB H200 on tasks a kernel would run in a few GB.
+
+Now (trusted/reference_worker.py `prepare`):
+- input sets are drawn one at a time, each from its seed, and dropped after its forward (the audits draw
+  theirs first and drop them before the outputs are made);
+- the outputs and truths of all input sets are kept only where they fit in `KEPT_SHARE` of the GPU's
+  memory; otherwise none is kept, and each comparison makes its set's output and truth again from the
+  seed, as the spot checks of timed calls always have (`compare_timing`). That needs inputs a seed
+  reproduces; a task whose inputs it does not reproduce keeps everything, as before;
+- a task that still does not fit ends as `task_error` with what it needed and what the GPU had.
+
+Peak, then, is about one input set, its forward's activations, its outputs and its float64 truth (twice
+the outputs, and the promoted forward's activations), plus the kept outputs and truths within the share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from cuda_agent.task import tensor_bytes
+
+# The share of the GPU's memory that the outputs and truths kept across a judgment's input sets may take
+# (14 GB of an H200, 8 GB of an 80 GB H100): the tasks of the examples and the adversarial suite keep a few
+# MB; only tasks of KernelBench's current sizes go over, and they make each set's output again instead.
+KEPT_SHARE = 0.10
+GIB = float(1 << 30)
+
+
+def kept_bytes(outputs: list[torch.Tensor], truths: list[Any] | None) -> int:
+    """Bytes one input set keeps: its reference outputs and their truths (value and standard error)."""
+    held = tensor_bytes(outputs)
+    for t in truths or []:
+        if t is not None:
+            held += tensor_bytes([t.value, *([t.sigma] if t.sigma is not None else [])])
+    return held
+
+
+def keeps_every_set(per_set: int, sets: int, share: float = KEPT_SHARE, total_memory: int | None = None) -> bool:
+    """Whether `sets` input sets' outputs and truths (`per_set` bytes each) fit in `share` of the GPU."""
+    if total_memory is None:
+        total_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    return per_set * sets <= share * total_memory
+
+
+class TaskDoesNotFit(RuntimeError):
+    """The reference's preparation ran out of GPU memory: the task needs more than this GPU has."""
+
+
+def shortage(exc: BaseException, known: dict[str, int], free_total: tuple[int, int] | None = None) -> str:
+    """One line for a task that ran out of GPU memory: what the judge had learnt of its sizes, and what the
+    GPU has. `known`: bytes by what they are ("one input set", "its outputs", ...), as far as they are known.
+    """
+    if free_total is None:
+        try:
+            free_total = torch.cuda.mem_get_info()
+        except Exception:  # a GPU in a bad state still gets its line
+            free_total = None
+    sizes = ", ".join(f"{what} {n / GIB:.2f} GiB" for what, n in known.items()) or "sizes not yet known"
+    has = (f"the GPU has {free_total[1] / GIB:.1f} GiB, {free_total[0] / GIB:.1f} GiB of it free after the failure"
+           if free_total else "the GPU's memory could not be read")  # fmt: skip
+    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return (f"the task does not fit in this GPU's memory ({sizes}; the judge holds one input set, its forward, "
+            f"its outputs and float64 truth at a time): {has}; torch: {first}")  # fmt: skip
