@@ -80,11 +80,12 @@ class ReferenceWorker(BaselineTiming):
         self.reproducible = False
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
+        self.sizes: dict[str, int] = {}  # what the preparation learnt of the task's sizes (reference_memory.py)
 
     def prepare(self, *args: Any, **kw: Any) -> dict[str, Any]:
         """`_prepare`, with running out of GPU memory said in one line: what the task needed so far and what
         the GPU has (reference_memory.py); the parent makes it the task's `task_error`."""
-        self.sizes: dict[str, int] = {}
+        self.sizes = {}
         try:
             return self._prepare(*args, **kw)
         except torch.cuda.OutOfMemoryError as exc:
