@@ -1,0 +1,135 @@
+"""The judge's reference preparation over KernelBench at its current sizes: for every task, the GPU memory
+it peaks at, how long it takes, and the task_error a task that does not fit gets (issue 29 item 1).
+
+Each task runs in a child process of its own (a timeout, a crash or an out-of-memory cost that task only).
+The child runs the judge's own code, `ReferenceWorker.prepare` (trusted/reference_worker.py: the model
+built, its parameters made to matter and moved to a generic point, the input audit, five input sets with
+their outputs and float64 truths, the degeneracy audit) and, unless `--no-baselines`, `time_setup` (the
+eager and torch.compile warm-ups before timing, where Max_Pooling ran out on 2026-12-03), and reports
+`torch.cuda.max_memory_allocated`. `--memory-gb 80` caps the process at 80 GB
+(`torch.cuda.set_per_process_memory_fraction`) to list what does not fit on an H100. Progress goes to
+stderr, a table to stdout, every task's record to `--json`, and the table to `--markdown`.
+
+    python scripts/kernelbench_memory.py /path/to/KernelBench [--levels 1-3] [--memory-gb 80]
+        [--json kb_memory.json] [--markdown docs/kernelbench_memory.md] [--only Softsign] [--budget S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from cuda_agent.eval.kernelbench import benchmark_root, discover, parse_levels  # noqa: E402
+
+SEEDS = [20_360_000 + k for k in range(5)]  # fixed, so a run can be repeated; the judge's are secret
+GIB = float(1 << 30)
+
+
+def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[str, Any]:
+    """The judge's preparation of one task (run in the child), as a JSON-able record."""
+    import torch
+
+    from cuda_agent.judge.trusted.reference_memory import TaskDoesNotFit
+    from cuda_agent.judge.trusted.reference_worker import ReferenceWorker
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    if memory_gb is not None:
+        torch.cuda.set_per_process_memory_fraction(min(1.0, memory_gb * 1e9 / total))
+    worker = ReferenceWorker()
+    began = time.monotonic()
+    record: dict[str, Any] = {"gpu_gib": round(total / GIB, 1)}
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            reply = worker.prepare(str(path), work, 1, SEEDS, SEEDS[-1] + 1, 1e-2, 1e-2)
+            record["prepare_s"] = round(time.monotonic() - began, 2)
+            record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
+                          degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"))  # fmt: skip
+            if baselines:
+                worker.time_setup(["eager", "compile"], compile_builds=1, build_windows=1)
+    except TaskDoesNotFit as exc:
+        record.update(status="task_error", reason=str(exc))
+    except torch.cuda.OutOfMemoryError as exc:  # past the preparation: the baselines' warm-up
+        record.update(status="oom_baselines", reason=str(exc).splitlines()[0][:300])
+    except Exception as exc:
+        record.update(status="error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
+    record["seconds"] = round(time.monotonic() - began, 2)
+    record["peak_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 2)
+    record.update({f"{k} GiB": round(v / GIB, 2) for k, v in worker.sizes.items()})
+    return record
+
+
+def run_child(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--one", str(bench.path)]
+    command += ["--memory-gb", str(args.memory_gb)] if args.memory_gb else []
+    command += ["--no-baselines"] if args.no_baselines else []
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        return {"status": "error", "reason": f"the child ended without a result: {tail[0][:300]}"}
+
+
+def table(records: list[dict[str, Any]]) -> list[str]:
+    rows = ["| task | status | peak GiB | one input set GiB | outputs kept | seconds | reason |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        kept = {None: "", 0: "none (made again)"}.get(r.get("kept_sets"), "all")
+        rows.append(f"| {r['task']} | {r['status']} | {r.get('peak_gib', '')} | {r.get('one input set GiB', '')} | "
+                    f"{kept} | {r.get('seconds', '')} | {str(r.get('reason', ''))[:200]} |")  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kernelbench", nargs="?", type=Path, help="KernelBench checkout (or its KernelBench/ folder)")
+    parser.add_argument("--levels", default="1-3")
+    parser.add_argument("--memory-gb", type=float, default=None, help="cap the judge at this many GB (80: an H100)")
+    parser.add_argument("--no-baselines", action="store_true", help="the preparation only, no eager/compile warm-up")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
+    parser.add_argument("--budget", type=float, default=None, help="stop starting tasks after this many seconds")
+    parser.add_argument("--only", default="", help="only task ids containing this text")
+    parser.add_argument("--json", type=Path, default=Path("kb_memory.json"))
+    parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(prepare_one(Path(args.one), args.memory_gb, not args.no_baselines)))
+        return 0
+    if args.kernelbench is None:
+        parser.error("give the KernelBench checkout")
+    benches = [b for b in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in b.task_id]
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    began, records = time.monotonic(), []
+    for i, bench in enumerate(benches, 1):
+        if args.budget is not None and time.monotonic() - began > args.budget:
+            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
+        else:
+            record = run_child(bench, args)
+        records.append({"task": bench.task_id, **record})
+        print(f"[{i}/{len(benches)}] {bench.task_id}: {record['status']} peak {record.get('peak_gib', '-')} GiB "
+              f"in {record.get('seconds', '-')} s", file=sys.stderr, flush=True)  # fmt: skip
+        args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
+    rows = table(records)
+    print("\n".join(rows))
+    if args.markdown:
+        head = (f"# The judge's reference preparation over KernelBench\n\nMade by `scripts/kernelbench_memory.py` on "
+                f"{started}" + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")
+        args.markdown.write_text(head + "\n".join(rows) + "\n")
+    return 0 if all(r["status"] in ("ok", "skipped") for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
