@@ -463,6 +463,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="time every judgment for the full budget (TimingConfig.sequential off; issue 34)",
     )
     parser.add_argument(
+        "--warm-beside-timing", choices=("on", "off"), default="off",
+        help="candidate workers' GPU warm-up may run while a candidate is timed (JudgeConfig.warm_beside_timing, "
+        "an experiment; issue 34)",
+    )  # fmt: skip
+    parser.add_argument(
         "--pad-release", choices=("on", "off"), default=None,
         help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
     )  # fmt: skip
@@ -571,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         try:
             pads = {} if args.pad_release is None else {"pad_release": args.pad_release == "on"}
-            config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads))
+            config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads),
+                                 warm_beside_timing=args.warm_beside_timing == "on")
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

@@ -391,3 +391,25 @@ def test_a_warm_spare_is_out_of_reach_of_other_processes_of_the_sandbox_user(tmp
     scope = Path("/proc/sys/kernel/yama/ptrace_scope")
     if not scope.exists() or scope.read_text().strip() == "0":
         assert readable[False] is True, "the control: a dumpable process is readable by its user here"
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_spares_gpu_warm_up_waits_for_timing_unless_the_experiment_is_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
+) -> None:
+    """`quiet` keeps a spare's GPU warm-up (context, CUPTI) out of timing; JudgeConfig.warm_beside_timing
+    (an experiment, off) lets it run beside, to measure on the GPU what that costs and saves."""
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    pool = WorkerPool(tmp_path, warm_beside_timing=beside)
+    seen: list[tuple[bool, bool]] = []
+
+    class Worker:
+        def call(self, command: str, timeout: float, gpu: bool) -> dict:
+            seen.append((gpu, pool.quiet.locked()))
+            return {"ok": True}
+
+    try:
+        assert pool._warm(Worker()) is None  # type: ignore[arg-type]
+    finally:
+        pool.close()
+    assert seen == [(False, False), (True, not beside)]

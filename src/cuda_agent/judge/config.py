@@ -111,6 +111,12 @@ class JudgeConfig:
     # float64 truths of all input sets may take; a task over it keeps none and makes each set's again to
     # compare (0 makes every task do so: the GPU test that both ways give the same verdicts).
     reference_kept_share: float = 0.10
+    # Issue 34, an experiment (off): candidate workers' GPU warm-up (CUDA context, CUPTI's first session) may
+    # run while a candidate is timed, instead of waiting for the timing to end (trusted/pool.py `quiet`). On
+    # the H200 (2026-12-04) one timing's end to the next one's start never took less than ~1.4 s, whatever
+    # the task: each verdict's replacement spare warms between two timings. On only once an A/B on the GPU
+    # (judge_throughput --warm-beside-timing on|off: A/A, rewards, quiet_wait) shows timing unharmed.
+    warm_beside_timing: bool = False
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

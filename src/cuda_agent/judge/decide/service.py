@@ -79,7 +79,8 @@ class JudgeService:
         single = devices is None
         spares = LONG_LIVED_SPARES if keep_warm else 1
         self.pools = [
-            WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm, spare_candidates=spares)
+            WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm, spare_candidates=spares,
+                       warm_beside_timing=self.config.warm_beside_timing)
             for d, cpus in zip(self.devices, lane_cpus, strict=True)
         ]
         self._free_lanes: queue.Queue[WorkerPool] = queue.Queue()

@@ -12,7 +12,8 @@ and the first CUDA profiler session another few seconds. The pool pays that ahea
   retires it.
 
 GPU work of a warm-up never overlaps the timing phase of a judgment in this process: both take
-`quiet`, so a spare's context creation cannot disturb a measurement.
+`quiet`, so a spare's context creation cannot disturb a measurement (`warm_beside_timing`, an experiment
+that is off, lifts this to measure what it costs and what it saves).
 
 A finished candidate is retired after its verdict is returned (`retire_later`): its worker's exit (a CUDA
 context torn down), the sweep for processes it left and the removal of its folder took 0.2-0.5 s of every
@@ -124,6 +125,10 @@ class WorkerPool:
     cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
     replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
     quiet: threading.Lock = field(default_factory=threading.Lock)
+    # An experiment (JudgeConfig.warm_beside_timing, off): a spare's GPU warm-up without `quiet`. See
+    # docs/design/throughput.md: on the H200 the time from one timing to the next never fell below ~1.4 s,
+    # whatever the task, as if each verdict's replacement spare warmed its GPU part between two timings.
+    warm_beside_timing: bool = False
 
     def __post_init__(self) -> None:
         self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
@@ -341,7 +346,7 @@ class WorkerPool:
         try:
             reply = worker.call("warm", WARM_TIMEOUT_S, gpu=False)  # waits out `import torch` (CPU only)
             if reply.get("ok"):
-                with self.quiet:
+                with contextlib.nullcontext() if self.warm_beside_timing else self.quiet:
                     reply = worker.call("warm", WARM_TIMEOUT_S, gpu=True)
         except WorkerFailure as exc:
             return f"{exc}: {exc.log_tail[-500:]}"
