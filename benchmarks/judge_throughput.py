@@ -216,14 +216,14 @@ def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict
     }
 
 
-def retirement_medians(retirements: list[dict[str, float]]) -> dict[str, Any] | None:
-    """The median seconds of each part of a candidate's retirement (trusted/pool.py CandidateSlot.close and
-    the strays' kill) and of their sum, over the run's last candidates: what the next GPU lock waits for."""
-    if not retirements:
+def part_medians(records: list[dict[str, float]]) -> dict[str, Any] | None:
+    """The median seconds of each part of a candidate worker's warm-up or retirement (trusted/pool.py
+    warmups, retirements) over the run's last workers, and the median of their sums."""
+    if not records:
         return None
-    parts = sorted({k for r in retirements for k in r})
-    medians = {k: round(statistics.median(r.get(k, 0.0) for r in retirements), 3) for k in parts}
-    return {"n": len(retirements), **medians, "total": round(statistics.median(sum(r.values()) for r in retirements), 3)}
+    parts = sorted({k for r in records for k in r})
+    medians = {k: round(statistics.median(r.get(k, 0.0) for r in records), 3) for k in parts}
+    return {"n": len(records), **medians, "total": round(statistics.median(sum(r.values()) for r in records), 3)}
 
 
 def print_lane_accounting(phase: str, lanes: dict[str, Any] | None) -> None:
@@ -646,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["rl"] = phase_rl(
                     service, journal, args.rl_shape, variants, expected, idle_reader, idle_note
                 )
-            report["retirements"] = service.retirements()
+            report.update(service.worker_lifecycle())
         finally:
             service_cm.__exit__(None, None, None)
     finally:
@@ -808,10 +808,11 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     lanes = {"batch": lane_accounting(batch, batch_wall), "rl": lane_accounting(rl_records, rl["wall_s"] if rl else None)}
     for phase, accounting in lanes.items():
         print_lane_accounting(phase, accounting)
-    retired = retirement_medians(report.get("retirements") or [])
-    if retired:
-        print(f"candidate retirement, median s over the last {retired['n']}: "
-              + ", ".join(f"{k} {v:.3f}" for k, v in retired.items() if k != "n"))  # fmt: skip
+    retired, warmed = part_medians(report.get("retirements") or []), part_medians(report.get("warmups") or [])
+    for what, medians in (("warm-up", warmed), ("retirement", retired)):
+        if medians:
+            print(f"candidate worker {what}, median s over the last {medians['n']}: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in medians.items() if k != "n"))  # fmt: skip
     batch_idle = report["batch"].get("gpu_idle")
     rl_idle = rl["gpu_idle"] if rl else None
     if batch:
@@ -882,6 +883,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "shared_preparations": {phase: {"shared": a, "of": b} for phase, (a, b) in shared.items()},
         "lane_accounting": lanes,
         "retirement_medians_s": retired,
+        "warmup_medians_s": warmed,
         "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),
         "service_start_s": report.get("service_start_s"),
         "benchmark_s": round(bench_s, 1),

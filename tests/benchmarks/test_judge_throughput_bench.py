@@ -296,9 +296,12 @@ def test_the_lane_accounting_says_what_the_wall_leaves_outside_the_lane(tmp_path
     made["retirements"] = [{"reap": 0.5, "tree": 0.2, "files": 0.0, "strays": 0.1},
                            {"reap": 0.7, "tree": 0.2, "files": 0.0, "strays": 0.1},
                            {"reap": 0.9, "tree": 0.4, "files": 0.0, "strays": 0.1}]  # fmt: skip
+    made["warmups"] = [{"import": 3.0, "gpu": 1.3, "cuda_init": 0.4}, {"import": 3.0, "gpu": 1.4, "cuda_init": 0.5}]
     bench.finish(made, tmp_path, 60.0)
     out = capsys.readouterr().out
-    assert "candidate retirement, median s over the last 3: files 0.000, reap 0.700, strays 0.100, tree 0.200, total 1.000" in out
+    assert ("candidate worker retirement, median s over the last 3: files 0.000, reap 0.700, strays 0.100, "
+            "tree 0.200, total 1.000") in out
+    assert "candidate worker warm-up, median s over the last 2: cuda_init 0.450, gpu 1.350, import 3.000" in out
     line = next(x for x in out.splitlines() if x.startswith("lane, rl"))
     assert "settle_wait 0.400" in line and "verify 0.300" in line
     assert "lane mean 1.850 s, wall per verdict 2.000 s, outside the lane 0.150 s" in line

@@ -18,7 +18,7 @@ def cpu_pool_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     from cuda_agent.judge.common.channel import WorkerHandle
     from cuda_agent.judge.trusted.pool import WorkerPool
 
-    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle) -> str | None:
+    def warm_without_gpu(self: WorkerPool, worker: WorkerHandle, times: object = None) -> str | None:
         reply = worker.call("warm", 120, gpu=False)
         return None if reply.get("ok") else str(reply)
 

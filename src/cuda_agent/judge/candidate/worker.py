@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,16 @@ class CandidateWorker:
         made undumpable, so that while it waits as a spare no other candidate (same sandbox user) can read
         or write its memory (common/procs.py)."""
         self.undumpable = make_undumpable()
-        if gpu:
-            math_policy.pin()
-            torch.cuda.init()
-            kernel_trace.warm_profiler()
-        return {"undumpable": self.undumpable}
+        if not gpu:
+            return {"undumpable": self.undumpable}
+        began = time.monotonic()
+        math_policy.pin()
+        torch.cuda.init()
+        initialised = time.monotonic()
+        kernel_trace.warm_profiler()
+        # What the GPU part costs, by part (judge_throughput's account of the lane: trusted/pool.py warmups).
+        seconds = {"cuda_init": initialised - began, "profiler": time.monotonic() - initialised}
+        return {"undumpable": self.undumpable, "seconds": seconds}
 
     def load(self, module_dir: str, state_path: str, task_path: str) -> dict[str, Any]:
         math_policy.pin()  # the reference's settings (common/math_policy.py); the candidate must keep them

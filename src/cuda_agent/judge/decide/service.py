@@ -114,10 +114,11 @@ class JudgeService:
             pool.close()
 
     # ---- one submission ------------------------------------------------------------------------------
-    def retirements(self) -> list[dict[str, float]]:
-        """The parts of the last candidates' retirements on every GPU (WorkerPool.retirements), oldest first
-        per GPU: what the next judgment's GPU lock waited for."""
-        return [dict(r) for pool in self.pools for r in list(pool.retirements)]
+    def worker_lifecycle(self) -> dict[str, list[dict[str, float]]]:
+        """The parts of the last candidate workers' warm-ups and retirements on every GPU (WorkerPool.warmups,
+        .retirements), oldest first per GPU: what the lane's timing and GPU lock waited for."""
+        return {"warmups": [dict(r) for pool in self.pools for r in list(pool.warmups)],
+                "retirements": [dict(r) for pool in self.pools for r in list(pool.retirements)]}  # fmt: skip
 
     def judge(self, submission: Path, task: Task | None = None) -> Verdict:
         """Judge one submission folder against `task` (default: its own model.py)."""

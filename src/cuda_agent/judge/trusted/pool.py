@@ -147,6 +147,9 @@ class WorkerPool:
         # The parts of the last candidates' retirements (CandidateSlot.close_seconds, and "strays": their
         # uid's escaped processes killed), for judge_throughput's account of the lane's time.
         self.retirements: deque[dict[str, float]] = deque(maxlen=RETIREMENTS_KEPT)
+        # The parts of the last candidate workers' warm-ups: `import` (torch, CPU only), `quiet_wait` (for
+        # timing to end), `gpu` (the GPU part's round trip) and the worker's own `cuda_init` and `profiler`.
+        self.warmups: deque[dict[str, float]] = deque(maxlen=RETIREMENTS_KEPT)
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -211,7 +214,7 @@ class WorkerPool:
         # Into a cgroup of its own (where the judge may create one) before any candidate code exists.
         tree = ProcessTree.attach(worker.pid, folder)
         slot = CandidateSlot(worker, root, folder, out_dir, sandbox, tree, retire=self._retire_candidate)
-        slot.warm_error = self._warm(worker)
+        slot.warm_error = self._warm(worker, self.warmups)
         return slot
 
     def _retire_candidate(self, slot: CandidateSlot) -> None:
@@ -340,14 +343,22 @@ class WorkerPool:
         slot.warm_error = self._warm(worker)
         return slot
 
-    def _warm(self, worker: WorkerHandle) -> str | None:
+    def _warm(self, worker: WorkerHandle, times: deque[dict[str, float]] | None = None) -> str | None:
         """Import torch, create the CUDA context, initialise the profiler. Errors are kept, not raised:
-        the judgment that takes the slot reports them as a verdict."""
+        the judgment that takes the slot reports them as a verdict. `times` gets the parts' seconds."""
         try:
+            began = time.monotonic()
             reply = worker.call("warm", WARM_TIMEOUT_S, gpu=False)  # waits out `import torch` (CPU only)
             if reply.get("ok"):
+                imported = time.monotonic()
                 with contextlib.nullcontext() if self.warm_beside_timing else self.quiet:
+                    entered = time.monotonic()
                     reply = worker.call("warm", WARM_TIMEOUT_S, gpu=True)
+                parts = reply.get("seconds") if isinstance(reply.get("seconds"), dict) else {}
+                if times is not None:
+                    times.append({"import": imported - began, "quiet_wait": entered - imported,
+                                  "gpu": time.monotonic() - entered,
+                                  **{k: float(v) for k, v in parts.items() if isinstance(v, int | float)}})  # fmt: skip
         except WorkerFailure as exc:
             return f"{exc}: {exc.log_tail[-500:]}"
         if not reply.get("ok"):
