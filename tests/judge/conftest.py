@@ -45,3 +45,26 @@ def candidate_process() -> Iterator[subprocess.Popen]:
     yield proc
     proc.kill()
     proc.wait()
+
+
+@pytest.fixture
+def cpu_reference(monkeypatch: pytest.MonkeyPatch) -> object:
+    """A ReferenceWorker whose few CUDA calls run on the CPU (this machine has no GPU): the model stays where
+    it is, draws (the reference's and the candidate worker's) and tensor files use the CPU, synchronising
+    and freeing the cache do nothing. Its `prepare` and comparisons are then the judge's own code."""
+    import torch
+
+    from cuda_agent.judge.candidate import inputs as inputs_module
+    from cuda_agent.judge.candidate import worker as candidate_worker
+    from cuda_agent.judge.common import tensorfile
+    from cuda_agent.judge.trusted import reference_worker
+
+    draw, load = inputs_module.draw_inputs, tensorfile.load
+    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a, **k: None)
+    for module in (reference_worker, candidate_worker):
+        monkeypatch.setattr(module, "draw_inputs",
+                            lambda task, seed, device="cpu", transforms=None: draw(task, seed, "cpu", transforms))  # fmt: skip
+    monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True: load(path, "cpu", trusted))
+    return reference_worker.ReferenceWorker()

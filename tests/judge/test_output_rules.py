@@ -12,7 +12,6 @@ The reference worker's `prepare` runs here on the CPU with its three CUDA calls 
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -68,13 +67,8 @@ def get_init_inputs():
 
 
 @pytest.fixture
-def cpu_worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """`prepare(source)` on a CPU: the model stays where it is, inputs are drawn on the CPU, no sync."""
-    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(rw, "draw_inputs", functools.partial(candidate_inputs.draw_inputs, device="cpu"))
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    load = tensorfile.load
-    monkeypatch.setattr(rw.tensorfile, "load", lambda path, device="cpu", trusted=True: load(path, "cpu", trusted))
+def cpu_worker(cpu_reference: Any, tmp_path: Path) -> Any:
+    """`prepare(source)` on a CPU (conftest.py `cpu_reference`), each in a fresh ReferenceWorker."""
 
     def prepare(source: str, name: str = "task", audit_inputs: bool = True) -> tuple[rw.ReferenceWorker, dict[str, Any]]:
         task = tmp_path / f"{name}.py"

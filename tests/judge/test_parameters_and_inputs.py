@@ -530,23 +530,9 @@ def get_init_inputs():
 
 
 @pytest.fixture
-def cpu_worker(monkeypatch: pytest.MonkeyPatch):
-    """A ReferenceWorker whose CUDA calls run on the CPU (this machine has no GPU): the model stays where it
-    is, draws and tensor files use the CPU."""
-    from cuda_agent.judge.candidate import inputs as inputs_module
-    from cuda_agent.judge.candidate import worker as candidate_worker
-    from cuda_agent.judge.common import tensorfile
-    from cuda_agent.judge.trusted import reference_worker
-
-    draw, load = inputs_module.draw_inputs, tensorfile.load
-    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a, **k: None)
-    for module in (reference_worker, candidate_worker):
-        monkeypatch.setattr(module, "draw_inputs",
-                            lambda task, seed, device="cpu", transforms=None: draw(task, seed, "cpu", transforms))  # fmt: skip
-    monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True: load(path, "cpu", trusted))
-    return reference_worker.ReferenceWorker()
+def cpu_worker(cpu_reference):
+    """The reference worker on the CPU (conftest.py `cpu_reference`)."""
+    return cpu_reference
 
 
 def _prepare(worker, tmp_path: Path, source: str, **switches: bool) -> dict:

@@ -13,7 +13,8 @@ import pytest
 
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.service import split_cpus
-from cuda_agent.judge.trusted.pool import WorkerPool, judges_dir, kill_strays, machine_dir, register_judge
+from cuda_agent.judge.trusted.machine import judges_dir, kill_strays, machine_dir, register_judge
+from cuda_agent.judge.trusted.pool import WorkerPool
 
 
 @pytest.fixture

@@ -36,41 +36,22 @@ def get_init_inputs():
 """
 
 
-@pytest.fixture
-def cpu_worker(monkeypatch: pytest.MonkeyPatch) -> ReferenceWorker:
-    class Properties:
-        total_memory = 141 << 30
-
-    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a, **k: None)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a, **k: Properties())
-    draw = reference_worker.draw_inputs
-    monkeypatch.setattr(reference_worker, "draw_inputs",
-                        lambda module, seed, transforms=None: draw(module, seed, device="cpu", transforms=transforms))  # fmt: skip
-    worker = ReferenceWorker()
-    monkeypatch.setattr(worker, "_read_outputs", lambda path, shared: tensorfile.load(path, device="cpu", trusted=False))
-    return worker
-
-
 @pytest.mark.parametrize("kept_share", [0.10, 0.0])
 def test_a_prepared_reference_compares_right_and_wrong_outputs_alike_kept_or_not(
-    cpu_worker: ReferenceWorker, tmp_path: Path, kept_share: float
+    cpu_reference: ReferenceWorker, tmp_path: Path, kept_share: float
 ) -> None:
     seeds = [11, 22, 33]
     task = tmp_path / "small_softmax.py"
     task.write_text(TASK)
-    reply = cpu_worker.prepare(str(task), str(tmp_path), 1, seeds, 44, 1e-2, 1e-2, kept_share=kept_share)
+    reply = cpu_reference.prepare(str(task), str(tmp_path), 1, seeds, 44, 1e-2, 1e-2, kept_share=kept_share)
     assert reply["kept_sets"] == (3 if kept_share else 0)
     assert reply["reproducible"] and not reply["degenerate"] and reply["precision"].startswith("float64")
-    assert [o is None for o in cpu_worker.outputs] == [kept_share == 0.0] * 3
+    assert [o is None for o in cpu_reference.outputs] == [kept_share == 0.0] * 3
     for index, seed in enumerate(seeds):
         with torch.no_grad():
-            right = [t.clone() for t in reference_worker.flatten_tensors(cpu_worker.model(*cpu_worker._draw(seed)))]
+            right = [t.clone() for t in reference_worker.flatten_tensors(cpu_reference.model(*cpu_reference._draw(seed)))]
         for produced, match in ((right, True), ([t + 0.5 for t in right], False)):
             path = tmp_path / f"out_{index}_{match}.tensors"
             tensorfile.save(produced, path)
-            verdict: dict[str, Any] = cpu_worker.compare(index, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=8.0)
+            verdict: dict[str, Any] = cpu_reference.compare(index, str(path), 1e-2, 1e-2, aliases=[[]], precision_k=8.0)
             assert verdict["match"] is match, (kept_share, index, verdict)

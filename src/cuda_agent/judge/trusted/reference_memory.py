@@ -21,10 +21,13 @@ the outputs, and the promoted forward's activations), plus the kept outputs and 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
+from cuda_agent.judge.trusted import layout
 from cuda_agent.task import tensor_bytes
 
 # The share of the GPU's memory that the outputs and truths kept across a judgment's input sets may take
@@ -32,6 +35,19 @@ from cuda_agent.task import tensor_bytes
 # MB; only tasks of KernelBench's current sizes go over, and they make each set's output again instead.
 KEPT_SHARE = 0.10
 GIB = float(1 << 30)
+
+
+def private_copy(t: torch.Tensor) -> torch.Tensor:
+    """A private copy of a reference output with the same strides (clone would make an expanded or
+    overlapping view contiguous)."""
+    t = t.detach()
+    copy = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    if layout.significant_strides(copy) == layout.significant_strides(t):
+        try:
+            return copy.copy_(t)
+        except RuntimeError:
+            pass
+    return t.clone()
 
 
 def kept_bytes(outputs: list[torch.Tensor], truths: list[Any] | None) -> int:
@@ -44,14 +60,49 @@ def kept_bytes(outputs: list[torch.Tensor], truths: list[Any] | None) -> int:
 
 
 def keeps_every_set(per_set: int, sets: int, share: float = KEPT_SHARE, total_memory: int | None = None) -> bool:
-    """Whether `sets` input sets' outputs and truths (`per_set` bytes each) fit in `share` of the GPU."""
+    """Whether `sets` input sets' outputs and truths (`per_set` bytes each) fit in `share` of the GPU. A
+    share of 0 keeps nothing; a GPU whose memory cannot be read (none: the CPU tests) keeps everything."""
+    if share <= 0:
+        return per_set == 0
     if total_memory is None:
-        total_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        try:
+            total_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        except Exception:
+            return True
     return per_set * sets <= share * total_memory
+
+
+def keep_decision(outputs: list[torch.Tensor], truths: list[Any] | None, sets: int, share: float,
+                  reproduces: Callable[[], bool], sizes: dict[str, int]) -> bool:  # fmt: skip
+    """After the first input set: keep every set's outputs and truths, or none (each made again from its
+    seed to compare, which needs a seed that reproduces the inputs: else everything is kept, as before).
+    Notes the set's sizes in `sizes` for the line a task that does not fit gets."""
+    per_set = kept_bytes(outputs, truths)
+    sizes.update({"its outputs": tensor_bytes(outputs), "kept per set": per_set})
+    return keeps_every_set(per_set, sets, share) or not reproduces()
+
+
+def check_remakeable(keep: bool, reproducible: bool, sizes: dict[str, int]) -> None:
+    """Nothing kept and a seed that no longer reproduces the inputs: nothing could be compared."""
+    if not keep and not reproducible:
+        raise ValueError(f"the task's inputs do not reproduce from their seed, and its outputs are too large to "
+                         f"keep for every input set ({sizes.get('kept per set', 0) / GIB:.2f} GiB a set)")  # fmt: skip
 
 
 class TaskDoesNotFit(RuntimeError):
     """The reference's preparation ran out of GPU memory: the task needs more than this GPU has."""
+
+
+@contextlib.contextmanager
+def said_in_one_line(sizes: dict[str, int], free: Callable[[], Any]) -> Iterator[None]:
+    """Running out of GPU memory inside becomes TaskDoesNotFit with `shortage`'s line, after `free()` (the
+    judgment's state dropped, so the free memory the line reports is what the GPU has without it)."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as exc:
+        known = dict(sizes)
+        free()
+        raise TaskDoesNotFit(shortage(exc, known)) from None
 
 
 def shortage(exc: BaseException, known: dict[str, int], free_total: tuple[int, int] | None = None) -> str:

@@ -35,7 +35,7 @@ from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, layout, perturb, reference_memory, truth
+from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, perturb, reference_memory, truth
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, describe
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
@@ -86,12 +86,8 @@ class ReferenceWorker(BaselineTiming):
         """`_prepare`, with running out of GPU memory said in one line: what the task needed so far and what
         the GPU has (reference_memory.py); the parent makes it the task's `task_error`."""
         self.sizes = {}
-        try:
+        with reference_memory.said_in_one_line(self.sizes, self.end_judgment):
             return self._prepare(*args, **kw)
-        except torch.cuda.OutOfMemoryError as exc:
-            known = dict(self.sizes)
-            self.end_judgment()  # free what this judgment made before the line is written (and measured)
-            raise reference_memory.TaskDoesNotFit(reference_memory.shortage(exc, known)) from None
 
     def _prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
@@ -145,19 +141,15 @@ class ReferenceWorker(BaselineTiming):
             if not raw:
                 raise ValueError("Model.forward returned no tensors")
             self.aliases.append(self._reference_aliases(raw, inputs))
-            outputs = [_keep(t) for t in raw]
+            outputs = [reference_memory.private_copy(t) for t in raw]
             alternatives = None
             if index == 0 or self.has_cuts:
                 alternatives = self._cut_alternatives(pristine, outputs, tol)
                 self.has_cuts = alternatives is not None
-            if index == 0:
+            if index == 0:  # every set's outputs kept, or none (each made again from its seed to compare)
                 self.shared_limit = 2 * tensor_bytes(outputs) + SHARED_SLACK_BYTES
-                per_set = reference_memory.kept_bytes(outputs, exact)
-                self.sizes.update({"its outputs": tensor_bytes(outputs), "kept per set": per_set})
-                # Too large to keep for every set: each comparison makes its set's output again from the
-                # seed, which needs a seed that reproduces the inputs (else everything is kept, as before).
-                keep = reference_memory.keeps_every_set(per_set, len(input_seeds), kept_share) or (
-                    fingerprint(self._draw(seed)) != self.input_prints[0])
+                keep = reference_memory.keep_decision(outputs, exact, len(input_seeds), kept_share, lambda s=seed: (
+                    fingerprint(self._draw(s)) == self.input_prints[0]), self.sizes)  # fmt: skip
             self.outputs.append(outputs if keep else None)
             self.exact_outputs.append(exact if keep else None)
             self.cut_alternatives.append(alternatives if keep else None)
@@ -171,10 +163,7 @@ class ReferenceWorker(BaselineTiming):
         # before the clock: the one mode where a round's content exists before its clock).
         reproducible = fingerprint(self._draw(input_seeds[0])) == self.input_prints[0] if input_seeds else False
         self.reproducible = reproducible
-        if not keep and not reproducible:  # its first set reproduced once and not again: nothing to remake from
-            per_set = self.sizes["kept per set"] / reference_memory.GIB
-            raise ValueError(f"the task's inputs do not reproduce from their seed, and its outputs are too large "
-                             f"to keep for every input set ({per_set:.2f} GiB a set)")  # fmt: skip
+        reference_memory.check_remakeable(keep, reproducible, self.sizes)
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = self._draw(timing_seed)
@@ -407,20 +396,6 @@ class ReferenceWorker(BaselineTiming):
 
     def exit(self) -> dict[str, Any]:
         return {}
-
-
-def _keep(t: torch.Tensor) -> torch.Tensor:
-    """A private copy of a reference output with the same strides (clone would make an expanded or
-    overlapping view contiguous)."""
-    t = t.detach()
-    copy = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-    if layout.significant_strides(copy) == layout.significant_strides(t):
-        try:
-            return copy.copy_(t)
-        except RuntimeError:
-            pass
-    return t.clone()
-
 
 
 def _driver_version() -> str:
