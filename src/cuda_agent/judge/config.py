@@ -69,7 +69,7 @@ class TimingConfig:
     # Protocol v7 (candidate/pad.py): every contender's pads wait for the host's release after the call is
     # enqueued, so host time beyond the measured pad stays out of the events (the cure for row_softmax's
     # reward flipping between cold runs, H200 2026-12-04). Measured on the H200 (2026-12-04, session 3, by
-    # scripts/device/issue34_check.sh, since removed): five cold row_softmax runs read the compile baseline
+    # scripts/device/issue34_check.sh, in git history only): five cold row_softmax runs read the compile baseline
     # 0.0793-0.0796 ms (0.37% apart) with the release and 0.079-0.089 ms (11%) without. Off, the pads are
     # v6's. Baselines with and without it are cached apart.
     pad_release: bool = True
