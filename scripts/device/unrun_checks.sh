@@ -8,12 +8,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -s \
+timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider -s \
   "tests/gpu/test_judge_gpu.py::test_every_example_gets_its_expected_verdict_with_no_reference_output_kept" 2>&1 | tail -20
 KB=${KB:-.cache/kernelbench}
+# At most 60 s a task, so that the call stays under the device's 10 minutes (180 + 6 x 60 s).
 for only in Softsign InstanceNorm ScaledDotProduct Max_Pooling_1D Max_Pooling_2D; do
-  timeout 150 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only "$only" --timeout 140 \
+  timeout 60 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only "$only" --timeout 55 \
     --json "$OUT/kb_memory_$only.json" 2>&1 | tail -3
 done
-timeout 100 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only Softsign --memory-gb 80 --timeout 90 \
+timeout 60 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only Softsign --memory-gb 80 --timeout 55 \
   --json "$OUT/kb_memory_80gb_Softsign.json" 2>&1 | tail -3
