@@ -167,10 +167,9 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
     def candidate_stages(self, pool: WorkerPool, ref_slot: ReferenceSlot,
                          taken: Future[CandidateSlot] | None = None) -> Verdict:  # fmt: skip
         # Rules that depend on what the reference runs (cuBLAS only for a GEMM, cuDNN only for a conv).
-        checked = time.monotonic()
-        findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
-        findings += check_imports(self.imports, self.reference_ops)
-        self.stages["lane_checks"] = time.monotonic() - checked
+        with self.timed("lane_checks"):
+            findings = check_kernel_sources(self.submission / "kernels", self.reference_ops)
+            findings += check_imports(self.imports, self.reference_ops)
         if findings:
             raise self.fail(Status.REJECTED, f"static checks failed: {describe_findings(findings)}")
         waited = time.monotonic()
@@ -184,9 +183,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             raise self.fail(
                 Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
             )
-        installing = time.monotonic()
-        self.install(slot)
-        self.stages["install"] = time.monotonic() - installing
+        with self.timed("install"):
+            self.install(slot)
         ref, cand = ref_slot.worker, slot.worker
         with pool.gpu_lock(self.stages):
             self.load_candidate(cand, ref)

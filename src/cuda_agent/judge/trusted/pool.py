@@ -51,7 +51,7 @@ from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candida
 REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
 CANDIDATE_WORKER = "cuda_agent.judge.candidate.worker"
 WARM_TIMEOUT_S = 180.0
-RETIREMENTS_KEPT = 512  # the last candidates' retirement times a pool keeps (WorkerPool.retirements)
+LIFECYCLE_KEPT = 512  # the last candidate workers' warm-up and retirement times a pool keeps
 
 
 @dataclass
@@ -144,10 +144,10 @@ class WorkerPool:
         self._retiring: list[Future[None]] = []
         # The parts of the last candidates' retirements (CandidateSlot.close_seconds, and "strays": their
         # uid's escaped processes killed), for judge_throughput's account of the lane's time.
-        self.retirements: deque[dict[str, float]] = deque(maxlen=RETIREMENTS_KEPT)
+        self.retirements: deque[dict[str, float]] = deque(maxlen=LIFECYCLE_KEPT)
         # The parts of the last candidate workers' warm-ups: `import` (torch, CPU only), `quiet_wait` (for
         # timing to end), `gpu` (the GPU part's round trip) and the worker's own `cuda_init` and `profiler`.
-        self.warmups: deque[dict[str, float]] = deque(maxlen=RETIREMENTS_KEPT)
+        self.warmups: deque[dict[str, float]] = deque(maxlen=LIFECYCLE_KEPT)
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
