@@ -6,12 +6,14 @@ The child runs the judge's own code, `ReferenceWorker.prepare` (trusted/referenc
 built, its parameters made to matter and moved to a generic point, the input audit, five input sets with
 their outputs and float64 truths, the degeneracy audit) and, unless `--no-baselines`, `time_setup` (the
 eager and torch.compile warm-ups before timing, where Max_Pooling ran out on 2026-12-03), and reports
-`torch.cuda.max_memory_allocated`. `--memory-gb 80` caps the process at 80 GB
+`torch.cuda.max_memory_allocated`, after one eager and one torch.compile round of the judge's size
+for the task (decide/round_size.py), with a candidate's round of the same size held beside them. `--memory-gb 80` caps the process at 80 GB
 (`torch.cuda.set_per_process_memory_fraction`) to list what does not fit on an H100. Progress goes to
 stderr, a table to stdout, every task's record to `--json`, and the table to `--markdown`.
 
     python scripts/kernelbench_memory.py /path/to/KernelBench [--levels 1-3] [--memory-gb 80]
         [--json kb_memory.json] [--markdown docs/kernelbench_memory.md] [--only Softsign] [--budget S]
+    python scripts/kernelbench_memory.py /path/to/KernelBench --estimate 141     (no GPU: sizes from shapes)
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
     """The judge's preparation of one task (run in the child), as a JSON-able record."""
     import torch
 
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.round_size import round_size
     from cuda_agent.judge.trusted.reference_memory import TaskDoesNotFit
     from cuda_agent.judge.trusted.reference_worker import ReferenceWorker
 
@@ -55,10 +59,22 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
             record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
                           degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"))  # fmt: skip
             if baselines:
-                worker.time_setup(["eager", "compile"], compile_builds=1, build_windows=1)
+                timing = JudgeConfig().timing
+                plan = round_size(timing.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
+                                  reply.get("gpu_bytes"), timing.round_memory_share)  # fmt: skip
+                record["round_calls"] = plan.calls
+                worker.time_setup(["eager", "compile"], compile_builds=1, build_windows=1, samples=plan.calls)
+                # The candidate's last round stays alive while a baseline round runs (decide/round_size.py):
+                # the same inputs and outputs held here while one eager and one torch.compile round run.
+                with torch.no_grad():
+                    held = [(inputs, worker.model(*inputs)) for inputs in
+                            (worker._draw(seed) for seed in range(SEEDS[0], SEEDS[0] + plan.calls))]  # fmt: skip
+                worker.time_round("eager", plan.calls)
+                worker.time_round("compile", plan.calls)
+                del held
     except TaskDoesNotFit as exc:
         record.update(status="task_error", reason=str(exc))
-    except torch.cuda.OutOfMemoryError as exc:  # past the preparation: the baselines' warm-up
+    except torch.cuda.OutOfMemoryError as exc:  # past the preparation: the baselines' warm-up or rounds
         record.update(status="oom_baselines", reason=str(exc).splitlines()[0][:300])
     except Exception as exc:
         record.update(status="error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
@@ -66,6 +82,41 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
     record["peak_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 2)
     record.update({f"{k} GiB": round(v / GIB, 2) for k, v in worker.sizes.items()})
     return record
+
+
+def estimate_one(path: Path, gpu_gb: float) -> dict[str, Any]:
+    """One call's sizes from the task's shapes alone (no GPU): the model built and run on PyTorch's meta
+    device, which allocates nothing, and the calls a timed round gets on a GPU of `gpu_gb` GB."""
+    import importlib.util
+
+    import torch
+
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.round_size import round_size
+
+    def size(value: Any) -> int:
+        if isinstance(value, torch.Tensor):
+            return value.numel() * value.element_size()
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else []
+        return sum(size(v) for v in items)
+
+    spec = importlib.util.spec_from_file_location(f"kb_estimate_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        with torch.device("meta"), torch.no_grad():
+            spec.loader.exec_module(module)
+            model = module.Model(*module.get_init_inputs())
+            inputs = module.get_inputs()
+            outputs = model(*inputs)
+    except Exception as exc:  # ops without a meta kernel, data-dependent shapes (.item()), missing packages
+        return {"status": "not estimated", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    one_in, one_out = size(inputs), size(outputs)
+    timing = JudgeConfig().timing
+    plan = round_size(timing.samples_per_round, one_in, one_out, int(gpu_gb * 1e9), timing.round_memory_share)
+    return {"status": "estimated", "one input set GiB": round(one_in / GIB, 2), "one output GiB": round(one_out / GIB, 2),
+            "parameters GiB": round(sum(size(t) for t in model.state_dict().values()) / GIB, 2),
+            "round_calls": plan.calls}  # fmt: skip
 
 
 def run_child(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -84,11 +135,20 @@ def run_child(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(records: list[dict[str, Any]]) -> list[str]:
-    rows = ["| task | status | peak GiB | one input set GiB | outputs kept | seconds | reason |", "|---|---|---|---|---|---|---|"]
+    rows = ["| task | status | peak GiB | one input set GiB | outputs kept | calls a round | seconds | reason |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in records:
         kept = {None: "", 0: "none (made again)"}.get(r.get("kept_sets"), "all")
         rows.append(f"| {r['task']} | {r['status']} | {r.get('peak_gib', '')} | {r.get('one input set GiB', '')} | "
-                    f"{kept} | {r.get('seconds', '')} | {str(r.get('reason', ''))[:200]} |")  # fmt: skip
+                    f"{kept} | {r.get('round_calls', '')} | {r.get('seconds', '')} | {str(r.get('reason', ''))[:200]} |")  # fmt: skip
+    return rows
+
+
+def estimate_table(records: list[dict[str, Any]]) -> list[str]:
+    rows = ["| task | one input set GiB | one output GiB | parameters GiB | calls a round | note |", "|---|---|---|---|---|---|"]
+    for r in records:
+        rows.append(f"| {r['task']} | {r.get('one input set GiB', '')} | {r.get('one output GiB', '')} | "
+                    f"{r.get('parameters GiB', '')} | {r.get('round_calls', '')} | {str(r.get('reason', ''))[:120]} |")  # fmt: skip
     return rows
 
 
@@ -103,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only task ids containing this text")
     parser.add_argument("--json", type=Path, default=Path("kb_memory.json"))
     parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--estimate", type=float, metavar="GPU_GB", default=None,
+                        help="no GPU: one call's sizes from the tasks' shapes (meta tensors) and the calls a timed "
+                             "round gets on a GPU of this many GB")  # fmt: skip
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -116,19 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     for i, bench in enumerate(benches, 1):
         if args.budget is not None and time.monotonic() - began > args.budget:
             record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
+        elif args.estimate is not None:
+            record = estimate_one(bench.path, args.estimate)
         else:
             record = run_child(bench, args)
         records.append({"task": bench.task_id, **record})
         print(f"[{i}/{len(benches)}] {bench.task_id}: {record['status']} peak {record.get('peak_gib', '-')} GiB "
-              f"in {record.get('seconds', '-')} s", file=sys.stderr, flush=True)  # fmt: skip
+              f"in {record.get('seconds', '-')} s, {record.get('round_calls', '-')} calls a round",
+              file=sys.stderr, flush=True)  # fmt: skip
         args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
-    rows = table(records)
+    rows = estimate_table(records) if args.estimate is not None else table(records)
     print("\n".join(rows))
     if args.markdown:
-        head = (f"# The judge's reference preparation over KernelBench\n\nMade by `scripts/kernelbench_memory.py` on "
-                f"{started}" + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")
+        if args.estimate is not None:
+            head = (f"# One call's sizes over KernelBench, estimated from shapes\n\nMade by `scripts/kernelbench_memory.py "
+                    f"--estimate {args.estimate:g}` on {started}: no GPU, the tasks run on PyTorch's meta device; calls a "
+                    f"round on a GPU of {args.estimate:g} GB (decide/round_size.py).\n\n")  # fmt: skip
+        else:
+            head = (f"# The judge's reference preparation over KernelBench\n\nMade by `scripts/kernelbench_memory.py` on "
+                    f"{started}" + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")
         args.markdown.write_text(head + "\n".join(rows) + "\n")
-    return 0 if all(r["status"] in ("ok", "skipped") for r in records) else 1
+    return 0 if all(r["status"] in ("ok", "skipped", "estimated") for r in records) else 1
 
 
 if __name__ == "__main__":

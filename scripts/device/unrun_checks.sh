@@ -2,8 +2,10 @@
 # The first GPU checks of work written without a GPU (2026-12-04, session 3), in one device call (< 10 min):
 #   OUT=/tmp/o bash scripts/device/unrun_checks.sh      (carry .cache/kernelbench: KernelBench's level folders)
 # 1. issue 29's memory plan: every example judged with no reference output kept (each set's made again from
-#    its seed) must get its expected verdict; 2. the judge's preparation of the KernelBench tasks that ran out
-#    of memory on 2026-12-03, on the whole H200 and capped at 80 GB (an H100).
+#    its seed) must get its expected verdict; 2. the judge's preparation, baseline warm-up and rounds (fewer calls
+#    a round where one call's inputs and output are large: decide/round_size.py) of KernelBench tasks that ran
+#    out of memory on 2026-12-03 and of the largest one (L1Norm, 16 GiB a call), on the whole H200 and capped at
+#    80 GB (an H100).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -12,9 +14,9 @@ timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider -s \
   "tests/gpu/test_judge_gpu.py::test_every_example_gets_its_expected_verdict_with_no_reference_output_kept" 2>&1 | tail -20
 KB=${KB:-.cache/kernelbench}
 # At most 60 s a task, so that the call stays under the device's 10 minutes (180 + 6 x 60 s).
-for only in Softsign InstanceNorm ScaledDotProduct Max_Pooling_1D Max_Pooling_2D; do
+for only in Softsign InstanceNorm ScaledDotProduct Max_Pooling_1D L1Norm_; do
   timeout 60 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only "$only" --timeout 55 \
     --json "$OUT/kb_memory_$only.json" 2>&1 | tail -3
 done
-timeout 60 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only Softsign --memory-gb 80 --timeout 55 \
-  --json "$OUT/kb_memory_80gb_Softsign.json" 2>&1 | tail -3
+timeout 60 python3 scripts/kernelbench_memory.py "$KB" --levels 1 --only L1Norm_ --memory-gb 80 --timeout 55 \
+  --json "$OUT/kb_memory_80gb_L1Norm.json" 2>&1 | tail -3

@@ -45,3 +45,23 @@ def test_every_task_gets_a_record_with_a_reason_and_the_exit_code_says_so(tmp_pa
     selected = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--only", "again",
                                "--json", str(out)], capture_output=True, text=True, timeout=600)  # fmt: skip
     assert [r["task"] for r in json.loads(out.read_text())["tasks"]] == ["level1/2_Double_again"], selected.stderr
+
+
+def test_the_estimate_reads_one_calls_sizes_from_shapes_and_plans_the_rounds(tmp_path: Path) -> None:
+    """--estimate runs each task on the meta device (nothing allocated, no GPU): 1 GiB in, 1 GiB out, and on
+    an 8 GB GPU a round keeping every call's inputs and output at 20% of it gets 1 call instead of 10."""
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    (level / "1_Small.py").write_text(TASK)
+    (level / "2_Large.py").write_text(TASK.replace("torch.randn(8, 8)", "torch.randn(1 << 14, 1 << 14)"))
+    (level / "3_Data_dependent.py").write_text(TASK.replace("return x * 2.0", "return x * x.sum().item()"))
+    out, doc = tmp_path / "estimate.json", tmp_path / "estimate.md"
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--estimate", "8",
+                           "--json", str(out), "--markdown", str(doc)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    small, large, dependent = records["level1/1_Small"], records["level1/2_Large"], records["level1/3_Data_dependent"]
+    assert small["round_calls"] == 10 and small["one input set GiB"] == 0.0
+    assert (large["one input set GiB"], large["one output GiB"], large["round_calls"]) == (1.0, 1.0, 1)
+    assert dependent["status"] == "not estimated" and "item" in dependent["reason"]
+    assert done.returncode == 1  # not every task could be estimated
+    assert "| level1/2_Large | 1.0 | 1.0 | 0.0 | 1 |" in doc.read_text() and "estimated from shapes" in doc.read_text()

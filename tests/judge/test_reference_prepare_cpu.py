@@ -47,6 +47,8 @@ def test_a_prepared_reference_compares_right_and_wrong_outputs_alike_kept_or_not
     assert reply["kept_sets"] == (3 if kept_share else 0)
     assert reply["reproducible"] and not reply["degenerate"] and reply["precision"].startswith("float64")
     assert [o is None for o in cpu_reference.outputs] == [kept_share == 0.0] * 3
+    # one call's sizes, for the parent's round size (decide/round_size.py); no GPU memory to read here
+    assert reply["input_bytes"] == reply["output_bytes"] == 64 * 512 * 4 and reply["gpu_bytes"] is None
     for index, seed in enumerate(seeds):
         with torch.no_grad():
             right = [t.clone() for t in reference_worker.flatten_tensors(cpu_reference.model(*cpu_reference._draw(seed)))]

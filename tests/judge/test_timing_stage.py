@@ -15,6 +15,7 @@ from fake_workers import RoundTrips
 
 from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
+from cuda_agent.judge.decide.round_size import round_size
 from cuda_agent.judge.decide.verdict import Environment
 from cuda_agent.judge.trusted.freeze import ProcessTree, _stat_fields
 from cuda_agent.judge.trusted.pool import ReferenceSlot
@@ -41,6 +42,7 @@ class Reference(RoundTrips):
         self.flush: float | None = None  # the flush allowance its samplers were given
         self.draw_ms = 0.4  # host time of one draw of a call's inputs, measured in its warm-up
         self.cover: float | None = None  # the draw's cover its samplers were given
+        self.round_calls: set[int] = set()  # the calls of every round asked for
 
     def answer(self, command: str, timeout: float, **kw: Any) -> dict[str, Any]:
         self.calls.append(command)
@@ -58,9 +60,10 @@ class Reference(RoundTrips):
         if command == "time_round":
             self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
             self.rounds.append(kw["mode"])
-            per_call = self.ms[kw["mode"]]
-            time.sleep(CALLS * (per_call + self.host_ms) / 1000)
-            return {"ok": True, "samples": [per_call] * CALLS, "setup_ms": 0.0}
+            per_call, calls = self.ms[kw["mode"]], kw["samples"]
+            self.round_calls.add(calls)
+            time.sleep(calls * (per_call + self.host_ms) / 1000)
+            return {"ok": True, "samples": [per_call] * calls, "setup_ms": 0.0}
         if command == "drain":
             frozen = _stat_fields(self.candidate_pid)[0] == "T"
             if frozen and not self.drains:
@@ -99,9 +102,10 @@ class Candidate(RoundTrips):
             return {"ok": True}
         if command == "time_round":
             self.log.append((command, kw))
-            time.sleep(CALLS * (self.true_ms + self.host_ms) / 1000)
+            calls = kw["samples"]
+            time.sleep(calls * (self.true_ms + self.host_ms) / 1000)
             shown = self.claimed_ms if self.claimed_ms is not None else self.true_ms
-            return {"ok": True, "samples": [shown] * CALLS, "escaped_ms": 0.0}
+            return {"ok": True, "samples": [shown] * calls, "escaped_ms": 0.0}
         raise AssertionError(f"unexpected candidate command {command}")
 
 
@@ -144,6 +148,28 @@ def test_baselines_run_with_the_candidate_frozen_and_speedups_follow(tmp_path, m
     # candidate rounds (traced ones included) and the reference's eager and compile rounds.
     stamped, rounds = made.checks["host_clock"]["rounds_stamped"]
     assert stamped == 0 and rounds == timing.rounds + made.checks["traced_timed_rounds"] + ref.rounds.count("eager") + ref.rounds.count("compile")
+
+
+def test_a_task_too_large_for_ten_calls_gets_fewer_for_every_contender_and_baselines_of_their_own(
+    tmp_path, monkeypatch, candidate_process
+) -> None:
+    """Issue 29: one call's inputs and output at 12 GiB (KernelBench's ReLU), a round keeping every call's,
+    on a 141 GB GPU: 2 calls a round, for the candidate and both baselines, and the baselines cached under
+    a key of their own (a baseline over 10-call rounds is another measurement)."""
+    ref = Reference(candidate_process.pid)
+    cand = Candidate(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    made.round_plan = round_size(10, 6 << 30, 6 << 30, 141_000_000_000, JudgeConfig().timing.round_memory_share)
+    assert made.round_plan.calls == 2 and "2 calls per round instead of 10" in made.round_plan.describe()
+    timing = made.time(ref, cand)  # type: ignore[arg-type]
+    assert ref.round_calls == {2} and {kw["samples"] for _, kw in cand.log} == {2}
+    assert timing.speedup_vs_eager == pytest.approx(4.0, rel=0.25) and timing.baseline_source == "measured"
+    again = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    again.round_plan = made.round_plan
+    assert again.time(ref, Candidate(candidate_process.pid)).baseline_source == "cached"  # type: ignore[arg-type]
+    ten = _judgment(tmp_path, monkeypatch, candidate_process, ref)  # the configured size: not those baselines
+    assert ten.time(ref, Candidate(candidate_process.pid)).baseline_source == "measured"  # type: ignore[arg-type]
+    assert ref.round_calls == {2, 10}
 
 
 def test_gpu_work_left_after_a_candidate_round_is_charged(tmp_path, monkeypatch, candidate_process) -> None:
@@ -390,3 +416,17 @@ def test_a_tie_with_compile_is_decided_below_as_quickly(tmp_path, monkeypatch, c
     seq = made.checks["sequential"]
     assert seq["eager"]["answer"] == "above" and seq["compile"]["answer"] == "below", seq
     assert got.speedup_vs_compile_low <= got.compile_threshold < got.speedup_vs_eager_low
+
+
+@pytest.mark.parametrize(("sizes", "calls"), [
+    ((64 << 20, 64 << 20, 141_000_000_000), 10),  # every example and suite task: nothing changes
+    ((6 << 30, 6 << 30, 141_000_000_000), 2),  # KernelBench's ReLU on an H200
+    ((6 << 30, 6 << 30, 80_000_000_000), 1),  # and on an H100: at least one call, whatever the size
+    ((8 << 30, 8 << 30, 80_000_000_000), 1),
+    ((None, 6 << 30, 141_000_000_000), 10),  # sizes not reported (an older worker): as configured
+    ((6 << 30, 6 << 30, None), 10),  # the GPU's memory not readable
+    ((0, 0, 141_000_000_000), 10),
+])  # fmt: skip
+def test_round_size_keeps_one_rounds_inputs_and_outputs_within_its_share(sizes: tuple, calls: int) -> None:
+    plan = round_size(10, *sizes, 0.2)
+    assert plan.calls == calls and plan.reduced == (calls < 10)

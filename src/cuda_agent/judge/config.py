@@ -21,6 +21,10 @@ class JudgeUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class TimingConfig:
     samples_per_round: int = 10
+    # The share of the GPU's memory one timed round's inputs and outputs may take (every call's are kept
+    # for the checks; two rounds are alive at once): a task whose calls would not fit gets fewer calls per
+    # round, the same for every contender (decide/round_size.py; KernelBench's largest need 12-16 GiB a call).
+    round_memory_share: float = 0.2
     min_samples: int = 30
     min_gpu_ms: float = 100.0
     max_gpu_ms: float = 2000.0  # per contender

@@ -36,6 +36,7 @@ from cuda_agent.judge.decide.calls import WorkerCalls
 from cuda_agent.judge.decide.coverage_stage import CoverageStage
 from cuda_agent.judge.decide.reference_stage import ReferenceStage
 from cuda_agent.judge.decide.reward import milestone_reward
+from cuda_agent.judge.decide.round_size import RoundSize
 from cuda_agent.judge.decide.timed_checks import TimedChecks
 from cuda_agent.judge.decide.timing_stage import TimingStage
 from cuda_agent.judge.decide.verdict import (
@@ -104,6 +105,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         self.built = False
         self.candidate_taken = False  # the candidate worker is this judgment's to retire (candidate_stages)
         self.started = time.monotonic()
+        # Calls per timed round: samples_per_round until the reference's sizes say a round would not fit.
+        self.round_plan = RoundSize(self.config.timing.samples_per_round, self.config.timing.samples_per_round)
 
     # ---- the story -------------------------------------------------------------------------------
     def run(self, pool: WorkerPool) -> Verdict:

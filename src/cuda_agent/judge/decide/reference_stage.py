@@ -17,6 +17,7 @@ from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.decide.reference_group import describe, group_key, start_group
+from cuda_agent.judge.decide.round_size import round_size
 from cuda_agent.judge.decide.verdict import Environment, Status
 from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool
 
@@ -84,6 +85,11 @@ class ReferenceStage:
                 "from a trivial one",
             )
         self.checks["degeneracy_audit"] = "passed"
+        tc = self.config.timing
+        self.round_plan = round_size(tc.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
+                                     reply.get("gpu_bytes"), tc.round_memory_share)  # fmt: skip
+        if self.round_plan.reduced:
+            self.checks["round_size"] = self.round_plan.describe()
         if reply.get("kept_sets") == 0:  # trusted/reference_memory.py
             self.checks["reference_outputs"] = (
                 "made again from each input set's seed for its comparison (too large to keep for every set)"

@@ -127,13 +127,13 @@ class HostClock:
         return wall_ms / max(1, calls) - self.overhead_ms - self.margin_ms
 
 
-def trace_probability(round_gpu_ms: float | None, timing: TimingConfig) -> float:
+def trace_probability(round_gpu_ms: float | None, timing: TimingConfig, calls: int | None = None) -> float:
     """The chance that the next timed round is traced, from the GPU time of one candidate round so far
     (None before the first). Timing runs about max(min rounds, min_gpu_ms / round time) rounds (at most
     max_rounds); the chance p makes the expected traced ones T = max(min_traced_rounds, share x rounds),
     p = T / (rounds + T), at most 1/2. A submission that calls PyTorch on a share f > 1/2 of R rounds
     (what moving the median takes) escapes with (1 - p)^(f R): 0.4% at R = 60, 25% at R = 3 (p = 1/2)."""
-    least = max(1, math.ceil(timing.min_samples / timing.samples_per_round))
+    least = max(1, math.ceil(timing.min_samples / (calls or timing.samples_per_round)))  # calls: round_size.py
     if round_gpu_ms is None or not round_gpu_ms > 0:
         rounds = least
     else:

@@ -27,7 +27,7 @@ class TimedChecks:
         are drawn inside it), or, in input-file mode (a task whose inputs a seed does not reproduce), a
         file of the sets the reference drew from them, for the round's set-up: read before the clock
         starts, the one mode where a round's content exists before its clock (trust_boundary.md)."""
-        samples = self.config.timing.samples_per_round
+        samples = self.round_plan.calls
         self.round_seeds = [secrets.randbits(62) for _ in range(samples)]
         if self.input_files:
             made = self._reference_call(ref, "draw_round", self.config.prepare_timeout_s,

@@ -64,7 +64,8 @@ class TimingStage:
         assert self.environment is not None
         secret, where = judge_key(self.candidate_separate_user)
         cache = BaselineCache(self.config.cache_dir, secret=secret)
-        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode, tc.pad_release)
+        round_calls = self.round_plan.calls if self.round_plan.reduced else None  # a round of another size
+        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode, tc.pad_release, round_calls)
         cached = cache.get(key)
         self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
         with self.timed("timing_setup"):
@@ -80,7 +81,7 @@ class TimingStage:
                 made = self._reference_call(
                     ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
                     compile_builds=tc.compile_builds, build_windows=tc.build_windows,
-                    samples=tc.samples_per_round, compile_mode=tc.compile_mode, release=tc.pad_release,
+                    samples=self.round_plan.calls, compile_mode=tc.compile_mode, release=tc.pad_release,
                 )  # fmt: skip
             hosts.update({k: _finite(v) for k, v in made["host_ms"].items()})
             builds_ms = [float(x) for x in made["compile_builds_ms"]]
@@ -108,7 +109,7 @@ class TimingStage:
         traced_rounds = 0
         traced_busy: list[float] = []  # device busy ms per call of each traced round
         owed_trace = False  # timing is done but fewer than min_traced_rounds were traced: the next ones are
-        trace_p = trace_probability(None, tc)  # most rounds measure
+        trace_p = trace_probability(None, tc, self.round_plan.calls)  # most rounds measure
         after_frozen: list[int] = []  # timed rounds that followed a frozen window (diagnostics)
         # Diagnostics: where each contender's per-call host overhead goes (`overhead_split`). The compiled baseline
         # runs in the reference's process: an offset between its rounds and eager's is the callable's, not
@@ -157,7 +158,7 @@ class TimingStage:
                 walls["candidate"].append(wall_ms + busy_ms)
                 for who in ([] if cached else ["eager", "compile"]):
                     reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
-                                                 samples=tc.samples_per_round)  # fmt: skip
+                                                 samples=self.round_plan.calls)  # fmt: skip
                     wall_ms = self._round_wall(ref)
                     got = self._samples(who, reply, wall_ms)
                     rounds[who].append(got)
@@ -167,7 +168,7 @@ class TimingStage:
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
-            trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc)
+            trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc, self.round_plan.calls)
             # The first round is always checked, later ones at random (the candidate cannot tell which),
             # and the last one before timing ends.
             checked = self.check_round(ref, cand, 1.0 if len(rounds["candidate"]) == 1 else self.config.timed_check_share)
@@ -291,9 +292,8 @@ class TimingStage:
         """One eager reference round timed by this process's clock, inside a frozen window: the host clock's
         calibration when the baselines are cached (their rounds are not timed again). Returns (wall ms,
         set-up ms, samples) like the baseline rounds it stands in for."""
-        tc = self.config.timing
         reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode="eager",
-                                     samples=tc.samples_per_round)  # fmt: skip
+                                     samples=self.round_plan.calls)  # fmt: skip
         wall_ms = self._round_wall(ref)
         return wall_ms, _finite(reply.get("setup_ms")), self._samples("eager", reply, wall_ms)
 
@@ -307,12 +307,11 @@ class TimingStage:
 
     def _samples(self, who: str, reply: dict, wall_ms: float) -> list[float]:
         """A round's samples, refused when they cannot be true by this process's clock."""
-        tc = self.config.timing
         try:
             samples = [float(x) for x in reply["samples"]]
         except (KeyError, TypeError, ValueError):
             samples = []
-        if len(samples) != tc.samples_per_round or not all(0 < s < 1e9 for s in samples) or sum(samples) > wall_ms:
+        if len(samples) != self.round_plan.calls or not all(0 < s < 1e9 for s in samples) or sum(samples) > wall_ms:
             raise self.fail(Status.REJECTED, f"{who} timing samples are impossible for the host clock")
         return samples
 
@@ -329,16 +328,15 @@ class TimingStage:
         same command, so nothing the candidate holds before the round (the round's place in the order, the
         commands so far) tells. Every round is asked for with the same command and argument names (`trace`
         only differs in value)."""
-        tc = self.config.timing
         content = self.new_round(ref)
-        keep = secrets.randbelow(tc.samples_per_round)
+        keep = secrets.randbelow(self.round_plan.calls)
         # The round's set-up outside the clock: this process cannot check what the candidate says it cost,
         # and it holds no input of the round (they are drawn inside `time_round`).
-        self._candidate_call(cand, "prepare_round", 60, purpose, samples=tc.samples_per_round,
+        self._candidate_call(cand, "prepare_round", 60, purpose, samples=self.round_plan.calls,
                              inputs_path=content.get("inputs_path"))  # fmt: skip
         traced = trace_share >= 1.0 or (trace_share > 0 and secrets.randbelow(1 << 20) < trace_share * (1 << 20))
         reply = self._candidate_call(cand, "time_round", self.config.timing_timeout_s, purpose,
-                                     samples=tc.samples_per_round, keep=keep, trace=traced,
+                                     samples=self.round_plan.calls, keep=keep, trace=traced,
                                      seeds=content.get("seeds"))  # fmt: skip
         wall_ms = self._round_wall(cand)
         return reply, self._samples("candidate", reply, wall_ms), wall_ms, traced

@@ -59,15 +59,23 @@ def kept_bytes(outputs: list[torch.Tensor], truths: list[Any] | None) -> int:
     return held
 
 
+def gpu_total_bytes() -> int | None:
+    """The GPU's memory, for the parent's plan of a timed round's size (decide/round_size.py); None where it
+    cannot be read (the CPU tests)."""
+    try:
+        return int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+    except Exception:
+        return None
+
+
 def keeps_every_set(per_set: int, sets: int, share: float = KEPT_SHARE, total_memory: int | None = None) -> bool:
     """Whether `sets` input sets' outputs and truths (`per_set` bytes each) fit in `share` of the GPU. A
     share of 0 keeps nothing; a GPU whose memory cannot be read (none: the CPU tests) keeps everything."""
     if share <= 0:
         return per_set == 0
     if total_memory is None:
-        try:
-            total_memory = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-        except Exception:
+        total_memory = gpu_total_bytes()
+        if total_memory is None:
             return True
     return per_set * sets <= share * total_memory
 

@@ -177,6 +177,7 @@ class ReferenceWorker(BaselineTiming):
         )  # fmt: skip
         return {
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
+            "output_bytes": self.sizes.get("its outputs"), "gpu_bytes": reference_memory.gpu_total_bytes(),
             "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
             "parameter_audit": audit, "input_audit": self.inputs_audit.report(),
             "input_problem": self.inputs_audit.problem(),
