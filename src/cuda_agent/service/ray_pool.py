@@ -185,11 +185,17 @@ class RayExecutor:
     def busy(self) -> int:
         return self._busy
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Stop the builder and lane threads and wait for them (at most `timeout_s` in all), so that none
+        calls into Ray after the caller shuts Ray down (Ray's core worker can abort the whole process then;
+        the suspected cause of a CI run's SIGABRT a minute after its test cluster was gone)."""
         self._stop.set()
         for _ in self._threads:
             self._todo.put(None)
             self._built.put(None)
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     # ---- the two stages -----------------------------------------------------------------------------
     def _note(self, job: Job, stage: str, node: str) -> None:
