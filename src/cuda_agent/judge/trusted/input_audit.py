@@ -50,7 +50,7 @@ from torch.overrides import TorchFunctionMode
 from cuda_agent.judge.candidate.inputs import IDENTITY, InputTransform
 from cuda_agent.judge.trusted.audit import all_finite, differs, outputs_or_none
 from cuda_agent.judge.trusted.compare import Tolerance
-from cuda_agent.task import flatten_tensors
+from cuda_agent.task import flatten_tensors, tensor_bytes
 
 SPREAD = 2.0  # per-draw factors in [1/SPREAD, SPREAD]
 MAX_SCALE_EXPONENT = 6  # fixed scales up to 10^6
@@ -137,7 +137,7 @@ def factors(transform: InputTransform, count: int) -> list[float]:
     return [scale * low * (high / low) ** (j / (count - 1)) for j in range(count)]
 
 
-def transforms_to_try(column: list[torch.Tensor]) -> list[InputTransform]:
+def transforms_to_try(column: Sequence[torch.Tensor]) -> list[InputTransform]:
     """The identity, then per-draw factors, then fixed scales (not for integers, nor for [0, 1] inputs)."""
     if not column[0].is_floating_point():
         return [IDENTITY]
@@ -188,6 +188,38 @@ def usage(model: torch.nn.Module, inputs: Sequence[Any], position: int) -> str:
     return "shape" if mode.names <= SHAPE_FUNCTIONS else "values"
 
 
+class DrawnOnDemand(Sequence):
+    """The audit's draws made again from their seeds each time one is read, so that only one or two are
+    alive beside the first (the one read and, while it is drawn, the last one a loop held): for a task whose six draws would not fit in what the audit may hold (KernelBench's
+    largest: six 16 GiB input sets). `seeds[0]` is the first draw's. A task whose inputs a seed does not
+    reproduce gets other values at each read, each of them a draw of the task all the same."""
+
+    def __init__(self, first: Sequence[Any], draw: Callable[[int], list[Any]], seeds: Sequence[int]) -> None:
+        self.first, self.draw, self.seeds = list(first), draw, list(seeds)
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def __getitem__(self, j: int) -> list[Any]:  # type: ignore[override]
+        return self.first if j == 0 else self.draw(self.seeds[j])
+
+    def column(self, k: int) -> Sequence[torch.Tensor]:
+        return _Column(self, k)
+
+
+class _Column(Sequence):
+    """Input `k` of each of a DrawnOnDemand's draws, drawn when read."""
+
+    def __init__(self, sets: DrawnOnDemand, k: int) -> None:
+        self.sets, self.k = sets, k
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def __getitem__(self, j: int) -> torch.Tensor:  # type: ignore[override]
+        return self.sets[j][self.k]
+
+
 def audit_inputs(
     model: torch.nn.Module,
     sets: Sequence[Sequence[Any]],
@@ -195,9 +227,14 @@ def audit_inputs(
     margin: float = 4.0,
     budget_s: float = 20.0,
     clock: Callable[[], float] = time.monotonic,
+    hold_bytes: float | None = None,
 ) -> InputAudit:
     """Audit every tensor input position of `sets` (AUDIT_DRAWS raw draws, without transforms); see the
     module docstring. The model's state is not changed.
+
+    Memory: `sets` may be a DrawnOnDemand (no draw kept beyond the first); where AUDIT_DRAWS outputs would
+    be over `hold_bytes` (None: no limit), outputs are compared two at a time, each made again when needed
+    (`_trial`), so the audit holds about the first draw, one other, and two outputs.
 
     Inputs are audited in order, each with the transforms chosen so far applied to the others (at the
     middle of their range): scaling one input must not leave another one mattering only in an audit that
@@ -216,25 +253,28 @@ def audit_inputs(
                 result.unaudited[label(k)] = "the reference does not give one output for one input"
         return result
     floor = _largest_change(base, again)  # the reference's own run-to-run noise (atomics)
-    columns: dict[int, list[torch.Tensor]] = {}
+    lean = hold_bytes is not None and AUDIT_DRAWS * tensor_bytes(base) > hold_bytes
+    finite = all_finite(base)
+    del base, again
+    columns: dict[int, Sequence[torch.Tensor]] = {}
     for k, value in enumerate(first):
         if isinstance(value, list | tuple | dict) and flatten_tensors(value):
             result.unaudited[label(k)] = "a collection of tensors (only top-level tensor inputs are audited)"
         if not isinstance(value, torch.Tensor):
             continue
-        column = [s[k] for s in sets]
+        column = sets.column(k) if isinstance(sets, DrawnOnDemand) else [s[k] for s in sets]
         if any(not isinstance(c, torch.Tensor) or c.shape != value.shape or c.dtype != value.dtype for c in column):
             result.unaudited[label(k)] = "its draws differ in shape or dtype"
-        elif all(torch.equal(column[0], c) for c in column[1:]):
+        elif all(torch.equal(column[0], column[j]) for j in range(1, len(column))):
             result.constant.append(label(k))
         elif columns and clock() - began > budget_s:  # the first input is always audited
             result.unaudited[label(k)] = f"the input audit's {budget_s:g} s were spent"
         else:
             columns[k] = column
             others = _others_transformed(first, result.transforms, k)
-            _audit_one(model, others, k, column, floor, wide, all_finite(base), result)
+            _audit_one(model, others, k, column, floor, wide, finite, result, lean)
     if result.active() is not None:
-        _recheck(model, first, columns, wide, all_finite(base), result)
+        _recheck(model, first, columns, wide, finite, result, lean)
     return result
 
 
@@ -249,48 +289,73 @@ def _others_transformed(first: list[Any], transforms: list[InputTransform], k: i
 
 
 def _trial(
-    model: torch.nn.Module, first: list[Any], k: int, column: list[torch.Tensor], transform: InputTransform,
-    wide: Tolerance, finite: bool,
-) -> tuple[bool, bool, list[list[torch.Tensor]]]:  # fmt: skip
+    model: torch.nn.Module, first: list[Any], k: int, column: Sequence[torch.Tensor], transform: InputTransform,
+    wide: Tolerance, finite: bool, lean: bool = False,
+) -> tuple[bool, bool, float]:  # fmt: skip
     """Input `k` drawn AUDIT_DRAWS times under `transform`, the others as in `first`: (usable: no forward
-    raised and, where the task's own draw gives a `finite` output, every output is finite; matters: every
-    pair of outputs differs beyond `wide`; the outputs)."""
-    outs: list[list[torch.Tensor]] = []
-    for value, factor in zip(column, factors(transform, len(column)), strict=True):
+    raised and, where the task's own draw gives a `finite` output, every output is finite; matters: no
+    three outputs are mutually within `wide`; where it does not, the largest change of any output from the
+    first's, for weak versus ignored).
+
+    `lean` (outputs too large to hold six at once: `audit_inputs`): each pair is compared with two outputs
+    alive at a time, each made again when needed (6 + 15 forwards instead of 6)."""
+    scaled = factors(transform, len(column))
+
+    def output(j: int) -> list[torch.Tensor] | None:
         trial = list(first)
-        trial[k] = value * factor if factor != 1.0 else value
+        trial[k] = column[j] * scaled[j] if scaled[j] != 1.0 else column[j]
         out = outputs_or_none(model, trial)
-        if out is None or (finite and not all_finite(out)):
-            return False, False, outs
-        outs.append(out)
-    return True, at_most_two_pass(outs, wide), outs
+        return None if out is None or (finite and not all_finite(out)) else out
+
+    n = len(column)
+    if not lean:
+        outs = []
+        for j in range(n):
+            out = output(j)
+            if out is None:
+                return False, False, 0.0
+            outs.append(out)
+        close = {(i, j): not differs(outs[i], outs[j], wide) for i, j in itertools.combinations(range(n), 2)}
+        if not three_close(close, n):
+            return True, True, 0.0  # the change is asked for only where the input does not matter
+        return True, False, max((_largest_change(outs[0], o) for o in outs[1:]), default=0.0)
+    close = {}
+    for i in range(n - 1):
+        a = output(i)
+        if a is None:
+            return False, False, 0.0
+        for j in range(i + 1, n):
+            b = output(j)
+            if b is None:
+                return False, False, 0.0
+            close[(i, j)] = not differs(a, b, wide)
+            del b
+        del a
+    if not three_close(close, n):
+        return True, True, 0.0
+    a = output(0)
+    return True, False, max((_largest_change(a, b) for b in map(output, range(1, n)) if b is not None), default=0.0)
 
 
-def at_most_two_pass(outs: list[list[torch.Tensor]], wide: Tolerance) -> bool:
-    """Can no single answer pass more than two of these outputs? An answer passing three would make the
-    three mutually close (within about 2 x the tolerance, so not differing beyond `wide`): look for such
-    a triple."""
-    close = {
-        (i, j): not differs(outs[i], outs[j], wide) for i, j in itertools.combinations(range(len(outs)), 2)
-    }
-    return not any(
-        close[(i, j)] and close[(i, m)] and close[(j, m)] for i, j, m in itertools.combinations(range(len(outs)), 3)
-    )
+def three_close(close: dict[tuple[int, int], bool], n: int) -> bool:
+    """Are three outputs mutually close (every pair within `wide`)? An answer passing three of them would
+    make them so (within about 2 x the tolerance of each other); if none are, an answer that ignores the
+    input passes at most two of the draws."""
+    return any(close[(i, j)] and close[(i, m)] and close[(j, m)] for i, j, m in itertools.combinations(range(n), 3))
 
 
 def _audit_one(
-    model: torch.nn.Module, first: list[Any], k: int, column: list[torch.Tensor], floor: float, wide: Tolerance,
-    finite: bool, result: InputAudit,
+    model: torch.nn.Module, first: list[Any], k: int, column: Sequence[torch.Tensor], floor: float, wide: Tolerance,
+    finite: bool, result: InputAudit, lean: bool = False,
 ) -> None:  # fmt: skip
     moved = False
     for transform in transforms_to_try(column):
-        usable, matters, outs = _trial(model, first, k, column, transform, wide, finite)
+        usable, matters, change = _trial(model, first, k, column, transform, wide, finite, lean)
         if not usable:
             if transform[0] > 1.0:
                 break  # a larger scale would break it more
             continue
-        if not matters and not moved:  # did it move the output at all (for weak versus ignored)?
-            moved = any(_largest_change(outs[0], o) > 10 * floor for o in outs[1:])
+        moved = moved or change > 10 * floor  # did it move the output at all (for weak versus ignored)?
         if matters and transform != IDENTITY and not _has_headroom(model, first, k, column[0], transform, finite):
             break  # later draws, further out in the tails, could overflow: a larger scale would too
         if matters:
@@ -323,8 +388,8 @@ def _has_headroom(
 
 
 def _recheck(
-    model: torch.nn.Module, first: list[Any], columns: dict[int, list[torch.Tensor]], wide: Tolerance,
-    finite: bool, result: InputAudit,
+    model: torch.nn.Module, first: list[Any], columns: dict[int, Sequence[torch.Tensor]], wide: Tolerance,
+    finite: bool, result: InputAudit, lean: bool = False,
 ) -> None:  # fmt: skip
     """With every transform in place, each input found to matter must still matter; one that no longer
     does (drowned by another input's scale) is moved to `weak`. Inputs audited after the last transform
@@ -335,7 +400,7 @@ def _recheck(
         if k >= last or (name not in result.matter and name not in result.made_to_matter):
             continue
         _, matters, _ = _trial(model, _others_transformed(first, result.transforms, k), k, column,
-                               result.transforms[k], wide, finite)  # fmt: skip
+                               result.transforms[k], wide, finite, lean)  # fmt: skip
         if not matters:
             result.weak.append(name)
             if name in result.matter:

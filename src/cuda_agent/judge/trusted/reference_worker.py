@@ -112,14 +112,14 @@ class ReferenceWorker(BaselineTiming):
 
         tol = self.tol = Tolerance(atol, rtol)
         self.input_seeds, self.input_prints = list(input_seeds), []
-        drawn = [check_inputs(self._draw(seed), task.name) for seed in input_seeds]
-        self.sizes["one input set"] = tensor_bytes(drawn[0]) if drawn else 0
+        first = check_inputs(self._draw(input_seeds[0]), task.name)  # the others only as the audit reads them
+        self.sizes["one input set"] = tensor_bytes(first)
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
-        audit = self._audit_state_and_inputs(drawn, tol, init_seed, perturb_parameters, audit_inputs)
+        audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs)
         audit["varied"] = varied
-        del drawn  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
+        del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
@@ -186,20 +186,26 @@ class ReferenceWorker(BaselineTiming):
         }  # fmt: skip
 
     def _audit_state_and_inputs(
-        self, drawn: list[list[Any]], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool
+        self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool
     ) -> dict[str, Any]:
         """The parameters first (scaled until each matters, then moved to a generic point: perturb.py), then
         the inputs on that state (input_audit.py), on draws without transforms; sets the transforms every
         later draw of both workers applies. Either step can be switched off (JudgeConfig)."""
-        audit = make_parameters_matter(self.model, drawn[0], tol)
+        audit = make_parameters_matter(self.model, first, tol)
         if perturb_state:
-            self.perturbation = perturb.move_parameters(self.model, drawn[0], tol, seed)
+            self.perturbation = perturb.move_parameters(self.model, first, tol, seed)
         audit.update(self.perturbation.report())
         if not audit_inputs:
             return audit
-        extra = max(0, input_audit.AUDIT_DRAWS - len(drawn))
-        sets = [*drawn[: input_audit.AUDIT_DRAWS], *(self._draw(secrets.randbits(62)) for _ in range(extra))]
-        self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol)
+        # The verification sets' seeds, then fresh ones; six draws held at once only where they fit.
+        extra = max(0, input_audit.AUDIT_DRAWS - len(self.input_seeds))
+        seeds = [*self.input_seeds[: input_audit.AUDIT_DRAWS], *(secrets.randbits(62) for _ in range(extra))]
+        hold = reference_memory.audit_hold_bytes()
+        if hold is not None and input_audit.AUDIT_DRAWS * tensor_bytes(first) > hold:
+            sets: Any = input_audit.DrawnOnDemand(first, self._draw, seeds)
+        else:
+            sets = [first, *(self._draw(s) for s in seeds[1:])]
+        self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol, hold_bytes=hold)
         self.input_transforms = self.inputs_audit.active()
         return audit
 
