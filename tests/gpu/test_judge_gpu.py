@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.trusted.build import BuildConfig
 
 ROOT = Path(__file__).parents[2]
@@ -77,8 +77,10 @@ def test_every_example_gets_its_expected_verdict() -> None:
 
 def test_every_example_gets_its_expected_verdict_with_no_reference_output_kept() -> None:
     """Issue 29 (trusted/reference_memory.py): a task too large to keep its reference outputs and truths
-    for every input set compares each set against an output made again from its seed. With the kept share
-    at 0 every task goes that way: the verdicts must be the ones expected, cheats and honest kernels alike."""
+    for every input set compares each set against an output made again from its seed, and its input audit
+    reads draws again and compares outputs two at a time. With the kept share at 0 every task goes that way:
+    the verdicts must be the ones expected, cheats and honest kernels alike. And a task whose calls are too
+    large for ten a round (decide/round_size.py; forced here by a tiny share) is timed on fewer, honestly."""
     from cuda_agent.judge.decide.service import JudgeService
 
     wrong = judge_all(ROOT / "examples", "examples_nothing_kept", reference_kept_share=0.0)
@@ -88,6 +90,13 @@ def test_every_example_gets_its_expected_verdict_with_no_reference_output_kept()
         verdict = service.judge(ROOT / "examples" / "row_softmax")
     assert verdict.checks["reference_outputs"].startswith("made again"), verdict.checks
     assert verdict.status.value == "ok" and verdict.reward >= 2, verdict.reason
+    few = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0"),
+                      timing=TimingConfig(round_memory_share=2e-6))  # fmt: skip
+    with JudgeService(few) as service:
+        verdict = service.judge(ROOT / "examples" / "row_softmax")
+    print("round size:", verdict.checks.get("round_size"), verdict.reward, verdict.reason)
+    assert "per round instead of 10" in verdict.checks.get("round_size", ""), verdict.checks
+    assert verdict.status.value == "ok" and verdict.reward >= 2 and verdict.timing.baseline_source == "measured"
 
 
 def test_adversarial_suite_cheats_rejected_honest_accepted() -> None:

@@ -43,9 +43,10 @@ class RoundSize:
         if self.call_bytes is None or self.gpu_bytes is None:
             return f"{self.calls} calls per round (the reference did not report its sizes)"
         one = f"one call's inputs and output are {self.call_bytes / GIB:.2f} GiB"
+        calls = f"{self.calls} call{'s' if self.calls != 1 else ''} per round"
         if not self.reduced:
-            return f"{self.calls} calls per round ({one})"
-        return (f"{self.calls} calls per round instead of {self.wanted}: {one}, and a round keeps every call's "
+            return f"{calls} ({one})"
+        return (f"{calls} instead of {self.wanted}: {one}, and a round keeps every call's "
                 f"on a GPU of {self.gpu_bytes / GIB:.0f} GiB (decide/round_size.py)")  # fmt: skip
 
 

@@ -33,10 +33,9 @@ from cuda_agent.task import tensor_bytes
 # The share of the GPU's memory that the outputs and truths kept across a judgment's input sets may take
 # (14 GB of an H200, 8 GB of an 80 GB H100): the tasks of the examples and the adversarial suite keep a few
 # MB; only tasks of KernelBench's current sizes go over, and they make each set's output again instead.
+# The same share bounds what the input audit holds at once (six draws of an input and their outputs:
+# KernelBench's ReLU would hold 72 GiB; over it, they are made again when needed: `audit_hold_bytes`).
 KEPT_SHARE = 0.10
-# The share the input audit's six draws of an input and their outputs may take at once (trusted/input_audit.py):
-# KernelBench's ReLU would hold six 6 GiB draws and six 6 GiB outputs (72 GiB); over it, they are made again.
-AUDIT_SHARE = 0.10
 GIB = float(1 << 30)
 
 
@@ -71,12 +70,12 @@ def gpu_total_bytes() -> int | None:
         return None
 
 
-def audit_hold_bytes() -> float | None:
-    """What the input audit may hold of draws and outputs (`AUDIT_SHARE` of the GPU): above it, it keeps
-    one draw besides the first and compares outputs two at a time (trusted/input_audit.py). None where the
-    GPU's memory cannot be read (the CPU tests): no limit."""
+def audit_hold_bytes(share: float = KEPT_SHARE) -> float | None:
+    """What the input audit may hold of draws and outputs at once (`share` of the GPU, the share the kept
+    outputs have): above it, it reads draws again from their seeds and compares outputs two at a time
+    (trusted/input_audit.py). None where the GPU's memory cannot be read (the CPU tests): no limit."""
     total = gpu_total_bytes()
-    return None if total is None else AUDIT_SHARE * total
+    return None if total is None else share * total
 
 
 def keeps_every_set(per_set: int, sets: int, share: float = KEPT_SHARE, total_memory: int | None = None) -> bool:

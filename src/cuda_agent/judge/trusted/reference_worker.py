@@ -117,7 +117,7 @@ class ReferenceWorker(BaselineTiming):
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
-        audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs)
+        audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share)
         audit["varied"] = varied
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
@@ -186,7 +186,7 @@ class ReferenceWorker(BaselineTiming):
         }  # fmt: skip
 
     def _audit_state_and_inputs(
-        self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool
+        self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool, share: float
     ) -> dict[str, Any]:
         """The parameters first (scaled until each matters, then moved to a generic point: perturb.py), then
         the inputs on that state (input_audit.py), on draws without transforms; sets the transforms every
@@ -200,7 +200,7 @@ class ReferenceWorker(BaselineTiming):
         # The verification sets' seeds, then fresh ones; six draws held at once only where they fit.
         extra = max(0, input_audit.AUDIT_DRAWS - len(self.input_seeds))
         seeds = [*self.input_seeds[: input_audit.AUDIT_DRAWS], *(secrets.randbits(62) for _ in range(extra))]
-        hold = reference_memory.audit_hold_bytes()
+        hold = reference_memory.audit_hold_bytes(share)
         if hold is not None and input_audit.AUDIT_DRAWS * tensor_bytes(first) > hold:
             sets: Any = input_audit.DrawnOnDemand(first, self._draw, seeds)
         else:
