@@ -17,8 +17,19 @@ if [ $# -eq 0 ] && [ -z "${CUDA_AGENT_SKIP_VERL:-}" ]; then
     trap 'kill "$verl_pid" 2>/dev/null || true' INT TERM
     echo "[test] tests/verl runs beside the main suite; its output follows the main suite's"
 fi
+# The whole suite runs in two processes (pytest-xdist, each file's tests in one of them) where no GPU is
+# visible: its tests wait on compilers, servers and subprocesses, and on the 2-core CI machine two
+# processes took 11 min where one took 21 (2026-12-04). With a GPU, or for tests named on the command
+# line, one process: GPU tests time kernels and must not share the GPU with another test.
+# CUDA_AGENT_TEST_PROCESSES=1 runs the whole suite in one process.
+parallel=()
+processes=${CUDA_AGENT_TEST_PROCESSES:-2}
+if [ $# -eq 0 ] && [ "$processes" -gt 1 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+    parallel=(-n "$processes" --dist loadfile)
+    echo "[test] $processes test processes (no GPU visible; CUDA_AGENT_TEST_PROCESSES=1 for one)"
+fi
 status=0
-.venv/bin/python -m pytest "$@" || status=$?
+.venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} "$@" || status=$?
 if [ -n "$verl_pid" ]; then
     verl_status=0
     wait "$verl_pid" || verl_status=$?
