@@ -14,6 +14,9 @@ code finds.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 # Named in the baseline cache's key (trusted/baselines.py): baselines timed under another policy (before
 # 2026-12-03 cuDNN convolutions ran in TF32) are measured again.
 POLICY = "no-tf32-matmul-conv;fp32-reductions"
@@ -23,6 +26,19 @@ def pin() -> None:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    with _flags_settable(torch):
+        torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+
+
+def _flags_settable(torch: Any) -> contextlib.AbstractContextManager:
+    """Where torch.backends' flags are frozen, the door torch's own `flags()` context managers use.
+
+    torch's test utilities freeze them for the whole process when imported (`torch.testing._internal.
+    common_utils` calls `disable_global_flags()`): the synth catalog's operator database imports them, and so
+    may a user's harness that runs the judge in-process. Pinning the judge's math is a deliberate setting for
+    the process, not a test's stray change, so it is made through the same (private) door; where a torch
+    lacks it, nothing is frozen there either."""
+    door = getattr(torch.backends, "__allow_nonbracketed_mutation", None)
+    return door() if torch.backends.flags_frozen() and door is not None else contextlib.nullcontext()
