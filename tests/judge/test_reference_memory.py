@@ -77,3 +77,29 @@ def test_a_set_whose_outputs_were_not_kept_is_compared_by_making_them_again(monk
     worker.compare(1, "set1.tensors", 1e-2, 1e-2, precision_k=2.0)
     assert len(read) == 1 and torch.equal(read[0][0], torch.zeros(3))
     assert remade == [(22, "set1.tensors")]
+
+
+class _OutOfMemorySampler:
+    """A baseline sampler whose round runs out of GPU memory (what a 16 GiB-a-call task did at ten calls)."""
+
+    def __init__(self) -> None:
+        self.released = 0
+
+    def release(self) -> None:
+        self.released += 1
+
+    def round(self, samples: int, **kw: object) -> None:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB.")
+
+
+def test_a_baseline_round_that_runs_out_of_memory_is_one_line_with_the_tasks_sizes(cpu_reference, monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (3 * GIB, 140 * GIB))
+    eager = _OutOfMemorySampler()
+    cpu_reference.samplers = {"eager": eager}
+    cpu_reference.sizes = {"one input set": 8 * GIB, "its outputs": 8 * GIB}
+    with pytest.raises(reference_memory.TaskDoesNotFit) as raised:
+        cpu_reference.time_round("eager", 1)
+    line = str(raised.value)
+    assert "one input set 8.00 GiB, its outputs 8.00 GiB" in line and "a timed round's inputs and outputs" in line
+    assert "140.0 GiB" in line and "Tried to allocate 16.00 GiB" in line and "\n" not in line
+    assert eager.released >= 2  # before the round, and before the line reads what is free

@@ -108,22 +108,30 @@ def check_remakeable(keep: bool, reproducible: bool, sizes: dict[str, int]) -> N
 
 
 class TaskDoesNotFit(RuntimeError):
-    """The reference's preparation ran out of GPU memory: the task needs more than this GPU has."""
+    """The reference's preparation or a baseline's warm-up or round ran out of GPU memory: the task needs
+    more than this GPU has."""
+
+
+PREPARING = "the judge holds one input set, its forward, its outputs and float64 truth at a time"
+TIMING = ("the judge holds a timed round's inputs and outputs for every call, in as few calls as fit in a "
+          "fifth of the GPU (decide/round_size.py), beside the candidate's last round")  # fmt: skip
 
 
 @contextlib.contextmanager
-def said_in_one_line(sizes: dict[str, int], free: Callable[[], Any]) -> Iterator[None]:
+def said_in_one_line(sizes: dict[str, int], free: Callable[[], Any], holds: str = PREPARING) -> Iterator[None]:
     """Running out of GPU memory inside becomes TaskDoesNotFit with `shortage`'s line, after `free()` (the
-    judgment's state dropped, so the free memory the line reports is what the GPU has without it)."""
+    judgment's state dropped, so the free memory the line reports is what the GPU has without it). `holds`:
+    what the judge holds at that step, for the line."""
     try:
         yield
     except torch.cuda.OutOfMemoryError as exc:
         known = dict(sizes)
         free()
-        raise TaskDoesNotFit(shortage(exc, known)) from None
+        raise TaskDoesNotFit(shortage(exc, known, holds=holds)) from None
 
 
-def shortage(exc: BaseException, known: dict[str, int], free_total: tuple[int, int] | None = None) -> str:
+def shortage(exc: BaseException, known: dict[str, int], free_total: tuple[int, int] | None = None,
+             holds: str = PREPARING) -> str:  # fmt: skip
     """One line for a task that ran out of GPU memory: what the judge had learnt of its sizes, and what the
     GPU has. `known`: bytes by what they are ("one input set", "its outputs", ...), as far as they are known.
     """
@@ -136,5 +144,4 @@ def shortage(exc: BaseException, known: dict[str, int], free_total: tuple[int, i
     has = (f"the GPU has {free_total[1] / GIB:.1f} GiB, {free_total[0] / GIB:.1f} GiB of it free after the failure"
            if free_total else "the GPU's memory could not be read")  # fmt: skip
     first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-    return (f"the task does not fit in this GPU's memory ({sizes}; the judge holds one input set, its forward, "
-            f"its outputs and float64 truth at a time): {has}; torch: {first}")  # fmt: skip
+    return f"the task does not fit in this GPU's memory ({sizes}; {holds}): {has}; torch: {first}"

@@ -20,6 +20,7 @@ import torch
 from cuda_agent.judge.candidate import kernel_trace
 from cuda_agent.judge.candidate.pad import release_policy
 from cuda_agent.judge.candidate.sampler import COMPILE_WARMUP_CALLS, Sampler
+from cuda_agent.judge.trusted import reference_memory
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
 from cuda_agent.judge.trusted.compile_modes import DEFAULT as DEFAULT_COMPILE_MODE
 
@@ -31,11 +32,18 @@ class BaselineTiming:
     model: Any
     timing_sets: list[list[Any]]
     samplers: dict[str, Sampler]
+    sizes: dict[str, int]  # what the preparation learnt of the task's sizes (reference_memory.py)
     _draw: Callable[[int], list[Any]]
 
     def time_setup(self, modes: list[str], compile_builds: int = 1, build_windows: int = 2,
                    samples: int = 10, compile_mode: str = DEFAULT_COMPILE_MODE,
                    release: bool = False) -> dict[str, Any]:  # fmt: skip
+        """Warm up the baselines (`_warm_up`); running out of GPU memory is one task_error line."""
+        with reference_memory.said_in_one_line(self.sizes, self._release_rounds, reference_memory.TIMING):
+            return self._warm_up(modes, compile_builds, build_windows, samples, compile_mode, release)
+
+    def _warm_up(self, modes: list[str], compile_builds: int, build_windows: int, samples: int, compile_mode: str,
+                 release: bool) -> dict[str, Any]:  # fmt: skip
         """Warm up the baselines. torch.compile is built in `compile_mode` (compile_modes.py) `compile_builds`
         times from scratch (inductor's caches off, so each build re-generates and re-autotunes its kernels),
         each build is timed over `build_windows` windows, and the fastest build is the baseline: one unlucky
@@ -109,7 +117,14 @@ class BaselineTiming:
     def time_round(self, mode: str, samples: int) -> dict[str, Any]:
         """One round of a baseline, its inputs drawn inside it (from seeds made here) as a candidate
         round's are, every call kept as the candidate's are: the host clock compares the two walls."""
-        return self._round(self.samplers[mode], samples).reply()
+        with reference_memory.said_in_one_line(self.sizes, self._release_rounds, reference_memory.TIMING):
+            return self._round(self.samplers[mode], samples).reply()
+
+    def _release_rounds(self) -> None:
+        """Every sampler's kept round dropped (before the line that says what the GPU has free)."""
+        for sampler in self.samplers.values():
+            sampler.release()
+        torch.cuda.empty_cache()
 
     def _round(self, sampler: Sampler, samples: int) -> Any:
         began = time.perf_counter()
