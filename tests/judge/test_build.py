@@ -82,7 +82,9 @@ def test_bundled_example_builds_imports_and_reuses_objects(tmp_path: Path, cache
     assert "forward" in listed.stdout
     # Nothing changed: every object comes from the cache.
     second = build_extension(kernels, tmp_path / "b", config)
-    assert second.ok and not second.compiled and len(second.cached) == len(first.compiled)
+    # (The judge's own units are compiled once per process: an earlier build in this test process, from
+    # another file when tests run two to a process, may have made them, and then the first build had them.)
+    assert second.ok and not second.compiled and set(second.cached) == set(first.compiled) | set(first.cached)
     # One .cu changed: only that file is recompiled.
     changed = tmp_path / "kernels"
     shutil.copytree(kernels, changed)
