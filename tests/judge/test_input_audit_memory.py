@@ -87,3 +87,13 @@ def test_over_its_budget_the_audit_holds_a_few_draws_and_outputs_not_six(monkeyp
     monkeypatch.setattr(input_audit, "outputs_or_none", held.outputs(real))
     input_audit.audit_inputs(Weighted(), [held.draw(s) for s in SEEDS], TOL)
     assert held.most["draws"] == 6 and held.most["outputs"] >= 6, held.most
+
+
+def test_the_draws_are_held_only_where_six_fit_in_the_audits_budget() -> None:
+    first = _draw(SEEDS[0])
+    one_set = sum(t.numel() * t.element_size() for t in first)
+    held = input_audit.audit_sets(first, _draw, SEEDS, None)
+    assert isinstance(held, list) and len(held) == len(SEEDS) and torch.equal(held[3][1], _draw(SEEDS[3])[1])
+    assert isinstance(input_audit.audit_sets(first, _draw, SEEDS, 6 * one_set), list)
+    lean = input_audit.audit_sets(first, _draw, SEEDS, 6 * one_set - 1)
+    assert isinstance(lean, input_audit.DrawnOnDemand) and torch.equal(lean[3][1], held[3][1])

@@ -190,9 +190,10 @@ def usage(model: torch.nn.Module, inputs: Sequence[Any], position: int) -> str:
 
 class DrawnOnDemand(Sequence):
     """The audit's draws made again from their seeds each time one is read, so that only one or two are
-    alive beside the first (the one read and, while it is drawn, the last one a loop held): for a task whose six draws would not fit in what the audit may hold (KernelBench's
-    largest: six 16 GiB input sets). `seeds[0]` is the first draw's. A task whose inputs a seed does not
-    reproduce gets other values at each read, each of them a draw of the task all the same."""
+    alive beside the first (the one read and, while it is drawn, the last one a loop held): for a task
+    whose six draws would not fit in what the audit may hold (KernelBench's largest: six 16 GiB input
+    sets). `seeds[0]` is the first draw's. A task whose inputs a seed does not reproduce gets other values
+    at each read, each of them a draw of the task all the same."""
 
     def __init__(self, first: Sequence[Any], draw: Callable[[int], list[Any]], seeds: Sequence[int]) -> None:
         self.first, self.draw, self.seeds = list(first), draw, list(seeds)
@@ -205,6 +206,16 @@ class DrawnOnDemand(Sequence):
 
     def column(self, k: int) -> Sequence[torch.Tensor]:
         return _Column(self, k)
+
+
+def audit_sets(first: Sequence[Any], draw: Callable[[int], list[Any]], seeds: Sequence[int],
+               hold_bytes: float | None) -> Sequence[Sequence[Any]]:  # fmt: skip
+    """The audit's AUDIT_DRAWS draws (`first`, then one per seed after `seeds[0]`): all held, or, where that
+    would be over `hold_bytes` (None: no limit), a DrawnOnDemand. `audit_inputs` makes the same choice for
+    the outputs."""
+    if hold_bytes is not None and AUDIT_DRAWS * tensor_bytes(list(first)) > hold_bytes:
+        return DrawnOnDemand(first, draw, seeds)
+    return [list(first), *(draw(seed) for seed in seeds[1:])]
 
 
 class _Column(Sequence):

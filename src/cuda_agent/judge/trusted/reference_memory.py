@@ -113,8 +113,8 @@ class TaskDoesNotFit(RuntimeError):
 
 
 PREPARING = "the judge holds one input set, its forward, its outputs and float64 truth at a time"
-TIMING = ("the judge holds a timed round's inputs and outputs for every call, in as few calls as fit in a "
-          "fifth of the GPU (decide/round_size.py), beside the candidate's last round")  # fmt: skip
+TIMING = ("the judge holds a timed round's inputs and outputs for every call, in as few calls as fit in "
+          "TimingConfig.round_memory_share of the GPU (decide/round_size.py), beside the candidate's last round")  # fmt: skip
 
 
 @contextlib.contextmanager

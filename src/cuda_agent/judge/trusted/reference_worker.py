@@ -201,10 +201,7 @@ class ReferenceWorker(BaselineTiming):
         extra = max(0, input_audit.AUDIT_DRAWS - len(self.input_seeds))
         seeds = [*self.input_seeds[: input_audit.AUDIT_DRAWS], *(secrets.randbits(62) for _ in range(extra))]
         hold = reference_memory.audit_hold_bytes(share)
-        if hold is not None and input_audit.AUDIT_DRAWS * tensor_bytes(first) > hold:
-            sets: Any = input_audit.DrawnOnDemand(first, self._draw, seeds)
-        else:
-            sets = [first, *(self._draw(s) for s in seeds[1:])]
+        sets = input_audit.audit_sets(first, self._draw, seeds, hold)
         self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol, hold_bytes=hold)
         self.input_transforms = self.inputs_audit.active()
         return audit
