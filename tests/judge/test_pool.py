@@ -64,6 +64,63 @@ def test_a_candidate_retired_later_is_gone_before_the_next_gpu_lock(pool: Worker
         pass
 
 
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_retire_kills_the_candidate_at_once_and_leaves_only_the_teardown_for_later(pool: WorkerPool) -> None:
+    """`retire` SIGKILLs the worker before it returns (no code of the candidate runs beside the next
+    one's verification), while the reap and the folder's removal wait for the retirement thread."""
+    slot = pool.take_candidate()
+    assert slot.warm_error is None
+    release = threading.Event()
+    pool.retire_later(lambda: release.wait(10))  # the retirement thread is busy: the teardown must wait
+    try:
+        pool.retire(slot)
+        deadline = time.monotonic() + 5
+        while _state(slot.worker.pid) not in ("Z", "X", "gone") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _state(slot.worker.pid) in ("Z", "X", "gone"), "the candidate must be dead when retire returns"
+        assert slot.root.exists(), "the teardown itself runs later, off the caller's path"
+    finally:
+        release.set()
+    pool.settle()
+    assert not slot.root.exists()
+
+
+def test_verification_may_start_beside_a_teardown_only_when_its_memory_leaves_room(
+    pool: WorkerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpu_lock(beside_retirement=True)` skips the wait for earlier teardowns only where each was killed
+    by `retire` and seen by NVML, and what they still hold is at most half their GPU's free memory; timing
+    never does (it takes `gpu_lock()` or `settle`). Without NVML (this machine) it always waits."""
+    import cuda_agent.judge.trusted.pool as pool_module
+
+    release = threading.Event()
+    pool.retire_later(lambda: release.wait(10), dying=4242)
+    try:
+        assert not pool.retirement_fits(), "no NVML: what the teardown holds is unknown, so wait"
+        monkeypatch.setattr(pool_module, "gpu_bytes_and_free", lambda pids: (2 << 30, 3 << 30))
+        assert not pool.retirement_fits(), "2 GiB held with 3 GiB free: a candidate like it may not fit"
+        monkeypatch.setattr(pool_module, "gpu_bytes_and_free", lambda pids: (1 << 30, 3 << 30))
+        assert pool.retirement_fits()
+        waits: dict[str, float] = {}
+        began = time.monotonic()
+        with pool.gpu_lock(waits, beside_retirement=True):
+            assert time.monotonic() - began < 1.0 and not release.is_set()
+        pool.retire_later(lambda: None)  # an unused spare's close: not seen by NVML, so it is waited for
+        assert not pool.retirement_fits()
+    finally:
+        threading.Timer(0.3, release.set).start()
+    waits = {}
+    with pool.gpu_lock(waits):  # what timing takes: every teardown ended first
+        assert release.is_set()
+    assert waits["settle_wait"] >= 0.2
+
+
 def test_a_retirement_is_timed_part_by_part_and_the_lock_says_what_it_waited_for(pool: WorkerPool) -> None:
     """On the H200 (2026-12-04) an RL verdict spent 0.9 s on the lane outside every stage it reported, and
     the GPU lock's wait for the earlier candidate's retirement was in none. The pool keeps each retirement's

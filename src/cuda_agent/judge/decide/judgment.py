@@ -180,8 +180,9 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         slot = taken.result() if taken is not None else pool.take_candidate()
         self.candidate_taken = True
         self.stages["worker_wait"] = time.monotonic() - waited
-        # Torn down after the verdict is returned; the pool's next gpu_lock waits for it (pool.py).
-        self.exits.callback(pool.retire_later, slot.close)
+        # Killed when the judgment ends and torn down after the verdict is returned; the next judgment is
+        # timed only once the teardown ended (pool.py: retire, settle).
+        self.exits.callback(pool.retire, slot)
         if slot.warm_error:
             raise self.fail(
                 Status.RUNTIME_ERROR, f"the judge could not start a candidate worker: {slot.warm_error}"
@@ -189,11 +190,13 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         with self.timed("install"):
             self.install(slot)
         ref, cand = ref_slot.worker, slot.worker
-        with pool.gpu_lock(self.stages):
+        with pool.gpu_lock(self.stages, beside_retirement=True):  # not timed: see WorkerPool.retirement_fits
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
             if not self.config.time_candidate:
                 return self.verdict_ok(None)
+            with self.timed("settle_wait"):
+                pool.settle()  # no earlier candidate's teardown beside timing
             quiet = time.monotonic()
             with pool.quiet:  # no worker warm-up in this process touches the GPU while timing runs
                 self.stages["quiet_wait"] = time.monotonic() - quiet

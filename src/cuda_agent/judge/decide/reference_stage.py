@@ -43,8 +43,10 @@ class ReferenceStage:
         key = group_key(self.task.digest, self.config)
         shareable = pool.candidates_share_no_place()
         group = slot.group if shareable else None
-        with pool.gpu_lock(self.stages):
-            if group is not None and group.serves(key):  # the reference worker kept it (reference_group.py)
+        serves = group is not None and group.serves(key)
+        # Handing out a kept preparation is small; a preparation needs the earlier candidates' memory back.
+        with pool.gpu_lock(self.stages, beside_retirement=serves):
+            if group is not None and serves:  # the reference worker kept it (reference_group.py)
                 reply = group.hand_out(self.io_dir)
                 self.input_seeds = list(group.input_seeds)
                 self.environment = Environment(**slot.environment) if slot.environment else None

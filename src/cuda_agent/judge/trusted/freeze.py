@@ -250,20 +250,28 @@ class ProcessTree:
                 os.kill(pid, signal.SIGCONT)
         self._stopped.clear()
 
-    def kill(self) -> int:
-        """SIGKILL the whole tree (cgroup.kill where available, and every process the walk finds)."""
+    def kill_once(self) -> int:
+        """SIGKILL the whole tree once (cgroup.kill where available, and every process one walk finds),
+        without waiting: what `kill` repeats until the walk finds nobody. Returns the signals sent."""
         killed = 0
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 (self.cgroup / "cgroup.kill").write_text("1")
+        for pid in self.walk():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        return killed
+
+    def kill(self) -> int:
+        """SIGKILL the whole tree (cgroup.kill where available, and every process the walk finds), until a
+        walk finds nobody (at most five rounds)."""
+        killed = 0
         for _ in range(5):
-            found = self.walk()
-            if not found:
+            sent = self.kill_once()
+            killed += sent
+            if not sent:
                 break
-            for pid in found:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
             time.sleep(0.01)
         self._stopped.clear()
         return killed

@@ -42,3 +42,25 @@ def process_gpu_bytes(pid: int) -> int | None:
         return total if seen else None
     except Exception:
         return None
+
+
+def gpu_bytes_and_free(pids: list[int]) -> tuple[int, int] | None:
+    """What `pids` hold on the GPUs NVML lists them on, and the least free memory among those GPUs (0 and
+    0 where none is listed: nothing of theirs is left). None when NVML is unavailable. Found by pid rather
+    than by index, so it needs no mapping from CUDA's device order to NVML's."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        held, free = 0, None
+        wanted = set(pids)
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            here = [p for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid in wanted]
+            if here:
+                held += sum(int(p.usedGpuMemory or 0) for p in here)
+                device_free = int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+                free = device_free if free is None else min(free, device_free)
+        return held, free or 0
+    except Exception:
+        return None

@@ -15,10 +15,12 @@ GPU work of a warm-up never overlaps the timing phase of a judgment in this proc
 `quiet`, so a spare's context creation cannot disturb a measurement (`warm_beside_timing`, an experiment
 that is off, lifts this to measure what it costs and what it saves).
 
-A finished candidate is retired after its verdict is returned (`retire_later`): its worker's exit (a CUDA
-context torn down), the sweep for processes it left and the removal of its folder took 0.2-0.5 s of every
-warm judgment on an H200 (512 MB outputs the most). Retirements must end before this pool's next
-`gpu_lock` is granted, so no candidate is ever verified or timed beside the last one's teardown.
+A finished candidate is killed when its judgment ends and retired after its verdict is returned
+(`retire`): its worker's exit (a CUDA context torn down), the sweep for processes it left and the removal
+of its folder took 0.2-0.5 s of every warm judgment on an H200 (512 MB outputs the most). No candidate is
+ever timed beside an earlier one's teardown (`settle` comes first); the next one may be loaded and verified
+beside it, once every process of the earlier one is SIGKILLed (none of its code runs) and what the teardown
+still holds leaves room twice over (`retirement_fits`).
 
 Trust boundary: runs in the parent. Facts it establishes: each candidate worker is fresh (started before the
 candidate existed, in its own sandbox and cgroup, killed afterwards), and the reference workers never load
@@ -32,6 +34,7 @@ import fcntl
 import os
 import queue
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -45,6 +48,7 @@ from typing import Any
 from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.common.procs import scrubbed_env
 from cuda_agent.judge.trusted.freeze import ProcessTree
+from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free, process_gpu_bytes
 from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
 from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candidates_share_no_place
 
@@ -69,6 +73,15 @@ class CandidateSlot:
     # Seconds each part of close() took: the worker killed and reaped (its CUDA context torn down), the
     # rest of its tree and its cgroup, its files. The next judgment's GPU lock waits for all of it.
     close_seconds: dict[str, float] = field(default_factory=dict)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group and every process of its tree, without waiting for any to
+        exit: from here on no code of the candidate runs, though the driver may still be tearing its CUDA
+        context down (close() waits for that)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.worker.pid, signal.SIGKILL)
+        if self.tree is not None:
+            self.tree.kill_once()
 
     def close(self) -> None:
         began = time.monotonic()
@@ -141,7 +154,7 @@ class WorkerPool:
             initargs=(self.cpus,),
         )  # fmt: skip
         self._retirer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-retire")
-        self._retiring: list[Future[None]] = []
+        self._retiring: list[tuple[Future[None], int | None]] = []  # (teardown, its killed worker's pid)
         # The parts of the last candidates' retirements (CandidateSlot.close_seconds, and "strays": their
         # uid's escaped processes killed), for judge_throughput's account of the lane's time.
         self.retirements: deque[dict[str, float]] = deque(maxlen=LIFECYCLE_KEPT)
@@ -285,14 +298,23 @@ class WorkerPool:
         return bool(known)
 
     # ---- retirement after the verdict -------------------------------------------------------------------
-    def retire_later(self, cleanup: Callable[[], None]) -> None:
-        """Run `cleanup` (a finished candidate's teardown) off the caller's path; `settle` waits for it."""
+    def retire(self, slot: CandidateSlot) -> None:
+        """A finished candidate: killed now (no code of it runs once this returns), reaped and swept off the
+        caller's path. Whether NVML listed its worker just before the kill is kept: only then can
+        `retirement_fits` see what its teardown still holds."""
+        seen = process_gpu_bytes(slot.worker.pid) is not None
+        slot.kill()
+        self.retire_later(slot.close, dying=slot.worker.pid if seen else None)
+
+    def retire_later(self, cleanup: Callable[[], None], dying: int | None = None) -> None:
+        """Run `cleanup` (a finished candidate's teardown) off the caller's path; `settle` waits for it.
+        `dying`: the pid of an already killed worker whose GPU memory NVML can see (see `retire`)."""
         with self._lock:
             if self._closed:
                 future = None
             else:
                 future = self._retirer.submit(cleanup)
-                self._retiring = [f for f in self._retiring if not f.done()] + [future]
+                self._retiring = [(f, pid) for f, pid in self._retiring if not f.done()] + [(future, dying)]
         if future is None:
             cleanup()
 
@@ -301,19 +323,36 @@ class WorkerPool:
         a teardown that fails has already killed what it could)."""
         with self._lock:
             pending, self._retiring = self._retiring, []
-        for future in pending:
+        for future, _ in pending:
             with contextlib.suppress(Exception):
                 future.result()
 
+    def retirement_fits(self) -> bool:
+        """Whether the next candidate may be loaded and verified while earlier ones are still being torn
+        down (never timed: `settle` comes first). Only where every one of them was killed by `retire` and
+        seen by NVML, and what their CUDA contexts still hold is at most half the free memory of their GPU:
+        a candidate like the last one then fits twice over, so the teardown cannot make an honest
+        candidate or the reference run out of memory. Saves the reap (about 0.2 s a verdict, H200)."""
+        with self._lock:
+            pending = [(f, pid) for f, pid in self._retiring if not f.done()]
+        if not pending:
+            return True
+        if any(pid is None for _, pid in pending):
+            return False  # an unused spare closed, or a worker NVML could not see: wait for it
+        seen = gpu_bytes_and_free([pid for _, pid in pending if pid is not None])
+        return seen is not None and 2 * seen[0] <= seen[1]
+
     @contextlib.contextmanager
-    def gpu_lock(self, waits: dict[str, float] | None = None) -> Iterator[None]:
+    def gpu_lock(self, waits: dict[str, float] | None = None, beside_retirement: bool = False) -> Iterator[None]:
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise.
-        Granted only once this pool's earlier candidates are fully retired. `waits` (a judgment's stage
-        times) gets the seconds spent waiting for the retirements ("settle_wait") and for the lock held by
-        another judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md)."""
+        Granted once this pool's earlier candidates are fully retired, or, with `beside_retirement` (work
+        that is not timed), once they are killed and `retirement_fits`. `waits` (a judgment's stage times)
+        gets the seconds spent waiting for the retirements ("settle_wait") and for the lock held by another
+        judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md)."""
         began = time.monotonic()
-        self.settle()
+        if not (beside_retirement and self.retirement_fits()):
+            self.settle()
         settled = time.monotonic()
         locks = machine_dir() / "locks"
         locks.mkdir(exist_ok=True)
