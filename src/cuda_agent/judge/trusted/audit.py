@@ -103,6 +103,8 @@ def outputs_or_none(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch
     or a scaled input leaves the task's domain (perturb.py, input_audit.py)."""
     try:
         return _outputs(model, inputs)
+    except torch.OutOfMemoryError:
+        raise  # not the domain's edge: the task does not fit, which the reference worker reports as such
     except Exception:
         return None
 

@@ -135,11 +135,26 @@ def fit_polynomial(x: torch.Tensor, y: torch.Tensor, degree: int) -> Polynomial 
     return Polynomial(tuple(solution.flatten().tolist()), scale)
 
 
+MEDIAN_SAMPLE = 1 << 24  # elements the median is taken over (an even stride through the output)
+
+
 def _constants(ref: torch.Tensor) -> tuple[float, ...]:
-    finite = ref[torch.isfinite(ref)]
-    if not finite.numel():
+    """The mean and the median of the finite elements: the mean summed in float64 CHUNK at a time, the
+    median over an even stride of at most MEDIAN_SAMPLE elements. The whole-tensor median sorted a float64
+    copy with its indices: 13 times an 8 GiB output, over an H200's memory (KernelBench's L1Norm)."""
+    flat = ref.reshape(-1)
+    total, count = 0.0, 0
+    for start in range(0, flat.numel(), CHUNK):
+        part = flat[start : start + CHUNK].double()
+        finite = torch.isfinite(part)
+        total += float(torch.where(finite, part, 0.0).sum())
+        count += int(finite.sum())
+    if not count:
         return ()
-    return float(finite.double().mean()), float(finite.double().median())
+    sample = flat[:: max(1, flat.numel() // MEDIAN_SAMPLE)].double()
+    sample = sample[torch.isfinite(sample)]
+    median = float(sample.median()) if sample.numel() else total / count
+    return total / count, median
 
 
 class Audit:
@@ -179,16 +194,16 @@ class Audit:
         if ref.numel() == 0:
             return ["empty output"]
         passing = []
-        if self._passes("zeros", ref, torch.zeros_like(ref)):
+        if self._passes("zeros", ref, ref.new_zeros(()).expand_as(ref)):  # expanded: no output-sized copies
             passing.append("all zeros")
         if ref.is_floating_point():
             mean_median = self._fit((k, "constant"), lambda: _constants(ref))
             for label, value in zip(("the constant mean", "the constant"), mean_median, strict=False):
-                if self._passes("constant", ref, torch.full_like(ref, value)):
+                if self._passes("constant", ref, ref.new_full((), value).expand_as(ref)):
                     passing.append(f"{label} {value:.4g}")
                     break
         for dim, size in enumerate(ref.shape):
-            if size > 1 and self._passes("slice", ref, ref.narrow(dim, 0, 1).expand_as(ref).contiguous()):
+            if size > 1 and self._passes("slice", ref, ref.narrow(dim, 0, 1).expand_as(ref)):
                 passing.append(f"its first slice along dim {dim} repeated")
                 break
         for j, x in enumerate(inputs):

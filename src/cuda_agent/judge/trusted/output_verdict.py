@@ -50,6 +50,9 @@ def judge_outputs(
         if not (precision_k and precision.auditable(ref)):
             continue
         found_truth = exact[k] if exact is not None and k < len(exact) else None
+        if found_truth is not None and found_truth.rows is not None:  # a block of the batch (truth_rows.py)
+            start, stop = found_truth.rows
+            ref, got = (ref[start:stop], got[start:stop]) if ref.dim() > 0 else (ref, got)
         if found_truth is None or tuple(found_truth.value.shape) != tuple(ref.shape):
             missing.append(label)  # no truth: the parent fails closed (decide/reference_stage.py)
             continue

@@ -15,8 +15,10 @@ Now (trusted/reference_worker.py `prepare`):
   reproduces; a task whose inputs it does not reproduce keeps everything, as before;
 - a task that still does not fit ends as `task_error` with what it needed and what the GPU had.
 
-Peak, then, is about one input set, its forward's activations, its outputs and its float64 truth (twice
-the outputs, and the promoted forward's activations), plus the kept outputs and truths within the share.
+Peak, then, is about one input set, its forward's activations, its outputs and its float64 truth, plus the
+kept outputs and truths within the share. The truth keeps twice the outputs, but while it is made holds
+about twelve float64 copies of the largest tensor; where that does not fit it is made on a block of the
+batch's rows (truth_rows.py, docs/design/memory.md).
 """
 
 from __future__ import annotations

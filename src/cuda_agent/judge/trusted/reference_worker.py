@@ -133,7 +133,6 @@ class ReferenceWorker(BaselineTiming):
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             pristine = degeneracy.snapshot(inputs)  # the audits see the inputs as drawn, not as updated
             exact = self.exact.outputs(inputs) if self.exact else None
-            no_truth = no_truth or (self.exact is not None and exact is None)
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
@@ -142,6 +141,9 @@ class ReferenceWorker(BaselineTiming):
                 raise ValueError("Model.forward returned no tensors")
             self.aliases.append(self._reference_aliases(raw, inputs))
             outputs = [reference_memory.private_copy(t) for t in raw]
+            del result, raw  # the private copies stand for them (a set's peak: docs/design/memory.md)
+            exact = self.exact.confirm(exact, outputs, tol) if self.exact else None  # a block's (truth_rows.py)
+            no_truth = no_truth or (self.exact is not None and exact is None)
             alternatives = None
             if index == 0 or self.has_cuts:
                 alternatives = self._cut_alternatives(pristine, outputs, tol)
@@ -156,7 +158,7 @@ class ReferenceWorker(BaselineTiming):
             specs = [describe(t) for t in outputs]
             low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
             degeneracy_audit.add(outputs, pristine, low_order)
-            del pristine, inputs, result, raw, outputs, exact, alternatives
+            del pristine, inputs, outputs, exact, alternatives
         # Does a seed reproduce this task's inputs? The first set drawn again, here, where nothing can meddle:
         # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
         # difference would otherwise send the judgment to input files, which reach a candidate's round set-up
@@ -233,6 +235,7 @@ class ReferenceWorker(BaselineTiming):
                 with torch.no_grad():
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
                 self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
+                self.exact_outputs[index] = self.exact.confirm(self.exact_outputs[index], self.outputs[index], self.tol) if self.exact else None  # fmt: skip
                 if index < len(self.cut_alternatives):
                     self.cut_alternatives[index] = self._cut_alternatives(inputs, self.outputs[index], self.tol)
             tensorfile.save(inputs, out / f"inputs_{index}.tensors")
@@ -253,6 +256,7 @@ class ReferenceWorker(BaselineTiming):
             raw = flatten_tensors(self.model(*fresh))
         ref_aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
         expected = [t.detach() for t in raw]
+        exact = self.exact.confirm(exact, expected, Tolerance(atol, rtol)) if exact else exact
         alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
                                   alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip

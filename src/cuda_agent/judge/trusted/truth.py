@@ -21,6 +21,7 @@ returns None and says why in `problem`; the judge then fails closed (docs/design
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from torch.utils._mode_utils import no_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
+from cuda_agent.judge.trusted import truth_rows
 from cuda_agent.judge.trusted.tracked import Tracked, Untrackable, exact, payload
 from cuda_agent.judge.trusted.truth_movement import copy_into, like_factory, movement, to_copy
 from cuda_agent.judge.trusted.truth_ops import call_payload, nominal_dtypes
@@ -106,6 +108,7 @@ class Truth:
     value: torch.Tensor
     sigma: torch.Tensor | None
     dtype: torch.dtype
+    rows: tuple[int, int] | None = None  # the block of the batch it covers (truth_rows.py); None: all of it
 
 
 class TruthMode(TorchDispatchMode):
@@ -235,27 +238,59 @@ class TruthModel:
         self.model = model
         self.problem = ""
         self.unmodelled: set[str] = set()
+        self.rows: int | None = None  # rows of a block, once the whole batch's truth ran out of memory
         self._state: dict[str, tuple[torch.Tensor, int, Tracked, int]] = {}
 
     @property
     def name(self) -> str:
         """What the verdict names as the truth it used."""
+        name = NAME if self.rows is None else f"{NAME}, on blocks of {self.rows} rows of the batch"
         if self.unmodelled:
-            return f"{NAME}; generic bound for {', '.join(sorted(self.unmodelled))}"
-        return NAME
+            return f"{name}; generic bound for {', '.join(sorted(self.unmodelled))}"
+        return name
 
     def outputs(self, inputs: Any) -> list[Truth | None] | None:
+        """The truth of the whole batch, or of a block of its rows where the whole does not fit in memory
+        (truth_rows.py: the block halves on each out-of-memory error, and stays for the later calls)."""
+        inputs = list(inputs)
+        batch = truth_rows.batch_size(inputs)
+        while True:
+            rows = truth_rows.block(batch, self.rows) if batch and self.rows else None
+            try:
+                return self._outputs(truth_rows.slice_inputs(inputs, batch, rows) if rows else inputs, rows)
+            except torch.OutOfMemoryError as exc:
+                problem = f"OutOfMemoryError: {str(exc)[:200]}"
+            except Exception as exc:
+                self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+                return None
+            torch.cuda.empty_cache()  # what the failed attempt cached is free for the next
+            length = rows[1] - rows[0] if rows else batch
+            if not batch or not length or length <= 1:
+                self.problem = problem
+                return None
+            self.rows = length // 2
+
+    def confirm(self, truths: list[Truth | None] | None, outputs: list[torch.Tensor],
+                tol: Any) -> list[Truth | None] | None:  # fmt: skip
+        """`truths` where they cover the whole batch, or where a block's agrees with the reference's own
+        outputs on its rows (truth_rows.agrees); else None, with `problem` saying why."""
+        if truths is None or self.rows is None:
+            return truths
+        problem = truth_rows.agrees(truths, outputs, tol)
+        if problem:
+            self.problem = f"the float64 truth of the whole batch does not fit in memory, and {problem}"
+            return None
+        return truths
+
+    def _outputs(self, inputs: list[Any], rows: tuple[int, int] | None) -> list[Truth | None]:
         from cuda_agent.task import flatten_tensors
 
-        try:
-            state = self._tracked_state()
-            args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, list(inputs))
-            with torch.no_grad(), TruthMode(self.unmodelled):
-                result = torch.func.functional_call(self.model, state, tuple(args))
-            return [_truth(t) for t in flatten_tensors(result)]
-        except Exception as exc:
-            self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
-            return None
+        state = self._tracked_state()
+        args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, inputs)
+        with torch.no_grad(), TruthMode(self.unmodelled):
+            result = torch.func.functional_call(self.model, state, tuple(args))
+        made = [_truth(t) for t in flatten_tensors(result)]
+        return [dataclasses.replace(t, rows=rows) if t is not None and rows else t for t in made]
 
     def _tracked_state(self) -> dict[str, Tracked]:
         """Parameters and buffers as tracked copies, kept while neither the reference's tensor nor the copy

@@ -1,0 +1,72 @@
+"""Trusted side: the float64 truth of a block of the batch, where the whole batch's does not fit in memory.
+
+Why: promoting every op keeps about twelve float64 copies of the largest tensor alive at once inside one
+op's rule (the value, its error variance, the rule's own temporaries): 24 times one float32 input set.
+KernelBench's Softsign (6 GiB a set) needed 146 GiB, more than an H200 has, so its truth ran out of memory
+and the precision audit had nothing to compare with (issue 29 item 1).
+
+What: `TruthModel` (truth.py) first tries the whole batch. When that runs out of memory it halves the
+block of rows, along dimension 0 of every input whose first dimension is the batch's, until the truth of a
+block fits. Each call then takes a block at a secret random offset (`secrets`, in the reference worker: a
+candidate cannot know which rows are audited, so lowering precision on some rows is caught in proportion
+to the rows it lowers). The truth of a block is valid only where the batch's elements do not interact (a
+batch norm, a softmax over dimension 0 make them interact): `agrees` checks each block's truth against the
+reference's own full-batch output on those rows, within the task's tolerance, every time it is used. Where
+it does not agree, there is no truth, and the judgment fails closed as for any task without one
+(decide/reference_stage.py `no_precision_truth`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.trusted.compare import Tolerance
+
+
+def batch_size(inputs: list[Any]) -> int | None:
+    """The first dimension of the first tensor input with one: the batch the rows are taken from."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() > 0:
+            return int(x.shape[0])
+    return None
+
+
+def block(batch: int, rows: int) -> tuple[int, int]:
+    """`rows` consecutive rows at a secret offset."""
+    rows = max(1, min(rows, batch))
+    start = secrets.randbelow(batch - rows + 1)
+    return start, start + rows
+
+
+def slice_inputs(inputs: list[Any], batch: int, rows: tuple[int, int]) -> list[Any]:
+    """Every tensor input whose first dimension is the batch's, cut to `rows` (views); the others whole."""
+    start, stop = rows
+    return [
+        x[start:stop] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == batch else x
+        for x in inputs
+    ]
+
+
+def agrees(truths: list[Any], outputs: list[torch.Tensor], tol: Tolerance) -> str | None:
+    """None when each block truth matches the reference's full-batch output on its rows within `tol`
+    (float comparison, NaN where the reference has NaN); else why the block's truth cannot stand for them."""
+    for k, (truth, out) in enumerate(zip(truths, outputs, strict=False)):
+        rows = getattr(truth, "rows", None)
+        if truth is None or rows is None:
+            continue
+        start, stop = rows
+        if out.dim() == 0 or tuple(truth.value.shape) != (stop - start, *out.shape[1:]):
+            return f"output {k} does not keep the batch's rows (shape {tuple(out.shape)})"
+        ref = out[start:stop].to(torch.float64)
+        value = truth.value.to(ref.device, torch.float64)
+        if not out.is_floating_point():
+            same = torch.equal(ref, value)
+        else:
+            same = bool(torch.isclose(value, ref, rtol=tol.rtol, atol=tol.atol, equal_nan=True).all())
+        if not same:
+            return (f"output {k} on rows {start}-{stop - 1} alone differs from the whole batch's on them "
+                    "(the batch's elements interact)")  # fmt: skip
+    return None

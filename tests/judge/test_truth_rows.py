@@ -1,0 +1,118 @@
+"""The float64 truth of a block of the batch, where the whole batch's runs out of memory (truth_rows.py).
+
+KernelBench's Softsign needed 146 GiB for its whole-batch truth on a 141 GB H200, so the audit had no truth
+and the reward was capped. Here the memory limit is simulated (an out-of-memory error above a number of
+rows), and everything else is the real code: the halving, the secret block, its check against the
+reference's full-batch output, and the precision audit on those rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.trusted import truth as truth_module
+from cuda_agent.judge.trusted.compare import Tolerance
+from cuda_agent.judge.trusted.output_verdict import judge_outputs
+from cuda_agent.judge.trusted.truth import NAME, TruthModel
+
+K = JudgeConfig().precision_k
+TOL = Tolerance(1e-2, 1e-2)
+
+
+class RowWise(nn.Module):
+    """A long reduction per row: each row's output depends on that row alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(2048, 16) / 45)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x @ self.weight)
+
+
+class AcrossBatch(nn.Module):
+    """Softmax over the batch dimension: a block of rows alone gives other values."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x.sum(-1, keepdim=True) * 0.1, dim=0) * x.shape[0]
+
+
+@pytest.fixture
+def memory_for(monkeypatch: pytest.MonkeyPatch):
+    """Make the truth run out of memory above `rows` rows of the batch."""
+
+    def limit(rows: int) -> list[int]:
+        tried: list[int] = []
+        real = TruthModel._outputs
+
+        def outputs(self: TruthModel, inputs: list, block: tuple[int, int] | None) -> list:
+            tried.append(int(inputs[0].shape[0]))
+            if inputs[0].shape[0] > rows:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 146.00 GiB")
+            return real(self, inputs, block)
+
+        monkeypatch.setattr(truth_module.TruthModel, "_outputs", outputs)
+        return tried
+
+    return limit
+
+
+def tf32(t: torch.Tensor) -> torch.Tensor:
+    m, e = torch.frexp(t.double())
+    return torch.ldexp(torch.round(m * 2.0**11) / 2.0**11, e).float()
+
+
+def test_a_truth_too_large_for_memory_is_made_on_a_secret_block_of_rows_and_still_audits(memory_for) -> None:
+    torch.manual_seed(0)
+    model, x = RowWise(), torch.randn(64, 2048)
+    tried = memory_for(10)
+    exact = TruthModel(model)
+    truths = exact.outputs([x])
+    assert truths is not None and tried == [64, 32, 16, 8], "halved until a block fits"
+    start, stop = truths[0].rows
+    assert stop - start == 8 and truths[0].value.shape == (8, 16)
+    with torch.no_grad():
+        reference = model(x)
+    assert exact.confirm(truths, [reference], TOL) is truths
+    assert exact.name.startswith(NAME) and "blocks of 8 rows" in exact.name
+    honest = judge_outputs([reference], [reference.clone()], TOL, None, None, truths, K)
+    assert honest["match"] and honest["error_ratio"] is not None
+    with torch.no_grad():
+        lowered = torch.tanh(tf32(x) @ tf32(model.weight))  # TF32 operands on every row
+    assert (lowered - reference).abs().max() < 1e-2, "within the tolerance: only the audit can see it"
+    caught = judge_outputs([reference], [lowered], TOL, None, None, truths, K)
+    assert not caught["match"] and caught["kind"] == "precision"
+    # The block is drawn afresh for every call: a candidate cannot know which rows are audited.
+    starts = {exact.outputs([x])[0].rows[0] for _ in range(12)}
+    assert len(starts) > 1
+
+
+def test_a_block_truth_of_a_model_whose_batch_elements_interact_is_refused(memory_for) -> None:
+    torch.manual_seed(1)
+    model, x = AcrossBatch(), torch.randn(64, 32)
+    memory_for(20)
+    exact = TruthModel(model)
+    truths = exact.outputs([x])
+    assert truths is not None and truths[0].rows is not None
+    with torch.no_grad():
+        reference = model(x)
+    assert exact.confirm(truths, [reference], TOL) is None
+    assert "does not fit in memory" in exact.problem and "interact" in exact.problem
+
+
+def test_no_block_fits_gives_no_truth_and_says_why(memory_for) -> None:
+    memory_for(0)
+    exact = TruthModel(RowWise())
+    assert exact.outputs([torch.randn(16, 2048)]) is None
+    assert exact.problem.startswith("OutOfMemoryError")
+
+
+def test_a_whole_batch_truth_needs_no_confirmation() -> None:
+    torch.manual_seed(2)
+    model, x = RowWise(), torch.randn(8, 2048)
+    exact = TruthModel(model)
+    truths = exact.outputs([x])
+    assert truths is not None and truths[0].rows is None and exact.name == NAME
+    assert exact.confirm(truths, [torch.zeros(8, 16)], TOL) is truths
