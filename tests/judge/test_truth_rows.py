@@ -116,3 +116,17 @@ def test_a_whole_batch_truth_needs_no_confirmation() -> None:
     truths = exact.outputs([x])
     assert truths is not None and truths[0].rows is None and exact.name == NAME
     assert exact.confirm(truths, [torch.zeros(8, 16)], TOL) is truths
+
+
+def test_the_block_is_planned_from_the_inputs_size_and_the_free_memory() -> None:
+    """KernelBench's Softsign: 4096 x 393216 float32 (6 GiB) with 127 GiB free needs a block, planned so
+    that the truth's float64 copies take at most half of what is free; a small task needs none."""
+    from cuda_agent.judge.trusted import truth_rows
+
+    x = torch.empty(4096, 393216, device="meta")
+    rows = truth_rows.planned_rows([x], 4096, 127 << 30)
+    assert rows is not None and 0 < rows < 4096
+    assert truth_rows.COPIES * 8 * rows * 393216 <= truth_rows.SHARE * (127 << 30)
+    assert truth_rows.planned_rows([torch.empty(64, 2048, device="meta")], 64, 127 << 30) is None
+    assert truth_rows.planned_rows([torch.empty(64, dtype=torch.int64, device="meta")], 64, 1) is None
+    assert truth_rows.free_gpu_bytes([torch.randn(4)]) is None, "CPU inputs: nothing to plan"

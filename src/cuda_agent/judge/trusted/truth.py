@@ -238,7 +238,8 @@ class TruthModel:
         self.model = model
         self.problem = ""
         self.unmodelled: set[str] = set()
-        self.rows: int | None = None  # rows of a block, once the whole batch's truth ran out of memory
+        self.rows: int | None = None  # rows of a block, where the whole batch's truth does not fit in memory
+        self.planned = False  # `rows` planned from the first inputs' size and the GPU's free memory
         self._state: dict[str, tuple[torch.Tensor, int, Tracked, int]] = {}
 
     @property
@@ -254,6 +255,9 @@ class TruthModel:
         (truth_rows.py: the block halves on each out-of-memory error, and stays for the later calls)."""
         inputs = list(inputs)
         batch = truth_rows.batch_size(inputs)
+        free = truth_rows.free_gpu_bytes(inputs) if batch and not self.planned else None
+        if free is not None:
+            self.planned, self.rows = True, truth_rows.planned_rows(inputs, batch, free)
         while True:
             rows = truth_rows.block(batch, self.rows) if batch and self.rows else None
             try:

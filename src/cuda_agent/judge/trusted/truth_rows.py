@@ -5,7 +5,8 @@ op's rule (the value, its error variance, the rule's own temporaries): 24 times 
 KernelBench's Softsign (6 GiB a set) needed 146 GiB, more than an H200 has, so its truth ran out of memory
 and the precision audit had nothing to compare with (issue 29 item 1).
 
-What: `TruthModel` (truth.py) first tries the whole batch. When that runs out of memory it halves the
+What: `TruthModel` (truth.py) plans a block of rows from the inputs' size and the GPU's free memory
+(`planned_rows`), or tries the whole batch where it should fit. When that runs out of memory it halves the
 block of rows, along dimension 0 of every input whose first dimension is the batch's, until the truth of a
 block fits. Each call then takes a block at a secret random offset (`secrets`, in the reference worker: a
 candidate cannot know which rows are audited, so lowering precision on some rows is caught in proportion
@@ -24,6 +25,33 @@ from typing import Any
 import torch
 
 from cuda_agent.judge.trusted.compare import Tolerance
+
+# Float64 copies of the largest input one op's rule holds at once while the truth is made: 13 measured on
+# the CPU at 1/64 of KernelBench's sizes (Softsign, InstanceNorm: 26 float32 input sets), one more to spare.
+COPIES = 14
+# The share of the GPU's free memory a planned block may need: the rest stays for what is held beside it.
+SHARE = 0.5
+
+
+def planned_rows(inputs: list[Any], batch: int, free_bytes: int) -> int | None:
+    """Rows of a block whose truth should fit in SHARE of `free_bytes`, or None where the whole batch's
+    should. Planned before the first attempt, so that the truth does not fill the GPU to find its limit
+    (the out-of-memory halving stays, for what the estimate misses: an output larger than every input)."""
+    floating = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    if not floating:
+        return None
+    need = COPIES * 8 * max(x.numel() for x in floating)
+    budget = SHARE * free_bytes
+    return None if need <= budget else max(1, int(batch * budget / need))
+
+
+def free_gpu_bytes(inputs: list[Any]) -> int | None:
+    """Free memory of the GPU the inputs are on, counting what this process's allocator caches unused."""
+    device = next((x.device for x in inputs if isinstance(x, torch.Tensor) and x.is_cuda), None)
+    if device is None:
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
 
 
 def batch_size(inputs: list[Any]) -> int | None:
