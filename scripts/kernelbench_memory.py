@@ -152,6 +152,15 @@ def estimate_table(records: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
+def resumed(path: Path) -> dict[str, dict]:
+    """The records of an earlier run in `path` worth keeping (not skipped), by task id; none if unreadable."""
+    try:
+        tasks = json.loads(path.read_text())["tasks"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernelbench", nargs="?", type=Path, help="KernelBench checkout (or its KernelBench/ folder)")
@@ -166,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estimate", type=float, metavar="GPU_GB", default=None,
                         help="no GPU: one call's sizes from the tasks' shapes (meta tensors) and the calls a timed "
                              "round gets on a GPU of this many GB")  # fmt: skip
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the records already in --json and run only the tasks it lacks (or skipped): "
+                             "the whole of KernelBench takes about an hour, over several 10-minute device calls")  # fmt: skip
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -176,14 +188,21 @@ def main(argv: list[str] | None = None) -> int:
     benches = [b for b in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in b.task_id]
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     began, records = time.monotonic(), []
+    done = resumed(args.json) if args.resume else {}
+    if done:
+        print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
     for i, bench in enumerate(benches, 1):
-        if args.budget is not None and time.monotonic() - began > args.budget:
+        if bench.task_id in done:
+            record = done[bench.task_id]
+        elif args.budget is not None and time.monotonic() - began > args.budget:
             record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
         elif args.estimate is not None:
             record = estimate_one(bench.path, args.estimate)
         else:
             record = run_child(bench, args)
-        records.append({"task": bench.task_id, **record})
+        records.append({**record, "task": bench.task_id})
+        if bench.task_id in done:
+            continue
         print(f"[{i}/{len(benches)}] {bench.task_id}: {record['status']} peak {record.get('peak_gib', '-')} GiB "
               f"in {record.get('seconds', '-')} s, {record.get('round_calls', '-')} calls a round",
               file=sys.stderr, flush=True)  # fmt: skip

@@ -65,3 +65,24 @@ def test_the_estimate_reads_one_calls_sizes_from_shapes_and_plans_the_rounds(tmp
     assert dependent["status"] == "not estimated" and "item" in dependent["reason"]
     assert done.returncode == 1  # not every task could be estimated
     assert "| level1/2_Large | 1.0 | 1.0 | 0.0 | 1 |" in doc.read_text() and "estimated from shapes" in doc.read_text()
+
+
+def test_resume_keeps_what_an_earlier_run_recorded_and_runs_only_the_rest(tmp_path: Path) -> None:
+    """The whole of KernelBench takes about an hour of GPU, over several 10-minute device calls: --resume
+    keeps each task already recorded (a skipped one is run again) and adds the others."""
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    for name in ("1_First.py", "2_Second.py", "3_Third.py"):
+        (level / name).write_text(TASK)
+    out = tmp_path / "estimate.json"
+    earlier = [{"task": "level1/1_First", "status": "estimated", "round_calls": 7, "marker": "kept"},
+               {"task": "level1/2_Second", "status": "skipped", "reason": "the run's --budget of 1 s was spent"}]  # fmt: skip
+    out.write_text(json.dumps({"started": "earlier", "memory_gb": None, "tasks": earlier}))
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--estimate", "8",
+                           "--json", str(out), "--resume"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert list(records) == ["level1/1_First", "level1/2_Second", "level1/3_Third"]
+    assert records["level1/1_First"]["marker"] == "kept", "a recorded task is not run again"
+    assert records["level1/2_Second"]["status"] == "estimated" and records["level1/3_Third"]["round_calls"] == 10
+    assert "resuming: 1 task(s)" in done.stderr and "[1/3]" not in done.stderr and "[3/3]" in done.stderr

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 29's table: the judge's preparation, baseline warm-up and rounds over every KernelBench task, on the
+# H200 and capped at 80 GB (an H100). About 15 s a task, an hour for KernelBench's 250 on each: more than a
+# device call (10 min) or a session's device time (30 min), so each call resumes where the last one stopped.
+#   run 1:   OUT=$OUT bash scripts/device/kernelbench_memory_all.sh           carry [".cache/kernelbench"]
+#   then, here: mkdir -p .cache/kb_memory && cp <files_at>/kb_memory_*.json .cache/kb_memory/
+#   run k:   the same command, carry [".cache/kernelbench", ".cache/kb_memory"]; until it prints "all done"
+#   at last: python3 scripts/kernelbench_memory.py .cache/kernelbench --resume --json .cache/kb_memory/kb_memory_141.json \
+#              --markdown docs/kernelbench_memory.md   (every task recorded: writes the table, runs nothing)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT" .cache/kb_memory
+KB=${KB:-.cache/kernelbench}; LEVELS=${LEVELS:-1-3}
+# The whole GPU first, then 80 GB; each gets what is left of the call's 540 s (tasks at most 60 s each).
+began=$(date +%s)
+for gb in 141 80; do
+  cap=(); [ "$gb" = 80 ] && cap=(--memory-gb 80)
+  left=$(( 540 - ($(date +%s) - began) ))
+  [ "$left" -lt 90 ] && break
+  python3 scripts/kernelbench_memory.py "$KB" --levels "$LEVELS" --timeout 60 --budget $(( left - 75 )) --resume \
+    "${cap[@]}" --json ".cache/kb_memory/kb_memory_$gb.json" 2>&1 | tail -4
+  cp ".cache/kb_memory/kb_memory_$gb.json" "$OUT/" 2>/dev/null || echo "no record for $gb GB (see above)"
+done
+python3 - <<'PY'
+import json, pathlib
+left = []
+for gb in (141, 80):
+    path = pathlib.Path(f".cache/kb_memory/kb_memory_{gb}.json")
+    if not path.exists():
+        left.append(f"{gb} GB: not started")
+        continue
+    tasks = json.loads(path.read_text())["tasks"]
+    todo = sum(t.get("status") == "skipped" for t in tasks)
+    print(f"{gb} GB: {len(tasks) - todo} of {len(tasks)} tasks recorded")
+    if todo:
+        left.append(f"{gb} GB: {todo} to go")
+print("all done" if not left else "; ".join(left))
+PY
