@@ -130,3 +130,32 @@ def test_the_block_is_planned_from_the_inputs_size_and_the_free_memory() -> None
     assert truth_rows.planned_rows([torch.empty(64, 2048, device="meta")], 64, 127 << 30) is None
     assert truth_rows.planned_rows([torch.empty(64, dtype=torch.int64, device="meta")], 64, 1) is None
     assert truth_rows.free_gpu_bytes([torch.randn(4)]) is None, "CPU inputs: nothing to plan"
+
+
+def test_rows_lowered_to_tf32_are_caught_wherever_the_secret_block_falls(memory_for) -> None:
+    """A kernel that keeps fp32 on some rows and uses TF32 on the others, betting that the audit's block
+    misses them: every other row lowered is caught on every block, and a contiguous half on the blocks
+    that reach it (in proportion to the rows it lowers: the block's offset is secret, so no layout wins)."""
+    torch.manual_seed(3)
+    model, x = RowWise(), torch.randn(64, 2048)
+    memory_for(10)
+    exact = TruthModel(model)
+    with torch.no_grad():
+        reference = model(x)
+        lowered = torch.tanh(tf32(x) @ tf32(model.weight))
+    interleaved = reference.clone()
+    interleaved[::2] = lowered[::2]
+    half = reference.clone()
+    half[32:] = lowered[32:]
+    caught_interleaved, caught_half, reached_half = 0, 0, 0
+    for _ in range(40):
+        truths = exact.outputs([x])
+        stop = truths[0].rows[1]
+        caught_interleaved += not judge_outputs([reference], [interleaved], TOL, None, None, truths, K)["match"]
+        if stop > 32:  # the block holds lowered rows
+            reached_half += 1
+            caught_half += not judge_outputs([reference], [half], TOL, None, None, truths, K)["match"]
+        else:
+            assert judge_outputs([reference], [half], TOL, None, None, truths, K)["match"]
+    assert caught_interleaved == 40
+    assert reached_half > 0 and caught_half >= reached_half - 2, (caught_half, reached_half)
