@@ -64,13 +64,6 @@ def test_a_candidate_retired_later_is_gone_before_the_next_gpu_lock(pool: Worker
         pass
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
 def test_retire_kills_the_candidate_at_once_and_leaves_only_the_teardown_for_later(pool: WorkerPool) -> None:
     """`retire` SIGKILLs the worker before it returns (no code of the candidate runs beside the next
     one's verification), while the reap and the folder's removal wait for the retirement thread."""
@@ -81,9 +74,9 @@ def test_retire_kills_the_candidate_at_once_and_leaves_only_the_teardown_for_lat
     try:
         pool.retire(slot)
         deadline = time.monotonic() + 5
-        while _state(slot.worker.pid) not in ("Z", "X", "gone") and time.monotonic() < deadline:
+        while _state(str(slot.worker.pid)) not in ("Z", "X", "gone") and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _state(slot.worker.pid) in ("Z", "X", "gone"), "the candidate must be dead when retire returns"
+        assert _state(str(slot.worker.pid)) in ("Z", "X", "gone"), "the candidate must be dead when retire returns"
         assert slot.root.exists(), "the teardown itself runs later, off the caller's path"
     finally:
         release.set()
