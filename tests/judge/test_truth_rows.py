@@ -33,10 +33,10 @@ class RowWise(nn.Module):
 
 
 class AcrossBatch(nn.Module):
-    """Softmax over the batch dimension: a block of rows alone gives other values."""
+    """Centred over the batch (as a batch norm is): a block of rows alone has another mean."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(x.sum(-1, keepdim=True) * 0.1, dim=0) * x.shape[0]
+        return x - x.mean(0, keepdim=True)
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_truth_too_large_for_memory_is_made_on_a_secret_block_of_rows_and_stil
     assert stop - start == 8 and truths[0].value.shape == (8, 16)
     with torch.no_grad():
         reference = model(x)
-    assert exact.confirm(truths, [reference], TOL) is truths
+    assert exact.confirm(truths, [reference], TOL, [x]) is truths and exact.separable
     assert exact.name.startswith(NAME) and "blocks of 8 rows" in exact.name
     honest = judge_outputs([reference], [reference.clone()], TOL, None, None, truths, K)
     assert honest["match"] and honest["error_ratio"] is not None
@@ -98,8 +98,25 @@ def test_a_block_truth_of_a_model_whose_batch_elements_interact_is_refused(memor
     assert truths is not None and truths[0].rows is not None
     with torch.no_grad():
         reference = model(x)
-    assert exact.confirm(truths, [reference], TOL) is None
+    assert exact.confirm(truths, [reference], TOL, [x]) is None, "the whole batch's truth does not fit either"
     assert "does not fit in memory" in exact.problem and "interact" in exact.problem
+    assert exact.outputs([x]) is None, "no more blocks for this model: they do not stand for their rows"
+
+
+def test_a_planned_block_that_does_not_stand_for_its_rows_gives_way_to_the_whole_batch() -> None:
+    """The plan is an estimate: where it chose a block for a model whose batch elements interact and the
+    whole batch's truth fits after all, the judgment gets the whole batch's truth, not none."""
+    torch.manual_seed(4)
+    model, x = AcrossBatch(), torch.randn(64, 32)
+    exact = TruthModel(model)
+    exact.planned, exact.rows = True, 16  # as the plan would leave it for a large task
+    truths = exact.outputs([x])
+    assert truths is not None and truths[0].rows is not None
+    with torch.no_grad():
+        reference = model(x)
+    whole = exact.confirm(truths, [reference], TOL, [x])
+    assert whole is not None and whole[0].rows is None and exact.separable is False and exact.rows is None
+    assert torch.allclose(whole[0].value, reference.double(), rtol=1e-5, atol=1e-6)
 
 
 def test_no_block_fits_gives_no_truth_and_says_why(memory_for) -> None:
@@ -115,7 +132,7 @@ def test_a_whole_batch_truth_needs_no_confirmation() -> None:
     exact = TruthModel(model)
     truths = exact.outputs([x])
     assert truths is not None and truths[0].rows is None and exact.name == NAME
-    assert exact.confirm(truths, [torch.zeros(8, 16)], TOL) is truths
+    assert exact.confirm(truths, [torch.zeros(8, 16)], TOL, [x]) is truths
 
 
 def test_the_block_is_planned_from_the_inputs_size_and_the_free_memory() -> None:

@@ -142,7 +142,7 @@ class ReferenceWorker(BaselineTiming):
             self.aliases.append(self._reference_aliases(raw, inputs))
             outputs = [reference_memory.private_copy(t) for t in raw]
             del result, raw  # the private copies stand for them (a set's peak: docs/design/memory.md)
-            exact = self.exact.confirm(exact, outputs, tol) if self.exact else None  # a block's (truth_rows.py)
+            exact = self.exact.confirm(exact, outputs, tol, pristine) if self.exact else None  # truth_rows.py
             no_truth = no_truth or (self.exact is not None and exact is None)
             alternatives = None
             if index == 0 or self.has_cuts:
@@ -235,7 +235,7 @@ class ReferenceWorker(BaselineTiming):
                 with torch.no_grad():
                     result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
                 self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
-                self.exact_outputs[index] = self.exact.confirm(self.exact_outputs[index], self.outputs[index], self.tol) if self.exact else None  # fmt: skip
+                self.exact_outputs[index] = self.exact.confirm(self.exact_outputs[index], self.outputs[index], self.tol, inputs) if self.exact else None  # fmt: skip
                 if index < len(self.cut_alternatives):
                     self.cut_alternatives[index] = self._cut_alternatives(inputs, self.outputs[index], self.tol)
             tensorfile.save(inputs, out / f"inputs_{index}.tensors")
@@ -256,7 +256,7 @@ class ReferenceWorker(BaselineTiming):
             raw = flatten_tensors(self.model(*fresh))
         ref_aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
         expected = [t.detach() for t in raw]
-        exact = self.exact.confirm(exact, expected, Tolerance(atol, rtol)) if exact else exact
+        exact = self.exact.confirm(exact, expected, Tolerance(atol, rtol), inputs) if exact else exact
         alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
                                   alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip

@@ -240,6 +240,7 @@ class TruthModel:
         self.unmodelled: set[str] = set()
         self.rows: int | None = None  # rows of a block, where the whole batch's truth does not fit in memory
         self.planned = False  # `rows` planned from the first inputs' size and the GPU's free memory
+        self.separable: bool | None = None  # whether a block's truth stands for its rows (known once confirmed)
         self._state: dict[str, tuple[torch.Tensor, int, Tracked, int]] = {}
 
     @property
@@ -255,7 +256,7 @@ class TruthModel:
         (truth_rows.py: the block halves on each out-of-memory error, and stays for the later calls)."""
         inputs = list(inputs)
         batch = truth_rows.batch_size(inputs)
-        free = truth_rows.free_gpu_bytes(inputs) if batch and not self.planned else None
+        free = truth_rows.free_gpu_bytes(inputs) if batch and not self.planned and self.separable is not False else None
         if free is not None:
             self.planned, self.rows = True, truth_rows.planned_rows(inputs, batch, free)
         while True:
@@ -269,22 +270,28 @@ class TruthModel:
                 return None
             torch.cuda.empty_cache()  # what the failed attempt cached is free for the next
             length = rows[1] - rows[0] if rows else batch
-            if not batch or not length or length <= 1:
+            if not batch or not length or length <= 1 or self.separable is False:
                 self.problem = problem
                 return None
             self.rows = length // 2
 
-    def confirm(self, truths: list[Truth | None] | None, outputs: list[torch.Tensor],
-                tol: Any) -> list[Truth | None] | None:  # fmt: skip
+    def confirm(self, truths: list[Truth | None] | None, outputs: list[torch.Tensor], tol: Any,
+                inputs: Any) -> list[Truth | None] | None:  # fmt: skip
         """`truths` where they cover the whole batch, or where a block's agrees with the reference's own
-        outputs on its rows (truth_rows.agrees); else None, with `problem` saying why."""
-        if truths is None or self.rows is None:
+        outputs on its rows (truth_rows.agrees). Where it does not (the batch's elements interact), blocks
+        are off for this model and the whole batch's truth is made from `inputs` (as drawn): it may fit, the
+        plan being an estimate; else None, with `problem` saying why."""
+        if truths is None or not any(t is not None and t.rows is not None for t in truths):
             return truths
         problem = truth_rows.agrees(truths, outputs, tol)
-        if problem:
-            self.problem = f"the float64 truth of the whole batch does not fit in memory, and {problem}"
-            return None
-        return truths
+        if problem is None:
+            self.separable = True
+            return truths
+        self.separable, self.rows = False, None
+        whole = self.outputs(inputs)
+        if whole is None:
+            self.problem = f"{problem}, and the float64 truth of the whole batch does not fit in memory ({self.problem})"
+        return whole
 
     def _outputs(self, inputs: list[Any], rows: tuple[int, int] | None) -> list[Truth | None]:
         from cuda_agent.task import flatten_tensors

@@ -13,8 +13,9 @@ candidate cannot know which rows are audited, so lowering precision on some rows
 to the rows it lowers). The truth of a block is valid only where the batch's elements do not interact (a
 batch norm, a softmax over dimension 0 make them interact): `agrees` checks each block's truth against the
 reference's own full-batch output on those rows, within the task's tolerance, every time it is used. Where
-it does not agree, there is no truth, and the judgment fails closed as for any task without one
-(decide/reference_stage.py `no_precision_truth`).
+it does not agree, blocks are off for that model and the whole batch's truth is made after all (the plan is
+an estimate); where that does not fit either, there is no truth, and the judgment fails closed as for any
+task without one (decide/reference_stage.py `no_precision_truth`).
 """
 
 from __future__ import annotations
