@@ -73,3 +73,44 @@ def test_every_task_file_has_a_truth_its_reference_meets_and_its_cost(bench) -> 
     # one truth costs at most 100 ms on these tasks (one per verification set and checked timed call)
     slow = {r["task"]: r["truth_ms"] for r in rows if r["truth_ms"] > 100.0}
     assert not slow, slow
+
+
+def test_a_truth_too_large_for_the_gpu_is_planned_on_blocks_and_still_catches_lowered_precision() -> None:
+    """KernelBench's Softsign at its current size (4096 x 393216 float32, 6 GiB a set): the whole batch's
+    float64 truth would need about 170 GiB, so it is planned on blocks of rows (truth_rows.py). Each block
+    stands for its rows (checked against the full-batch output), an honest fp32 output passes the audit,
+    and one computed through fp16 (inside the tolerance) is refused. On 2026-12-04 the whole-batch attempt
+    ran the H200 out of memory and the audit had no truth (reward capped at 1)."""
+    import torch
+
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.trusted.compare import Tolerance
+    from cuda_agent.judge.trusted.output_verdict import judge_outputs
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    class Softsign(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x / (1 + torch.abs(x))
+
+    torch.manual_seed(0)
+    x = torch.rand(4096, 393216, device="cuda") * 2 - 1
+    model, tol, k = Softsign(), Tolerance(1e-2, 1e-2), JudgeConfig().precision_k
+    torch.cuda.reset_peak_memory_stats()
+    exact = TruthModel(model)
+    truths = exact.outputs([x])
+    assert truths is not None and truths[0].rows is not None, exact.problem
+    with torch.no_grad():
+        reference = model(x)
+    assert exact.confirm(truths, [reference], tol, [x]) is truths, exact.problem
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    total = torch.cuda.get_device_properties(0).total_memory / 2**30
+    assert peak < 0.75 * total, f"peak {peak:.1f} GiB of {total:.0f}"
+    honest = judge_outputs([reference], [reference.clone()], tol, None, None, truths, k)
+    assert honest["match"], honest
+    with torch.no_grad():
+        lowered = model(x.half()).float()
+    assert float((lowered - reference).abs().max()) < 1e-2, "inside the tolerance: only the audit can see it"
+    refused = judge_outputs([reference], [lowered], tol, None, None, truths, k)
+    assert not refused["match"] and refused["kind"] == "precision", refused
+    _keep("blocks", {"rows": exact.rows, "peak_gib": round(peak, 2), "name": exact.name,
+                     "honest_ratio": honest["error_ratio"], "lowered_ratio": refused["error_ratio"]})  # fmt: skip
