@@ -45,6 +45,9 @@ def test_the_judge_command_hands_the_mode_to_the_judges_timing_config() -> None:
     args = build_parser().parse_args(["judge", "DIR", "--compile-mode", AUTOTUNE, "--fixed-budget-timing"])
     config = judge_config(args, build=None)
     assert config.timing.compile_mode == AUTOTUNE and config.timing.sequential is False
+    assert config.warm_beside_timing is False, "issue 34's experiment is off unless asked for"
+    asked = judge_config(build_parser().parse_args(["judge", "DIR", "--warm-beside-timing"]), build=None)
+    assert asked.warm_beside_timing is True
 
 
 def test_eval_refuses_a_mode_a_judge_server_would_not_apply(monkeypatch, tmp_path, capsys) -> None:

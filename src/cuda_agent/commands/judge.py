@@ -47,6 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--fixed-budget-timing", action="store_true",
                         help="time every judgment for the full budget (default: stop once the reward is decided "
                              "by a confidence sequence valid at every round; docs/design/timing.md)")  # fmt: skip
+    parser.add_argument("--warm-beside-timing", action="store_true",
+                        help="an experiment (issue 34): spare candidate workers warm their GPU part while a candidate "
+                             "is timed instead of waiting for it (JudgeConfig.warm_beside_timing)")  # fmt: skip
     add_compile_mode_argument(parser)
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
@@ -142,6 +145,7 @@ def judge_config(args: argparse.Namespace, build: Any) -> Any:
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
         forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
         timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode),
+        warm_beside_timing=getattr(args, "warm_beside_timing", False),
     )  # fmt: skip
 
 
