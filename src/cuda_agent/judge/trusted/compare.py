@@ -15,6 +15,7 @@ the candidate's process only writes bytes; the comparison and the reference outp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,12 +93,8 @@ def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
         return bool(torch.equal(ref, fake.to(ref.dtype)))
     # Block by block along dimension 0, with no masked copies: on KernelBench's largest outputs (8 GiB) the
     # whole-tensor form held five times the output at once (docs/design/memory.md).
-    fake = fake.expand_as(ref)
-    if ref.dim() == 0:
-        ref, fake = ref.reshape(1), fake.reshape(1)
-    for start, stop in blocks(ref):
-        r, f = ref[start:stop], fake[start:stop].to(ref.dtype)
-        if not bool((torch.isclose(f, r, rtol=tol.rtol, atol=tol.atol) | ~torch.isfinite(r)).all()):
+    for r, f in in_blocks(ref, fake.expand_as(ref)):
+        if not bool((torch.isclose(f.to(r.dtype), r, rtol=tol.rtol, atol=tol.atol) | ~torch.isfinite(r)).all()):
             return False
     return True
 
@@ -105,9 +102,14 @@ def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
 BLOCK_ELEMENTS = 1 << 26  # 256 MiB of float32 a block: temporaries stay small beside any output
 
 
-def blocks(t: torch.Tensor) -> list[tuple[int, int]]:
-    """Row ranges along dimension 0 of about BLOCK_ELEMENTS each (none for a 0-d or empty tensor)."""
-    if t.dim() == 0 or t.shape[0] == 0:
-        return []
-    rows = max(1, BLOCK_ELEMENTS // max(1, t[0].numel()))
-    return [(start, min(start + rows, t.shape[0])) for start in range(0, t.shape[0], rows)]
+def in_blocks(*tensors: torch.Tensor) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Tensors of one shape cut together along dimension 0 into blocks of about BLOCK_ELEMENTS elements
+    (views), so that float64 copies and masks of a comparison are made a block at a time; a 0-d tensor is one
+    block of one element, an empty one none."""
+    first = tensors[0]
+    if first.dim() == 0:
+        yield tuple(t.reshape(1) for t in tensors)
+        return
+    rows = max(1, BLOCK_ELEMENTS // max(1, first[0].numel())) if first.shape[0] else 1
+    for start in range(0, first.shape[0], rows):
+        yield tuple(t[start : start + rows] for t in tensors)

@@ -12,6 +12,7 @@ fact (the candidate cannot lower what the driver reports for its pid).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -26,20 +27,24 @@ def _nvml() -> Any | None:
         return None
 
 
+def _listed(nvml: Any, pids: list[int]) -> Iterator[tuple[Any, list[Any]]]:
+    """Each GPU (its NVML handle) on which any of `pids` runs, with their entries there."""
+    wanted = set(pids)
+    for index in range(nvml.nvmlDeviceGetCount()):
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        here = [p for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid in wanted]
+        if here:
+            yield handle, here
+
+
 def process_gpu_bytes(pid: int) -> int | None:
     """Bytes of GPU memory `pid` holds on all GPUs, or None when NVML is unavailable or does not list it."""
     nvml = _nvml()
     if nvml is None:
         return None
     try:
-        total, seen = 0, False
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                if proc.pid == pid:
-                    seen = True
-                    total += int(proc.usedGpuMemory or 0)
-        return total if seen else None
+        found = list(_listed(nvml, [pid]))
+        return sum(int(p.usedGpuMemory or 0) for _, here in found for p in here) if found else None
     except Exception:
         return None
 
@@ -52,15 +57,8 @@ def gpu_bytes_and_free(pids: list[int]) -> tuple[int, int] | None:
     if nvml is None:
         return None
     try:
-        held, free = 0, None
-        wanted = set(pids)
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            here = [p for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid in wanted]
-            if here:
-                held += sum(int(p.usedGpuMemory or 0) for p in here)
-                device_free = int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
-                free = device_free if free is None else min(free, device_free)
-        return held, free or 0
+        found = list(_listed(nvml, pids))
+        held = sum(int(p.usedGpuMemory or 0) for _, here in found for p in here)
+        return held, min((int(nvml.nvmlDeviceGetMemoryInfo(handle).free) for handle, _ in found), default=0)
     except Exception:
         return None

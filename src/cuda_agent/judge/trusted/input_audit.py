@@ -49,7 +49,7 @@ from torch.overrides import TorchFunctionMode
 
 from cuda_agent.judge.candidate.inputs import IDENTITY, InputTransform
 from cuda_agent.judge.trusted.audit import all_finite, differs, outputs_or_none
-from cuda_agent.judge.trusted.compare import Tolerance, blocks
+from cuda_agent.judge.trusted.compare import Tolerance, in_blocks
 from cuda_agent.task import flatten_tensors, tensor_bytes
 
 SPREAD = 2.0  # per-draw factors in [1/SPREAD, SPREAD]
@@ -119,9 +119,8 @@ def _largest_change(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
             if not torch.equal(x, y):
                 return float("inf")
             continue
-        x, y = (x.reshape(1), y.reshape(1)) if x.dim() == 0 else (x, y)
-        for start, stop in blocks(x):  # float64 copies of a block at a time, not of the whole output
-            xd, yd = x[start:stop].double(), y[start:stop].double()
+        for xb, yb in in_blocks(x, y):  # float64 copies of a block at a time, not of the whole output
+            xd, yd = xb.double(), yb.double()
             same = (xd == yd) | (torch.isnan(xd) & torch.isnan(yd))
             if bool(same.all()):
                 continue
