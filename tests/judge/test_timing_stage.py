@@ -386,9 +386,12 @@ def test_a_clear_speedup_stops_timing_once_the_sequence_decides_it(tmp_path, mon
         assert got.rounds == 40 and "sequential" not in made.checks and got.policy["stopping"].startswith("fixed")
         return
     seq = made.checks["sequential"]
-    # 9 on an idle host; a loaded one oversleeps, the host clock charges a round or two, and a few more
-    # rounds above the bar are needed
-    assert seq["stopped_early"] and 9 <= got.rounds <= 20, (got.rounds, seq)
+    # 9 on an idle host (every round's ratio is exactly 4 and 2: nothing else varies). A loaded host
+    # oversleeps, the host clock charges those rounds with their wall, and each charged round below the bar
+    # costs the sequence a few more rounds above it: CI's loaded run (2 test processes and verl beside them)
+    # took 21. The bound counts the rounds the clock charged, as the verdict records them.
+    charged = made.checks["host_clock"]["candidate_rounds_charged_by_host_clock"]
+    assert seq["stopped_early"] and 9 <= got.rounds <= 20 + 3 * charged, (got.rounds, charged, seq)
     assert seq["eager"]["answer"] == seq["compile"]["answer"] == "above"
     assert got.speedup_vs_compile_low == pytest.approx(seq["compile"]["low"], abs=1e-4)
 
