@@ -66,3 +66,24 @@ def test_the_script_flags_the_degenerate_task_only(tmp_path: Path) -> None:
     merged = tmp_path / "merged.json"
     code = subprocess.run([sys.executable, str(SCRIPT), "--merge", str(out), "--json", str(merged)], timeout=120).returncode
     assert code == 0 and len(json.loads(merged.read_text())["tasks"]) == 5
+
+
+def test_a_resumed_run_keeps_audited_records_and_audits_what_was_skipped(tmp_path: Path) -> None:
+    """A GPU run cut by the device's 10-minute calls goes on with --resume: the tasks the earlier run
+    audited are not run again (their records are taken as they are), the ones it skipped are audited."""
+    bench = _bench(tmp_path / "kb")
+    earlier = tmp_path / "earlier.json"
+    kept = {"status": "ok", "degenerate": [], "task": "level1/3_Abs_max_norm", "seconds": 1.0, "planted": True}
+    skipped = {"status": "skipped", "reason": "the run's --budget of 1 s was spent", "task": "level1/1_Tiny_gelu"}
+    earlier.write_text(json.dumps({"device": "cpu", "started": "then", "sets": 5, "tasks": [kept, skipped]}))
+    out = tmp_path / "records.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
+         "--only", "_", "--timeout", "120", "--resume", str(earlier), "--json", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert records["level1/3_Abs_max_norm"].get("planted") is True  # taken, not audited again
+    assert records["level1/1_Tiny_gelu"]["status"] == "degenerate"  # skipped before, audited now
+    assert records["level1/2_Relu_in_place"]["status"] == "ok" and len(records) == 5
