@@ -109,6 +109,8 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=2, help="rollouts per group")
     parser.add_argument("--max-turns", type=int, default=3, help="model turns per rollout")
     parser.add_argument("--max-completion-length", type=int, default=4096)
+    parser.add_argument("--faults", action="store_true",
+                        help="inject judge failures and GPU contention (grpo_faults.py): masked, counted, the step goes on")
     args = parser.parse_args()
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -169,8 +171,9 @@ def main() -> int:
         return 1
 
     # 3. GRPO, every rollout judged by the local JudgeService on this GPU
+    command = [sys.executable, str(ROOT / "scripts" / "device" / "grpo_faults.py"), *grpo_argv] if args.faults else rft.cli(*grpo_argv)
     try:
-        done = stages.run("grpo", rft.cli(*grpo_argv), timeout=420)
+        done = stages.run("grpo", command, timeout=420)
     except subprocess.TimeoutExpired:  # the check below then shows what the killed trainer left running
         print("!! grpo ran past 420 s and was killed", flush=True)
         done = subprocess.CompletedProcess([], returncode=124, stdout="")
@@ -200,6 +203,21 @@ def main() -> int:
                                                     for r in per_step),
         "no_judge_process_left": not left and not grpo.get("judge_processes_left"),
     }
+    if args.faults:
+        injected = grpo.get("injected") or []
+        raised = [i for i in injected if i["fault"] == "raise"]
+        contended = [i for i in injected if i["fault"] == "contention"]
+        masked = len(raised) + sum(1 for i in contended if i["final_reward"] is None)
+        summary["faults"] = {"injected": injected, "raised": len(raised), "contended": len(contended),
+                             "masked_expected": masked, "unjudged": grpo.get("unjudged")}  # fmt: skip
+        summary["done_when"].update({
+            "at_least_the_steps_asked": (grpo.get("steps") or 0) >= args.steps,
+            "faults_injected": bool(raised) and bool(contended),
+            "every_fault_masked_and_counted": grpo.get("unjudged") == masked,
+            "contention_never_minus_1": all(i["final_reward"] != -1 for i in contended),
+            "every_rollout_judged_for_real": judged > 0 and real == judged - len(raised)
+                                             - sum(1 for i in contended if i["final_status"] == "judge_error"),
+        })  # fmt: skip
     stages.save()
     print("\nstep  reward mean  tool calls/rollout  loss      judge verdicts              step s  total s")
     for r in per_step:

@@ -99,6 +99,7 @@ def run_sft(settings: SFTSettings) -> dict[str, Any]:
         "rows": len(dataset),
         "steps": trainer.state.global_step,
         "train_loss": result.training_loss,
+        "train_s": round(float(result.metrics.get("train_runtime", 0.0)), 3),  # the optimiser loop alone
         "first_loss": points[0][1] if points else None,
         "last_loss": points[-1][1] if points else None,
         "loss_curve": points,

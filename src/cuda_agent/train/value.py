@@ -360,7 +360,7 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         trainer.add_callback(heldout_callback(held, collator, settings.eval_every, heldout_curve))
     counter = step_counter()
     trainer.add_callback(counter)
-    trainer.train(resume_from_checkpoint=resume_target(settings))
+    result = trainer.train(resume_from_checkpoint=resume_target(settings))
     after = evaluate_values(trainer.model, held, collator)
     if heldout_curve[-1][0] != trainer.state.global_step:
         heldout_curve.append((trainer.state.global_step, after["value_loss"], after["explained_variance"]))
@@ -387,6 +387,7 @@ def run_value(settings: ValueSettings) -> dict[str, Any]:
         "heldout_curve": [{"step": st, "value_loss": round(lo, 4), "explained_variance": round(ev, 4)}
                           for st, lo, ev in heldout_curve],
         "bf16": bf16,
+        "train_s": round(float(result.metrics.get("train_runtime", 0.0)), 3),  # the optimiser loop alone
         "wall_s": round(time.monotonic() - start, 2),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
     }

@@ -1,0 +1,117 @@
+"""`cuda-agent train grpo` with faults injected at the judge seam (issue 31): every judgment goes to the real
+judge on this GPU (the local JudgeService the command would open), except that on a fixed schedule
+
+- a judgment raises before it starts (`--raise-every N`: the judge process dying, a bug in it), and
+- a judgment runs while another process keeps the GPU busy with matmuls (`--contend-every N`: real
+  contention, as a one-GPU user's generation or training would make; the judge's drain before timing
+  sees the GPU never go quiet).
+
+Neither may become a reward: each such rollout must be masked out of the loss and counted in its step's
+metrics, and the step must go on. Takes the arguments of `cuda-agent train grpo` after its own; prints the
+command's JSON summary on one line, with `injected` (what was injected, judgment by judgment) added.
+
+    python scripts/device/grpo_faults.py [--raise-every 4] [--contend-every 4] train grpo --tasks ... --json
+
+With both at 4: judgments 4, 8, 12, ... raise; 2, 6, 10, ... run under contention; the odd ones are plain.
+
+Run by train_grpo.py --faults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+SPINNER = """
+import sys, torch
+a = torch.randn(8192, 8192, device="cuda")
+b = a @ a
+torch.cuda.synchronize()
+print("busy", flush=True)
+while True:
+    b = a @ a
+"""
+
+
+@contextmanager
+def gpu_kept_busy() -> Iterator[None]:
+    """Another process saturating this GPU with matmuls for the duration (started, seen running, killed)."""
+    proc = subprocess.Popen([sys.executable, "-c", SPINNER], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "busy":
+            raise RuntimeError(f"the GPU spinner did not start (exit {proc.poll()})")
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+class FaultyJudge:
+    """The `Judge` seam around a real judge, with faults on a fixed schedule (judgments counted from 1)."""
+
+    def __init__(self, inner: Any, raise_every: int, contend_every: int) -> None:
+        self.inner = inner
+        self.raise_every, self.contend_every = raise_every, contend_every
+        self.count = itertools.count(1)
+        self.lock = threading.Lock()
+        self.injected: list[dict[str, Any]] = []
+
+    def __call__(self, workspace: Path, task: Any) -> Any:
+        with self.lock:
+            n = next(self.count)
+        if self.raise_every and n % self.raise_every == 0:
+            self.injected.append({"judgment": n, "fault": "raise", "task": task.name})
+            raise RuntimeError(f"injected fault: judgment {n} failed before it started (the judge process died)")
+        if self.contend_every and n % self.contend_every == self.contend_every // 2:
+            from cuda_agent.train.unjudged import on_shared_gpus
+
+            with gpu_kept_busy():
+                outcome = self.inner(workspace, task)
+            seen = on_shared_gpus(outcome)  # what the rollout gets (the environment applies it too)
+            self.injected.append({"judgment": n, "fault": "contention", "task": task.name, "status": outcome.status,
+                                  "reward": outcome.reward, "reason": outcome.reason[:300],
+                                  "final_status": seen.status, "final_reward": seen.reward})  # fmt: skip
+            return outcome
+        return self.inner(workspace, task)
+
+    def close(self) -> None:
+        if hasattr(self.inner, "close"):
+            self.inner.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    own = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    own.add_argument("--raise-every", type=int, default=4)
+    own.add_argument("--contend-every", type=int, default=4)
+    known, rest = own.parse_known_args(argv)
+    from cuda_agent.agent.judging import ServiceJudge
+    from cuda_agent.commands.train import add_parser, grpo_settings
+    from cuda_agent.train.grpo import run_grpo
+
+    cli = argparse.ArgumentParser()
+    add_parser(cli.add_subparsers(dest="command"), "train")
+    settings = grpo_settings(cli.parse_args(rest))
+    judge = FaultyJudge(ServiceJudge(), known.raise_every, known.contend_every)
+    try:
+        summary = run_grpo(settings, judge=judge)
+    finally:
+        judge.close()
+    summary["injected"] = judge.injected
+    print(json.dumps(summary, default=str), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

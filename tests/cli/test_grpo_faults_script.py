@@ -1,0 +1,58 @@
+"""scripts/device/grpo_faults.py, the judge seam with faults for issue 31's GPU run: which judgments raise,
+which run under contention, and that a contention verdict is recorded as the rollout will see it (masked
+as `judge_error`, never -1). The GPU spinner is the one part a CPU cannot run; it is replaced here by a
+context that records when it was entered, and the inner judge is a double giving known verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.agent.judging import JudgeOutcome
+from cuda_agent.task import Task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("grpo_faults", ROOT / "scripts" / "device" / "grpo_faults.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_faults_follow_the_schedule_and_contention_is_recorded_as_masked(monkeypatch) -> None:
+    faults = _module()
+    busy: list[int] = []
+    calls: list[int] = []
+
+    @contextlib.contextmanager
+    def kept_busy():
+        busy.append(len(calls) + 1)
+        yield
+
+    def inner(workspace: Path, task: Task) -> JudgeOutcome:
+        calls.append(1)
+        if busy and busy[-1] == len(calls):  # under contention: what the judge's drain wait says
+            return JudgeOutcome("rejected", -1, "the GPU stayed busy for 10.0 s after the candidate was frozen")
+        return JudgeOutcome("ok", 2, "correct on 5 input sets")
+
+    monkeypatch.setattr(faults, "gpu_kept_busy", kept_busy)
+    judge = faults.FaultyJudge(inner, raise_every=4, contend_every=4)
+    task = Task(name="relu", source="import torch\n")
+    outcomes = []
+    for n in range(1, 9):
+        if n % 4 == 0:
+            with pytest.raises(RuntimeError, match=f"injected fault: judgment {n}"):
+                judge(Path("/nowhere"), task)
+            continue
+        outcomes.append((n, judge(Path("/nowhere"), task)))
+    assert [i["judgment"] for i in judge.injected if i["fault"] == "raise"] == [4, 8]
+    contended = [i for i in judge.injected if i["fault"] == "contention"]
+    assert [i["judgment"] for i in contended] == [2, 6] and len(busy) == 2
+    assert all(i["status"] == "rejected" and i["final_status"] == "judge_error" and i["final_reward"] is None
+               for i in contended)  # fmt: skip
+    assert [n for n, o in outcomes if o.status == "ok"] == [1, 3, 5, 7]
