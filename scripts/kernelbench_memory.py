@@ -48,7 +48,7 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
 
     total = torch.cuda.get_device_properties(0).total_memory
     if memory_gb is not None:
-        torch.cuda.set_per_process_memory_fraction(min(1.0, memory_gb * 1e9 / total))
+        total = emulate_smaller_gpu(memory_gb)
     worker = ReferenceWorker()
     began = time.monotonic()
     record: dict[str, Any] = {"gpu_gib": round(total / GIB, 1)}
@@ -82,6 +82,30 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
     record["peak_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 2)
     record.update({f"{k} GiB": round(v / GIB, 2) for k, v in worker.sizes.items()})
     return record
+
+
+def emulate_smaller_gpu(memory_gb: float) -> int:
+    """Make this process see a GPU of `memory_gb` GB the way the judge's memory plans read one: the
+    allocator capped (`set_per_process_memory_fraction`), and the total and free memory the plans read
+    (`torch.cuda.mem_get_info`, `reference_memory.gpu_total_bytes`) reported as that GPU's. With the cap
+    alone the plans (kept sets, a round's calls, the truth's blocks) were made for the whole H200 and only
+    the allocator stopped at 80 GB: a harsher test than a real H100 gives. Returns the emulated total."""
+    import torch
+
+    from cuda_agent.judge.trusted import reference_memory
+
+    cap = int(memory_gb * 1e9)
+    real_total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, cap / real_total))
+    real = torch.cuda.mem_get_info
+
+    def mem_get_info(device: Any = None) -> tuple[int, int]:
+        free, _ = real() if device is None else real(device)
+        return max(0, min(free, cap - torch.cuda.memory_reserved())), cap
+
+    torch.cuda.mem_get_info = mem_get_info
+    reference_memory.gpu_total_bytes = lambda: cap
+    return min(cap, real_total)
 
 
 def estimate_one(path: Path, gpu_gb: float) -> dict[str, Any]:
@@ -152,6 +176,29 @@ def estimate_table(records: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
+def footprint_gib(record: dict[str, Any]) -> float | None:
+    """One input set + one output + the parameters, from an estimate (None: not estimated)."""
+    if record.get("status") != "estimated":
+        return None
+    return sum(float(record.get(k) or 0.0) for k in ("one input set GiB", "one output GiB", "parameters GiB"))
+
+
+def inferred_under_cap(whole: dict[str, Any] | None, memory_gb: float, share: float) -> dict[str, Any] | None:
+    """The capped run's record of a task, without running it, where the whole-GPU run shows it fits: it was
+    prepared (`ok`) with a peak below `share` of the cap. Sound because every memory plan of the judge only
+    shrinks on a smaller GPU (fewer kept sets, fewer calls a round, smaller truth blocks): the peak under
+    the cap is at most the whole GPU's. Said so in the record."""
+    if not whole or whole.get("status") != "ok" or whole.get("peak_gib") is None:
+        return None
+    limit = share * memory_gb * 1e9 / GIB
+    if float(whole["peak_gib"]) >= limit:
+        return None
+    return {**{k: v for k, v in whole.items() if k != "task"}, "inferred": True,
+            "reason": f"not run capped: its peak on the whole GPU, {whole['peak_gib']} GiB, is below "
+                      f"{limit:.0f} GiB ({share:g} of {memory_gb:g} GB), and the judge's plans only shrink on a "
+                      "smaller GPU"}  # fmt: skip
+
+
 def resumed(path: Path) -> dict[str, dict]:
     """The records of an earlier run in `path` worth keeping (not skipped), by task id; none if unreadable."""
     try:
@@ -159,6 +206,44 @@ def resumed(path: Path) -> dict[str, dict]:
     except (OSError, ValueError, KeyError, TypeError):
         return {}
     return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"}
+
+
+def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save: Any, offset: int = 0) -> dict[str, dict[str, Any]]:
+    """Each task's record by id: estimated, or prepared in a child of its own; with `--jobs` > 1 the tasks
+    whose one call is small run that many at once first (each child's peak is its own allocator's, so
+    neighbours do not change it; their seconds do grow), then the rest one at a time. A task not started
+    within `--budget` is `skipped`. `save(records so far)` after each one; progress counts from `offset`
+(the tasks an earlier run recorded)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    results: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def one(bench: Any) -> None:
+        if args.budget is not None and time.monotonic() - began > args.budget:
+            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
+        elif args.estimate is not None:
+            record = estimate_one(bench.path, args.estimate)
+        else:
+            record = run_child(bench, args)
+        with lock:
+            results[bench.task_id] = record
+            print(f"[{offset + len(results)}/{offset + len(benches)}] {bench.task_id}: {record['status']} peak "
+                  f"{record.get('peak_gib', '-')} GiB in {record.get('seconds', '-')} s, "
+                  f"{record.get('round_calls', '-')} calls a round", file=sys.stderr, flush=True)  # fmt: skip
+            save(dict(results))
+
+    small: list[Any] = []
+    if args.jobs > 1 and args.estimate is None:
+        small = [b for b in benches if (f := footprint_gib(estimate_one(b.path, 141))) is not None and f < args.small_gib]
+        print(f"{len(small)} of {len(benches)} task(s) small enough to run {args.jobs} at once", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(one, small))
+    for bench in benches:
+        if bench not in small:
+            one(bench)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="keep the records already in --json and run only the tasks it lacks (or skipped): "
                              "the whole of KernelBench takes about an hour, over several 10-minute device calls")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="tasks run at once, for tasks whose one call (inputs + output + parameters, estimated "
+                             "on the meta device) is below --small-gib; the others run alone")  # fmt: skip
+    parser.add_argument("--small-gib", type=float, default=0.5,
+                        help="at most this many GiB a call to run beside others: the float64 truth alone holds 28x "
+                             "one call's float32 inputs (trusted/truth_rows.py), 14 GiB at 0.5, so four such "
+                             "children stay far below an H200 and none plans for memory another holds")  # fmt: skip
+    parser.add_argument("--whole-gpu", type=Path, default=None,
+                        help="with --memory-gb: the whole-GPU run's --json; its tasks prepared with a peak below "
+                             "--cap-share of the cap are recorded as fitting (inferred_under_cap), not run again")  # fmt: skip
+    parser.add_argument("--cap-share", type=float, default=0.8)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -191,22 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     done = resumed(args.json) if args.resume else {}
     if done:
         print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
-    for i, bench in enumerate(benches, 1):
-        if bench.task_id in done:
-            record = done[bench.task_id]
-        elif args.budget is not None and time.monotonic() - began > args.budget:
-            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
-        elif args.estimate is not None:
-            record = estimate_one(bench.path, args.estimate)
-        else:
-            record = run_child(bench, args)
-        records.append({**record, "task": bench.task_id})
-        if bench.task_id in done:
-            continue
-        print(f"[{i}/{len(benches)}] {bench.task_id}: {record['status']} peak {record.get('peak_gib', '-')} GiB "
-              f"in {record.get('seconds', '-')} s, {record.get('round_calls', '-')} calls a round",
-              file=sys.stderr, flush=True)  # fmt: skip
-        args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
+    if args.whole_gpu is not None and args.memory_gb:
+        whole = {**resumed(args.whole_gpu)}
+        for bench in benches:
+            if bench.task_id not in done and (hit := inferred_under_cap(whole.get(bench.task_id), args.memory_gb, args.cap_share)):
+                done[bench.task_id] = hit
+    results = run_pending([b for b in benches if b.task_id not in done], args, began,
+                          lambda finished: args.json.write_text(json.dumps(
+                              {"started": started, "memory_gb": args.memory_gb,
+                               "tasks": [{**(done | finished)[b.task_id], "task": b.task_id} for b in benches
+                                         if b.task_id in done | finished]}, indent=1)), len(done))  # fmt: skip
+    records = [{**(done | results)[b.task_id], "task": b.task_id} for b in benches]
+    args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
     rows = estimate_table(records) if args.estimate is not None else table(records)
     print("\n".join(rows))
     if args.markdown:

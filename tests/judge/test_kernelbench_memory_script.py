@@ -86,3 +86,63 @@ def test_resume_keeps_what_an_earlier_run_recorded_and_runs_only_the_rest(tmp_pa
     assert records["level1/1_First"]["marker"] == "kept", "a recorded task is not run again"
     assert records["level1/2_Second"]["status"] == "estimated" and records["level1/3_Third"]["round_calls"] == 10
     assert "resuming: 1 task(s)" in done.stderr and "[1/3]" not in done.stderr and "[3/3]" in done.stderr
+
+
+def _script_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kernelbench_memory_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_task_that_fits_well_on_the_whole_gpu_is_inferred_to_fit_under_the_cap() -> None:
+    """The capped pass re-runs only tasks that could come near the cap: the judge's memory plans only
+    shrink on a smaller GPU, so a peak well below the cap on the whole GPU is one under it too."""
+    script = _script_module()
+    fits = script.inferred_under_cap({"status": "ok", "peak_gib": 12.5, "seconds": 9.0}, 80, 0.8)
+    assert fits["status"] == "ok" and fits["inferred"] is True and "12.5 GiB" in fits["reason"]
+    assert script.inferred_under_cap({"status": "ok", "peak_gib": 66.5}, 80, 0.8) is None  # 0.8 x 80 GB = 59.6 GiB
+    assert script.inferred_under_cap({"status": "task_error", "peak_gib": 3.0}, 80, 0.8) is None
+    assert script.inferred_under_cap(None, 80, 0.8) is None
+
+
+def test_the_emulated_gpu_reports_its_own_total_and_free_memory(monkeypatch) -> None:
+    """With a cap alone the judge planned for the whole H200 and only its allocator stopped at 80 GB. The
+    CUDA calls are the boundary a CPU cannot reach; stand-ins give the H200's answers."""
+    import torch
+
+    from cuda_agent.judge.trusted import reference_memory
+
+    script = _script_module()
+    fractions = []
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=0: type("P", (), {"total_memory": 150_000_000_000})())
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, device=None: fractions.append(f))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (140_000_000_000, 150_000_000_000))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 30_000_000_000)
+    monkeypatch.setattr(reference_memory, "gpu_total_bytes", reference_memory.gpu_total_bytes)
+    assert script.emulate_smaller_gpu(80) == 80_000_000_000
+    assert fractions == [80 / 150]
+    assert torch.cuda.mem_get_info() == (50_000_000_000, 80_000_000_000)  # 80 GB less the 30 held here
+    assert reference_memory.gpu_total_bytes() == 80_000_000_000
+
+
+def test_small_tasks_run_several_at_once_and_the_capped_pass_skips_what_fits(tmp_path: Path) -> None:
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    for name in ("1_First.py", "2_Second.py", "3_Third.py"):
+        (level / name).write_text(TASK)
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps({"started": "then", "memory_gb": None, "tasks": [
+        {"task": "level1/1_First", "status": "ok", "peak_gib": 1.5}, {"task": "level1/2_Second", "status": "ok", "peak_gib": 70.0}]}))  # fmt: skip
+    out = tmp_path / "capped.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--memory-gb", "80",
+                           "--whole-gpu", str(whole), "--jobs", "2", "--timeout", "120", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert list(records) == ["level1/1_First", "level1/2_Second", "level1/3_Third"], done.stderr
+    assert records["level1/1_First"]["inferred"] is True and records["level1/1_First"]["status"] == "ok"
+    assert records["level1/2_Second"]["status"] == "error"  # near the cap: run (and, with no GPU here, failed)
+    assert records["level1/3_Third"]["status"] == "error"  # not in the whole-GPU run: run
+    assert "2 of 2 task(s) small enough to run 2 at once" in done.stderr
