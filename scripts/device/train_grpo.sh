@@ -11,10 +11,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/train_grpo_out}
 mkdir -p "$OUT"
-if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+. "$(dirname "$0")/wheels.sh"  # .whl/ -> /tmp/site on PYTHONPATH
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false TRL_EXPERIMENTAL_SILENCE=1
 missing=$(python3 - <<'PY'
