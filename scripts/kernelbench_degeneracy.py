@@ -12,7 +12,7 @@ with the stand-ins that pass and the output's magnitude, to `--markdown`. No net
 folder is read as it is.
 
     python scripts/kernelbench_degeneracy.py /path/to/KernelBench [--levels 1-3] [--device cuda]
-        [--budget S --resume kb_degeneracy.json]
+        [--budget S --resume kb_degeneracy.json] [--jobs 4]
         [--json kb_degeneracy.json] [--markdown docs/kernelbench_degeneracy.md]
 """
 
@@ -23,7 +23,9 @@ import datetime
 import json
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None)
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
                         help="audit nothing: merge these --json files (later ones win per task) into --json/--markdown")
+    parser.add_argument("--jobs", type=int, default=1, help="tasks audited at once, among those under --small-mb")
+    parser.add_argument("--small-mb", type=float, default=512.0,
+                        help="one input set and its outputs under this many MB (meta device) to run beside others")
     parser.add_argument("--resume", type=Path, default=None,
                         help="keep this --json file's audited tasks as they are and audit the rest (runs cut by a time limit)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -230,22 +235,38 @@ def main(argv: list[str] | None = None) -> int:
         tasks.sort(key=lambda t: _size_or_inf(t))
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     began = time.monotonic()
-    records: list[dict[str, Any]] = []
     done = _audited(args.resume) if args.resume else {}
-    for n, bench in enumerate(tasks, 1):
-        if bench.task_id in done:
-            record = done[bench.task_id]
-        elif args.budget is not None and time.monotonic() - began > args.budget:
+    results: dict[str, dict[str, Any]] = dict(done)
+    lock = threading.Lock()
+
+    def one(bench: Any) -> None:
+        if args.budget is not None and time.monotonic() - began > args.budget:
             record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
         else:
             record = run_task(Path(__file__).resolve(), bench, args, device)
         record["task"] = bench.task_id
-        records.append(record)
         note = "; ".join(record.get("degenerate", [])) or record.get("reason", "")
-        print(f"[{n}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} {record.get('seconds', 0):7.1f}s {note}",
-              file=sys.stderr, flush=True)  # fmt: skip
-        args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets,
-                                         "tasks": records}, indent=1))  # fmt: skip
+        with lock:
+            results[bench.task_id] = record
+            print(f"[{len(results)}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} "
+                  f"{record.get('seconds', 0):7.1f}s {note}", file=sys.stderr, flush=True)  # fmt: skip
+            args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets,
+                                             "tasks": [results[t.task_id] for t in tasks if t.task_id in results]},
+                                            indent=1))  # fmt: skip
+
+    pending = [t for t in tasks if t.task_id not in done]
+    # Small tasks side by side (each child's audit is its own; a task's inputs and outputs under --small-mb
+    # leave the GPU to the others), the rest alone.
+    small = [t for t in pending if _size_or_inf(t) < args.small_mb] if args.jobs > 1 else []
+    if small:
+        print(f"{len(small)} of {len(pending)} task(s) under {args.small_mb:g} MB: {args.jobs} at once", file=sys.stderr)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(one, small))
+    for bench in pending:
+        if bench not in small:
+            one(bench)
+    records = [results[t.task_id] for t in tasks]
+    args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets, "tasks": records}, indent=1))
     print(f"\n{'task':60s} {'status':10s} stand-ins passing on every set / why not audited")
     for r in records:
         print(f"{r['task']:60s} {r['status']:10s} {'; '.join(r.get('degenerate', [])) or r.get('reason', '')}")

@@ -48,11 +48,13 @@ def test_the_script_flags_the_degenerate_task_only(tmp_path: Path) -> None:
     out, doc = tmp_path / "records.json", tmp_path / "degeneracy.md"
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
-         "--timeout", "120", "--json", str(out), "--markdown", str(doc)],
+         "--timeout", "120", "--jobs", "2", "--json", str(out), "--markdown", str(doc)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert sorted(records) == list(records)  # in task order, though four small ones ran two at a time
+    assert "5 of 5 task(s) under 512 MB: 2 at once" in done.stderr
     assert records["level1/1_Tiny_gelu"]["status"] == "degenerate"
     assert "all zeros" in records["level1/1_Tiny_gelu"]["degenerate"]
     for task in ("level1/2_Relu_in_place", "level1/3_Abs_max_norm", "level1/4_Sigmoid_mask"):
