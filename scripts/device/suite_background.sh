@@ -3,6 +3,8 @@
 # < 10 min: PART=start launches scripts/gpu_suite.py in its own session (it outlives the call while the
 # machine is held) and waits; PART=wait waits for it to end. Both copy the verdicts so far to $OUT.
 #   OUT=/tmp/o PART=start WAIT_S=540 bash scripts/device/suite_background.sh
+# GPUS=2 (an nvidia-h200-x2 machine): one judge process per GPU, about half the wall time (the whole suite
+# is ~26 min on one H200: 81 distinct tasks cold). WARM_BESIDE=1: issue 34's warm-up beside timing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -12,10 +14,12 @@ if [ "${PART:-start}" = start ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   mkdir -p $S
-  setsid nohup python3 scripts/gpu_suite.py --gpus 1 --out $S examples tests/adversarial > $S/suite.log 2>&1 < /dev/null &
+  extra=(); [ "${WARM_BESIDE:-0}" = 1 ] && extra=(--warm-beside-timing)
+  setsid nohup python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "${extra[@]}" --out $S examples tests/adversarial \
+    > $S/suite.log 2>&1 < /dev/null &
 fi
 end=$((SECONDS + ${WAIT_S:-540}))
 while [ $SECONDS -lt $end ] && pgrep -f scripts/gpu_suite.py > /dev/null; do sleep 5; done
 cp $S/verdicts.jsonl $S/suite.log "$OUT/" 2>/dev/null
 echo "judged so far: $(wc -l < $S/verdicts.jsonl); running: $(pgrep -fc scripts/gpu_suite.py)"
-grep -c "^\[gpu0\] BAD" $S/suite.log; grep "^\[gpu0\] BAD\|judged on" $S/suite.log | cut -c1-200
+grep -c "^\[gpu[0-9]*\] BAD" $S/suite.log; grep "^\[gpu[0-9]*\] BAD\|judged on" $S/suite.log | cut -c1-200
