@@ -4,7 +4,7 @@
 # at 32,768 tokens each, then the longest context that fits), tokens/s, peak memory, loss curves.
 # Run from the repo root; MODELS and PROBE narrow it to fit one 10-minute device call, e.g.
 #   OUT=$OUT MODELS=qwen3-0.6b bash scripts/device/train_long_context.sh
-#   OUT=$OUT MODELS=qwen3-1.7b PROBE=65536,131072 bash scripts/device/train_long_context.sh
+#   OUT=$OUT MODELS=qwen3-1.7b bash scripts/device/train_long_context.sh   (PROBE=262144 alone: a call of its own)
 # Results in $OUT: train_long_context.json, train_long_context_loss.png, the log.
 # Needs trl and datasets (+ dill, multiprocess) as wheels in .whl/ (carry .whl; the list is printed when
 # one is missing).
@@ -24,5 +24,5 @@ if [ -n "$missing" ]; then
 fi
 python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, torch.cuda.get_device_name(0))"
 python3 benchmarks/train_long_context.py --out "$OUT" --models "${MODELS:-qwen3-0.6b,qwen3-1.7b}" \
-    ${PROBE:+--probe "$PROBE"} --timeout "${RUN_TIMEOUT:-300}" 2>&1 | tee "$OUT/train_long_context.log"
+    ${PROBE:+--probe "$PROBE"} --timeout "${RUN_TIMEOUT:-240}" 2>&1 | tee "$OUT/train_long_context.log"
 exit "${PIPESTATUS[0]}"
