@@ -213,7 +213,7 @@ def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save
     whose one call is small run that many at once first (each child's peak is its own allocator's, so
     neighbours do not change it; their seconds do grow), then the rest one at a time. A task not started
     within `--budget` is `skipped`. `save(records so far)` after each one; progress counts from `offset`
-(the tasks an earlier run recorded)."""
+    (the tasks an earlier run recorded)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
