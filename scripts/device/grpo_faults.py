@@ -77,8 +77,14 @@ class FaultyJudge:
         if self.contend_every and n % self.contend_every == self.contend_every // 2:
             from cuda_agent.train.unjudged import on_shared_gpus
 
-            with gpu_kept_busy():
-                outcome = self.inner(workspace, task)
+            try:
+                with gpu_kept_busy():
+                    outcome = self.inner(workspace, task)
+            except Exception as exc:  # the spinner or the judge raised: the rollout is masked as judge_error
+                self.injected.append({"judgment": n, "fault": "contention", "task": task.name, "status": "raised",
+                                      "reward": None, "reason": f"{type(exc).__name__}: {exc}"[:300],
+                                      "final_status": "judge_error", "final_reward": None})  # fmt: skip
+                raise
             seen = on_shared_gpus(outcome)  # what the rollout gets (the environment applies it too)
             self.injected.append({"judgment": n, "fault": "contention", "task": task.name, "status": outcome.status,
                                   "reward": outcome.reward, "reason": outcome.reason[:300],

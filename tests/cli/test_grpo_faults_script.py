@@ -56,3 +56,16 @@ def test_faults_follow_the_schedule_and_contention_is_recorded_as_masked(monkeyp
     assert all(i["status"] == "rejected" and i["final_status"] == "judge_error" and i["final_reward"] is None
                for i in contended)  # fmt: skip
     assert [n for n, o in outcomes if o.status == "ok"] == [1, 3, 5, 7]
+
+
+def test_a_contention_that_cannot_start_is_recorded_and_masked(monkeypatch) -> None:
+    """No GPU for the spinner (this CPU machine, as it really fails here): the judgment raises, so the
+    environment masks the rollout as judge_error, and the injection is still on the record."""
+    faults = _module()
+    judge = faults.FaultyJudge(lambda w, t: JudgeOutcome("ok", 3, "fine"), raise_every=0, contend_every=2)
+    task = Task(name="relu", source="import torch\n")
+    with pytest.raises(RuntimeError, match="spinner"):
+        judge(Path("/nowhere"), task)  # judgment 1 (1 = 2 // 2 mod 2): the real spinner, which needs CUDA
+    assert judge(Path("/nowhere"), task).status == "ok"  # judgment 2: plain
+    (entry,) = judge.injected
+    assert entry["judgment"] == 1 and entry["final_status"] == "judge_error" and entry["final_reward"] is None
