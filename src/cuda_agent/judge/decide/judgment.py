@@ -116,7 +116,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             with ExitStack() as held:
 
                 def reference() -> ReferenceSlot:  # waits for a warm worker, then prepares: off the build's path
-                    slot = held.enter_context(pool.reference(self.task.digest))
+                    with self.timed("reference_wait"):
+                        slot = held.enter_context(pool.reference(self.task.digest))
                     self.prepare_reference(pool, slot)
                     return slot
 
@@ -149,7 +150,12 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             assert self.built, "build_only() first"
             self.lane_started = time.monotonic()  # the verdict's "lane": its time on the GPU lane, all of it
             taken = self.take_candidate_early(pool)
+            waited = time.monotonic()
             with pool.reference(self.task.digest) as ref:
+                # A new task's reference worker is the pool's spare, which may still be warming: on the
+                # lane (1.9 s at the median of 33 cold cases, H200, 2026-12-04, spares warming only while
+                # the GPU is quiet).
+                self.stages["reference_wait"] = time.monotonic() - waited
                 self.prepare_reference(pool, ref)
                 return self.candidate_stages(pool, ref, taken)
 

@@ -77,7 +77,9 @@ class TimingStage:
         hosts = {"candidate": _finite(setup.get("host_ms"))}
         builds_ms: list[float] = []
         if cached is None:
-            with self.baselines_window(cand, ref):
+            # `baseline_setup`: the compile builds and warm-ups, inside the frozen window (on a cold task
+            # most of the lane: 5.6 s of 11.7 s at the median of 33 cases, H200, 2026-12-04).
+            with self.baselines_window(cand, ref), self.timed("baseline_setup"):
                 made = self._reference_call(
                     ref, "time_setup", self.config.compile_baseline_timeout_s, modes=["eager", "compile"],
                     compile_builds=tc.compile_builds, build_windows=tc.build_windows,
@@ -90,7 +92,8 @@ class TimingStage:
             builds_ms = list(cached.compile_builds_ms)
             pad = max(cached.pad_ms, pad_for(hosts["candidate"]))  # never shorter than the baselines had
             # Eager rounds for the host clock only (see `_clock_round`); the pad as the candidate's.
-            made = self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
+            with self.timed("baseline_setup"):
+                made = self._reference_call(ref, "clock_setup", self.config.compile_baseline_timeout_s, pad_ms=pad)
         # The reference's flush allowance for every contender's pad (candidate/sampler.py): each process's
         # own made the pads, and so the per-call overheads the host clock compares, differ by its noise.
         # One cover for every contender's draws too: the reference's draw time, or the candidate's claim
