@@ -152,6 +152,8 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
         "within rtol = 1e-2. A kernel that returns that number or copies its input would be rewarded on such a "
         "task, so the judge refuses to judge it (`task_error`, naming the stand-in that passes).",
         "",
+        f"Every task's record: `{args.json}`.",
+        "",
         "Counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(records)} tasks).",
         "",
         "## Still flagged",
