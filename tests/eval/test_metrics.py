@@ -388,3 +388,22 @@ def test_the_terminal_table_ends_with_the_fast_p_sweep():
     assert lines[-4].split() == ["vs", "eager", "100%", "100%", "100%", "100%", "100%", "100%"]
     assert lines[-3].split() == ["vs", "eager,", "precision", "parity", "50%", "50%", "50%", "50%", "50%", "50%"]
     assert lines[-2].split() == ["vs", "compile", "100%", "100%", "100%", "100%", "100%", "50%"]
+
+
+def test_a_task_the_judge_refused_in_every_episode_is_left_out_and_named():
+    """KernelBench at its current sizes has degenerate tasks (the judge's task_error): no kernel can pass
+    them, so they leave the rows and are listed; a task refused in some episodes only stays in."""
+    records = [
+        rec("level1/19_ReLU", "task_error", episode=0),
+        rec("level1/19_ReLU", "task_error", episode=1),
+        rec("level1/1_Matmul", "ok", 2, se=1.5, sc=1.1, eager_ms=3.0, compile_ms=2.2),
+        rec("level1/1_Matmul", "ok", 2, se=1.5, sc=1.1, eager_ms=3.0, compile_ms=2.2, episode=1),
+        rec("level1/2_Conv", "task_error", episode=0),
+        rec("level1/2_Conv", "incorrect", episode=1, eager_ms=1.0, compile_ms=1.0),
+    ]
+    m = compute_metrics(records, bootstrap=100)
+    assert m.unjudgeable == ["level1/19_ReLU"]
+    assert m.row("overall").tasks == 2 and value(m, "pass_rate") == pytest.approx(0.5)
+    assert RunMetrics.from_dict(json.loads(json.dumps(m.to_dict()))).unjudgeable == ["level1/19_ReLU"]
+    everything_refused = compute_metrics([rec("level1/19_ReLU", "task_error")], bootstrap=10)
+    assert everything_refused.unjudgeable == ["level1/19_ReLU"] and everything_refused.row("overall").tasks == 0

@@ -136,6 +136,15 @@ def test_report_of_an_all_failed_run_still_has_every_plot(tmp_path):
     assert "1 episode(s) were judged build-only" in md and "| level2/2_B | 2 | n/a (1 unmeasured) | built |" in md
 
 
+def test_the_report_names_the_tasks_the_judge_could_not_judge(tmp_path):
+    records = [EvalRecord("level1/19_ReLU", 1, 19, "ReLU", 0, "task_error", -1, reason="degenerate: the input passes"),
+               EvalRecord("level1/1_A", 1, 1, "A", 0, "compile_error", -1, reason="nvcc: error")]
+    write_report(tmp_path, records, compute_metrics(records, bootstrap=10))
+    md = (tmp_path / "report.md").read_text()
+    assert "1 task(s) left out of every table: the judge could not judge them" in md and "level1/19_ReLU" in md
+    assert json.loads((tmp_path / "metrics.json").read_text())["unjudgeable"] == ["level1/19_ReLU"]
+
+
 def test_without_matplotlib_the_report_says_so_instead_of_failing(tmp_path, monkeypatch):
     import sys
 

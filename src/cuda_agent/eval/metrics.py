@@ -42,6 +42,9 @@ Columns (all rates have every task in the denominator: a failed or missing task 
 A correct record without timings (a `--no-timing` run) is correct but never faster, and is left out of
 the geomeans (so their `n` is smaller than the task count).
 
+Unjudgeable. A task whose every episode is `task_error` (the task, not the kernel, could not be judged) is
+left out of every row and listed in `unjudgeable` (`unjudgeable_tasks`).
+
 Unmeasured. A record whose status is in `UNMEASURED` (`built`: judged `--build-only`, the CPU checks
 passed and nothing was verified or timed) is neither correct nor failed: nobody knows. Every column of a
 row whose selection holds such a record is n/a (value None, `unmeasured` True), never "0% pass": with
@@ -168,6 +171,7 @@ class RunMetrics:
     status_counts: dict[str, dict[str, int]]
     definitions: dict[str, str] = field(default_factory=lambda: dict(DEFINITIONS))
     compile_modes: dict[str, int] = field(default_factory=dict)  # timed episodes per torch.compile mode
+    unjudgeable: list[str] = field(default_factory=list)  # tasks left out: `task_error` in every episode
 
     def row(self, level: int | str = "overall", selection: str = "pass@1") -> Row:
         return self.tables[selection][str(level)]
@@ -350,6 +354,9 @@ def compute_metrics(
     if not isinstance(bootstrap, int) or bootstrap < 0:
         raise ValueError(f"bootstrap must be a non-negative integer, got {bootstrap!r}")
     tasks = _group(records, _expected(expected_tasks))
+    unjudgeable = unjudgeable_tasks(tasks)
+    for task_id in unjudgeable:
+        del tasks[task_id]
     by_level: dict[int, list[_Task]] = {}
     for task in sorted(tasks.values(), key=lambda t: t.task_id):
         by_level.setdefault(task.level, []).append(task)
@@ -373,7 +380,16 @@ def compute_metrics(
         reward_counts=_counts(by_level, levels, lambda r: str(r.reward), [str(r) for r in REWARDS]),
         status_counts=_counts(by_level, levels, lambda r: r.status, []),
         compile_modes=compile_modes(records),
+        unjudgeable=unjudgeable,
     )
+
+
+def unjudgeable_tasks(tasks: Mapping[str, _Task]) -> list[str]:
+    """Tasks whose every episode the judge refused as a task (`task_error`: the reference fails, the task is
+    degenerate at its sizes, as 27 of KernelBench's were on the H200 (docs/kernelbench_degeneracy.md), or it
+    does not fit the GPU). No kernel could pass them, so counted as failures they lower every model's rates
+    alike and say nothing about the model: they are left out of every row, and named."""
+    return sorted(t.task_id for t in tasks.values() if t.records and all(r.status == "task_error" for r in t.records))
 
 
 def compile_modes(records: Iterable[EvalRecord]) -> dict[str, int]:

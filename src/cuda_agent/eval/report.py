@@ -287,6 +287,10 @@ def _summary(records: Sequence[EvalRecord], metrics: RunMetrics) -> list[str]:
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
     ]
     lines += unmeasured_lines(records)
+    if metrics.unjudgeable:
+        shown = ", ".join(metrics.unjudgeable[:12]) + (", ..." if len(metrics.unjudgeable) > 12 else "")
+        lines.append(f"{len(metrics.unjudgeable)} task(s) left out of every table: the judge could not judge them "
+                     f"(task_error in every episode: the task is broken, degenerate or too large): {shown}.")
     empty = [lv for lv in metrics.levels if lv not in metrics.overall_levels]
     if empty:
         lines.append(f"No tasks in {', '.join(f'Level {lv}' for lv in empty)}: its row is empty and overall leaves it out.")
