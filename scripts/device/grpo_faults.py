@@ -75,7 +75,7 @@ class FaultyJudge:
             self.injected.append({"judgment": n, "fault": "raise", "task": task.name})
             raise RuntimeError(f"injected fault: judgment {n} failed before it started (the judge process died)")
         if self.contend_every and n % self.contend_every == self.contend_every // 2:
-            from cuda_agent.train.unjudged import on_shared_gpus
+            from cuda_agent.train.unjudged import training_signal
 
             try:
                 with gpu_kept_busy():
@@ -85,7 +85,7 @@ class FaultyJudge:
                                       "reward": None, "reason": f"{type(exc).__name__}: {exc}"[:300],
                                       "final_status": "judge_error", "final_reward": None})  # fmt: skip
                 raise
-            seen = on_shared_gpus(outcome)  # what the rollout gets (the environment applies it too)
+            seen = training_signal(outcome, shared_gpus=True)  # what the rollout gets (the environment's rule)
             self.injected.append({"judgment": n, "fault": "contention", "task": task.name, "status": outcome.status,
                                   "reward": outcome.reward, "reason": outcome.reason[:300],
                                   "final_status": seen.status, "final_reward": seen.reward})  # fmt: skip

@@ -66,3 +66,20 @@ def test_the_verl_judge_masks_contention_only_on_shared_gpus() -> None:
     assert own.status == "rejected" and own.reward == -1
     cheat = asyncio.run(judge_bounded(Fixed(CHEAT), Path("."), task, 5.0, shared_gpus=True))
     assert cheat.status == "rejected" and cheat.reward == -1
+
+
+REFUSED = JudgeOutcome("task_error", -1, "the task is degenerate: input 0 returned as it is passes every input set")
+
+
+def test_a_verdict_on_the_task_is_masked_in_both_trainers_wherever_the_judge_runs(tmp_path: Path) -> None:
+    """Every rollout of a task the judge refuses gets the same -1 whatever it wrote: no signal about the
+    policy, so masked and counted under its status, on the trainer's GPUs or a judge pool of its own."""
+    for name, judge in (("local", Fixed(REFUSED)), ("pool", Fixed(REFUSED, url="http://judge-pool:8765"))):
+        reward, record = _reward(tmp_path / name, judge)
+        assert reward is None and record["judge_status"] == "task_error" and not record["judged"], name
+        assert record["reason"].startswith("the judge refused the task itself")
+        assert unjudged_metrics([record])["cuda_agent/unjudged_total/task_error"] == 1
+    task = load_task(RELU_TASK, name="relu")
+    for shared in (True, False):
+        outcome = asyncio.run(judge_bounded(Fixed(REFUSED), Path("."), task, 5.0, shared_gpus=shared))
+        assert outcome.status == "task_error" and outcome.reward is None

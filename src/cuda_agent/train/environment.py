@@ -37,7 +37,7 @@ from cuda_agent.agent.config import AgentConfig
 from cuda_agent.agent.judging import JUDGE_ERROR, Judge, JudgeOutcome
 from cuda_agent.agent.tools import Tool, ToolBox, default_tools
 from cuda_agent.task import Task, load_task
-from cuda_agent.train.unjudged import ROLLOUT_ERROR, on_shared_gpus
+from cuda_agent.train.unjudged import ROLLOUT_ERROR, training_signal
 
 log = logging.getLogger(__name__)
 
@@ -204,8 +204,9 @@ class CudaKernelEnv:
                 gpu_wait_s = round(lease.waited_s, 3) if lease.gpus else None
         except Exception as e:  # a judge bug, a dead connection or a GPU never free: no verdict, masked
             outcome = JudgeOutcome(JUDGE_ERROR, None, f"{type(e).__name__}: {e}")
-        if not remote:  # this host's GPU, which generation and training use too (one-GPU GRPO)
-            outcome = on_shared_gpus(outcome)
+        # On this host's GPU, generation and training use it too (one-GPU GRPO); a verdict on the task is
+        # masked wherever it was judged.
+        outcome = training_signal(outcome, shared_gpus=not remote)
         return self._finish(outcome, workspace, start, gpu_wait_s)
 
     # private: TRL exposes every public method to the model

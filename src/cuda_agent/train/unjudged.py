@@ -12,7 +12,8 @@ learns from. So both training paths treat such a sample the same way:
 - its reason is kept with the sample (verl's `reward_extra_info`, TRL's rollouts.jsonl).
 
 A sample that reached the judge and failed (`compile_error`, `incorrect`, `rejected`, a malformed
-single-turn response, ...) is judged: -1 is its reward and it trains like any other.
+single-turn response, ...) is judged: -1 is its reward and it trains like any other. A `task_error` is a
+verdict on the task, not the sample (every rollout of the task gets it), so it is masked too (`on_the_task`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,27 @@ def on_shared_gpus(outcome: JudgeOutcome) -> JudgeOutcome:
             return replace(outcome, status=JUDGE_ERROR, reward=None,
                            reason=f"GPU contention (the judge shares its GPUs with training): {outcome.reason}")  # fmt: skip
     return outcome
+
+
+# The judge refused the task itself (`task_error`: its reference fails, it is degenerate at its sizes, as
+# KernelBench's ReLU is on inputs drawn in [0, 1), or it does not fit the GPU). Every rollout of the task
+# gets the same -1 whatever it wrote, so that -1 says nothing about the policy; it would only teach the
+# critic that the prompt is hopeless. Masked like a judge failure; the task belongs out of the dataset.
+TASK_REFUSED = "task_error"
+
+
+def on_the_task(outcome: JudgeOutcome) -> JudgeOutcome:
+    """`outcome`, without a reward where the verdict is about the task, not the rollout (TASK_REFUSED)."""
+    if outcome.status == TASK_REFUSED and outcome.reward is not None:
+        return replace(outcome, reward=None, reason=f"the judge refused the task itself, not this rollout: {outcome.reason}")
+    return outcome
+
+
+def training_signal(outcome: JudgeOutcome, *, shared_gpus: bool) -> JudgeOutcome:
+    """What a trainer may learn from `outcome`: a verdict on the task is masked (`on_the_task`), and, on
+    GPUs shared with training, one that contention can cause (`on_shared_gpus`)."""
+    outcome = on_the_task(outcome)
+    return on_shared_gpus(outcome) if shared_gpus else outcome
 
 
 def is_judged(record: Mapping[str, Any]) -> bool:

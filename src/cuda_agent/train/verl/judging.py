@@ -27,7 +27,7 @@ from typing import Any
 
 from cuda_agent.agent.judging import JUDGE_ERROR, UNAVAILABLE, Judge, JudgeOutcome, ServiceJudge
 from cuda_agent.task import Task
-from cuda_agent.train.unjudged import on_shared_gpus
+from cuda_agent.train.unjudged import training_signal
 
 log = logging.getLogger("cuda_agent.train.verl")
 
@@ -118,11 +118,12 @@ async def judge_bounded(judge: Judge, workspace: Path, task: Task, timeout_s: fl
                         shared_gpus: bool = False) -> JudgeOutcome:  # fmt: skip
     """The judge's outcome within `timeout_s`, or an outcome without reward that says why not. With
     `shared_gpus` (this node's JudgeService, on the GPUs vLLM and the trainer use) a verdict that GPU
-    contention can cause is a judge failure (train/unjudged.py `on_shared_gpus`)."""
+    contention can cause is a judge failure (train/unjudged.py `on_shared_gpus`); a verdict on the task
+    itself (`task_error`) is never a reward (`on_the_task`)."""
     loop = asyncio.get_running_loop()
     try:
         outcome = await asyncio.wait_for(loop.run_in_executor(_pool(), judge, Path(workspace), task), timeout_s)
-        return on_shared_gpus(outcome) if shared_gpus else outcome
+        return training_signal(outcome, shared_gpus=shared_gpus)
     except asyncio.TimeoutError:
         return JudgeOutcome(TIMEOUT, None, f"the judge gave no verdict within {timeout_s:g} s")
     except Exception as exc:  # a Judge should not raise; one that does still ends as a recorded outcome
