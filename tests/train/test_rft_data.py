@@ -21,6 +21,7 @@ def test_filters_and_report(records, tmp_path, capsys) -> None:
         judged(a, 1),                                   # reward below --min-reward 2
         judged(a, None, "unavailable"),                 # no GPU, no verdict
         judged(a, None, "judge_error"),
+        judged(a, -1, "task_error"),                    # the task refused: no verdict on the episode
         judged(a, 3, state="running"),                  # crashed mid-episode
         judged(a, 3, exit={"status": "turn_limit", "message": ""}),
         "{not json",
@@ -30,8 +31,8 @@ def test_filters_and_report(records, tmp_path, capsys) -> None:
     assert main(["train", "rft-data", str(runs), "--out", str(out), "--json"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert report["read"] == 9 and report["kept"] == 2
-    assert report["dropped"] == {"duplicate_kernel": 1, "reward": 1, "no_verdict": 2, "unfinished": 1, "exit": 1,
+    assert report["read"] == 10 and report["kept"] == 2
+    assert report["dropped"] == {"duplicate_kernel": 1, "reward": 1, "no_verdict": 3, "unfinished": 1, "exit": 1,
                                  "unreadable": 1}
     assert "dropped: no_verdict" in captured.err and "kept per task: relu 2" in captured.err
     table = pq.read_table(out)
@@ -48,7 +49,7 @@ def test_filters_and_report(records, tmp_path, capsys) -> None:
     assert report["kept"] == 5 and "exit" not in report["dropped"] and "reward" not in report["dropped"]
     assert main(["train", "rft-data", str(runs), "--out", str(out), "--task", "other", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["kept"] == 0 and report["dropped"] == {"task": 8, "unreadable": 1}
+    assert report["kept"] == 0 and report["dropped"] == {"task": 9, "unreadable": 1}
 
 
 def test_bad_arguments_are_clear(tmp_path, capsys) -> None:

@@ -22,7 +22,9 @@ from typing import Any
 
 from cuda_agent.train.chat import ChatFormatError, chat_tools, training_messages
 
-NO_VERDICT = ("judge_error", "unavailable", "skipped")
+# No verdict on the episode: the judge could not judge it, or refused its task (`task_error`: every episode
+# of the task gets it whatever it wrote, so its -1 would teach the critic nothing about the trajectory).
+NO_VERDICT = ("judge_error", "unavailable", "skipped", "task_error")
 NORMAL_EXITS = ("finished", "submitted")
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 REASONS = ("unreadable", "task", "unfinished", "exit", "no_verdict", "reward", "too_long", "bad_messages",
