@@ -23,9 +23,7 @@ import datetime
 import json
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from cuda_agent.eval.kernelbench import benchmark_root, discover, parse_levels  # noqa: E402
+from cuda_agent.eval.kernelbench_runs import run_tasks  # noqa: E402
 
 SEEDS_BASE = 20_350_000  # fixed seeds, so a run can be repeated; the judge's are secret
 
@@ -238,23 +237,24 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     began = time.monotonic()
     done = _audited(args.resume) if args.resume else {}
-    results: dict[str, dict[str, Any]] = dict(done)
-    lock = threading.Lock()
 
-    def one(bench: Any) -> None:
-        if args.budget is not None and time.monotonic() - began > args.budget:
-            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
-        else:
-            record = run_task(Path(__file__).resolve(), bench, args, device)
+    def save(finished: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records so far, in task order, written to --json (a call cut at its limit keeps them)."""
+        known = done | finished
+        records = [known[t.task_id] for t in tasks if t.task_id in known]
+        args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets, "tasks": records},
+                                        indent=1))  # fmt: skip
+        return records
+
+    def run(bench: Any) -> dict[str, Any]:
+        return run_task(Path(__file__).resolve(), bench, args, device)
+
+    def on_record(bench: Any, record: dict[str, Any], finished: dict[str, dict[str, Any]]) -> None:
         record["task"] = bench.task_id
         note = "; ".join(record.get("degenerate", [])) or record.get("reason", "")
-        with lock:
-            results[bench.task_id] = record
-            print(f"[{len(results)}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} "
-                  f"{record.get('seconds', 0):7.1f}s {note}", file=sys.stderr, flush=True)  # fmt: skip
-            args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets,
-                                             "tasks": [results[t.task_id] for t in tasks if t.task_id in results]},
-                                            indent=1))  # fmt: skip
+        print(f"[{len(done) + len(finished)}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} "
+              f"{record.get('seconds', 0):7.1f}s {note}", file=sys.stderr, flush=True)  # fmt: skip
+        save(finished)
 
     pending = [t for t in tasks if t.task_id not in done]
     # Small tasks side by side (each child's audit is its own; a task's inputs and outputs under --small-mb
@@ -262,13 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     small = [t for t in pending if _size_or_inf(t) < args.small_mb] if args.jobs > 1 else []
     if small:
         print(f"{len(small)} of {len(pending)} task(s) under {args.small_mb:g} MB: {args.jobs} at once", file=sys.stderr)
-    with ThreadPoolExecutor(args.jobs) as pool:
-        list(pool.map(one, small))
-    for bench in pending:
-        if bench not in small:
-            one(bench)
-    records = [results[t.task_id] for t in tasks]
-    args.json.write_text(json.dumps({"device": device, "started": started, "sets": args.sets, "tasks": records}, indent=1))
+    finished = run_tasks(pending, run, side_by_side=small, jobs=args.jobs, budget_s=args.budget, began=began,
+                         on_record=on_record)
+    records = save(finished)
     print(f"\n{'task':60s} {'status':10s} stand-ins passing on every set / why not audited")
     for r in records:
         print(f"{r['task']:60s} {r['status']:10s} {'; '.join(r.get('degenerate', [])) or r.get('reason', '')}")

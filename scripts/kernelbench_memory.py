@@ -211,39 +211,26 @@ def resumed(path: Path) -> dict[str, dict]:
 def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save: Any, offset: int = 0) -> dict[str, dict[str, Any]]:
     """Each task's record by id: estimated, or prepared in a child of its own; with `--jobs` > 1 the tasks
     whose one call is small run that many at once first (each child's peak is its own allocator's, so
-    neighbours do not change it; their seconds do grow), then the rest one at a time. A task not started
-    within `--budget` is `skipped`. `save(records so far)` after each one; progress counts from `offset`
+    neighbours do not change it; their seconds do grow), then the rest one at a time
+    (eval/kernelbench_runs.py). `save(records so far)` after each one; progress counts from `offset`
     (the tasks an earlier run recorded)."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
+    from cuda_agent.eval.kernelbench_runs import run_tasks
 
-    results: dict[str, dict[str, Any]] = {}
-    lock = threading.Lock()
+    def run(bench: Any) -> dict[str, Any]:
+        return estimate_one(bench.path, args.estimate) if args.estimate is not None else run_child(bench, args)
 
-    def one(bench: Any) -> None:
-        if args.budget is not None and time.monotonic() - began > args.budget:
-            record = {"status": "skipped", "reason": f"the run's --budget of {args.budget:g} s was spent"}
-        elif args.estimate is not None:
-            record = estimate_one(bench.path, args.estimate)
-        else:
-            record = run_child(bench, args)
-        with lock:
-            results[bench.task_id] = record
-            print(f"[{offset + len(results)}/{offset + len(benches)}] {bench.task_id}: {record['status']} peak "
-                  f"{record.get('peak_gib', '-')} GiB in {record.get('seconds', '-')} s, "
-                  f"{record.get('round_calls', '-')} calls a round", file=sys.stderr, flush=True)  # fmt: skip
-            save(dict(results))
+    def on_record(bench: Any, record: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
+        print(f"[{offset + len(results)}/{offset + len(benches)}] {bench.task_id}: {record['status']} peak "
+              f"{record.get('peak_gib', '-')} GiB in {record.get('seconds', '-')} s, "
+              f"{record.get('round_calls', '-')} calls a round", file=sys.stderr, flush=True)  # fmt: skip
+        save(results)
 
     small: list[Any] = []
     if args.jobs > 1 and args.estimate is None:
         small = [b for b in benches if (f := footprint_gib(estimate_one(b.path, 141))) is not None and f < args.small_gib]
         print(f"{len(small)} of {len(benches)} task(s) small enough to run {args.jobs} at once", file=sys.stderr, flush=True)
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        list(pool.map(one, small))
-    for bench in benches:
-        if bench not in small:
-            one(bench)
-    return results
+    return run_tasks(benches, run, side_by_side=small, jobs=args.jobs, budget_s=args.budget, began=began,
+                     on_record=on_record)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give the KernelBench checkout")
     benches = [b for b in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in b.task_id]
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    began, records = time.monotonic(), []
+    began = time.monotonic()
     done = resumed(args.json) if args.resume else {}
     if done:
         print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
@@ -292,13 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         for bench in benches:
             if bench.task_id not in done and (hit := inferred_under_cap(whole.get(bench.task_id), args.memory_gb, args.cap_share)):
                 done[bench.task_id] = hit
-    results = run_pending([b for b in benches if b.task_id not in done], args, began,
-                          lambda finished: args.json.write_text(json.dumps(
-                              {"started": started, "memory_gb": args.memory_gb,
-                               "tasks": [{**(done | finished)[b.task_id], "task": b.task_id} for b in benches
-                                         if b.task_id in done | finished]}, indent=1)), len(done))  # fmt: skip
-    records = [{**(done | results)[b.task_id], "task": b.task_id} for b in benches]
-    args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
+    def save(finished: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records so far, in task order, written to --json (a call cut at its limit keeps them)."""
+        known = done | finished
+        records = [{**known[b.task_id], "task": b.task_id} for b in benches if b.task_id in known]
+        args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
+        return records
+
+    records = save(run_pending([b for b in benches if b.task_id not in done], args, began, save, len(done)))
     rows = estimate_table(records) if args.estimate is not None else table(records)
     print("\n".join(rows))
     if args.markdown:

@@ -43,14 +43,19 @@ def _bench(root: Path) -> Path:
     return root
 
 
+def _audit(bench: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The script on the CPU over `bench`'s level 1, records to `out`."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
+         "--timeout", "120", "--json", str(out), *extra],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
 def test_the_script_flags_the_degenerate_task_only(tmp_path: Path) -> None:
     bench = _bench(tmp_path / "kb")
     out, doc = tmp_path / "records.json", tmp_path / "degeneracy.md"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
-         "--timeout", "120", "--jobs", "2", "--json", str(out), "--markdown", str(doc)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    done = _audit(bench, out, "--jobs", "2", "--markdown", str(doc))
     assert done.returncode == 0, done.stderr
     records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
     assert sorted(records) == list(records)  # in task order, though four small ones ran two at a time
@@ -79,11 +84,7 @@ def test_a_resumed_run_keeps_audited_records_and_audits_what_was_skipped(tmp_pat
     skipped = {"status": "skipped", "reason": "the run's --budget of 1 s was spent", "task": "level1/1_Tiny_gelu"}
     earlier.write_text(json.dumps({"device": "cpu", "started": "then", "sets": 5, "tasks": [kept, skipped]}))
     out = tmp_path / "records.json"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(bench), "--levels", "1", "--device", "cpu", "--max-mb", "32",
-         "--only", "_", "--timeout", "120", "--resume", str(earlier), "--json", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    done = _audit(bench, out, "--only", "_", "--resume", str(earlier))
     assert done.returncode == 0, done.stderr
     records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
     assert records["level1/3_Abs_max_norm"].get("planted") is True  # taken, not audited again

@@ -1,0 +1,45 @@
+"""eval/kernelbench_runs.py, the task runner of the KernelBench sweeps: the side-by-side tasks really run
+at once, the others one at a time after them, a task past the budget is skipped without running, and
+the callback sees every record."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from cuda_agent.eval.kernelbench_runs import run_tasks
+
+
+@dataclass(frozen=True)
+class Bench:
+    task_id: str
+
+
+def test_side_by_side_tasks_overlap_and_the_rest_run_alone_after_them() -> None:
+    benches = [Bench(f"level1/{i}_T") for i in range(4)]
+    running, peak, order = [0], [0], []
+    lock = threading.Lock()
+
+    def run(bench: Bench) -> dict:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            order.append(bench.task_id)
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        return {"status": "ok"}
+
+    seen = []
+    results = run_tasks(benches, run, side_by_side=benches[:2], jobs=2,
+                        on_record=lambda b, r, so_far: seen.append((b.task_id, len(so_far))))  # fmt: skip
+    assert peak[0] == 2 and set(order[:2]) == {"level1/0_T", "level1/1_T"} and order[2:] == ["level1/2_T", "level1/3_T"]
+    assert set(results) == {b.task_id for b in benches} and [n for _, n in seen] == [1, 2, 3, 4]
+
+
+def test_a_task_not_started_within_the_budget_is_skipped_not_run() -> None:
+    ran = []
+    results = run_tasks([Bench("a"), Bench("b")], lambda b: ran.append(b.task_id) or {"status": "ok"},
+                        budget_s=10.0, began=time.monotonic() - 11.0)  # fmt: skip
+    assert ran == [] and all(r["status"] == "skipped" and "--budget of 10 s" in r["reason"] for r in results.values())
