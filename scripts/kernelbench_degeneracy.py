@@ -39,10 +39,12 @@ SEEDS_BASE = 20_350_000  # fixed seeds, so a run can be repeated; the judge's ar
 def audit_one(path: Path, task_id: str, device: str, sets: int, max_input_mb: float | None) -> dict[str, Any]:
     """The audit of one task file, as a JSON-able record (run in the child)."""
 
+    from cuda_agent.judge.common import math_policy
     from cuda_agent.judge.trusted.compare import Tolerance
     from cuda_agent.judge.trusted.degeneracy import audit_task
     from cuda_agent.task import import_task_module, load_task
 
+    math_policy.pin()  # the reference worker's math (no TF32 convolutions), so its outputs are the judge's
     task = load_task(path)
     module = import_task_module(task, "kernelbench_task")
     if max_input_mb is not None:
@@ -56,6 +58,7 @@ def audit_one(path: Path, task_id: str, device: str, sets: int, max_input_mb: fl
         "per_set": found.per_set, "outputs": found.outputs, "low_order": found.low_order,
         "input_mb": round(found.input_bytes / 2**20, 1), "seconds": round(found.seconds, 2),
         "parameters_not_mattering": found.parameter_audit.get("do_not_matter", []),
+        "math_policy": math_policy.POLICY,
     }  # fmt: skip
 
 
@@ -125,6 +128,18 @@ def explain(record: dict[str, Any]) -> str:
     return "; ".join(record["degenerate"]) + (f" -- output {', '.join(magnitudes)}" if magnitudes else "")
 
 
+def devices_line(records: list[dict[str, Any]], device: str) -> str:
+    """Where the audited records were made: one device, or how many on each (runs merged or resumed on
+    another machine; a record made before records carried their device counts as the run's)."""
+    audited = [r.get("device", device) for r in records if r["status"] in ("ok", "degenerate")]
+    counts = {d: audited.count(d) for d in dict.fromkeys(audited)}
+    if len(counts) <= 1:
+        return f"device **{next(iter(counts), device)}**"
+    return "devices " + ", ".join(f"**{d}** ({n} tasks)" for d, n in counts.items()) + (
+        " (each record says where it ran. The question is whether a stand-in passes on the task's input "
+        "distribution, which is the same on both: the same seeds, each device's own generator)")
+
+
 def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: str, started: str) -> str:
     counts: dict[str, int] = {}
     for r in records:
@@ -132,7 +147,7 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
     lines = [
         "# KernelBench tasks the judge's degeneracy audit refuses",
         "",
-        f"Made by `scripts/kernelbench_degeneracy.py` on {started}, device **{device}**"
+        f"Made by `scripts/kernelbench_degeneracy.py` on {started}, {devices_line(records, device)}"
         + (" (CPU figures: tasks over the input limit or the timeout are not audited here; the GPU run "
            "audits them)" if device == "cpu" else "")
         + f"; {args.sets} input sets per task, atol = rtol = 1e-2, KernelBench's current problem sizes.",
@@ -161,9 +176,11 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
         "|---|---|",
     ]  # fmt: skip
     flagged = [r for r in records if r["status"] == "degenerate"]
-    lines += [f"| {r['task']} | {explain(r)} |" for r in flagged] or ["| (none) | |"]
+    mixed = len({r.get("device", device) for r in records if r["status"] in ("ok", "degenerate")}) > 1
+    where = (lambda r: f" ({r.get('device', device)})") if mixed else (lambda r: "")
+    lines += [f"| {r['task']}{where(r)} | {explain(r)} |" for r in flagged] or ["| (none) | |"]
     audited = [r for r in records if r["status"] == "ok"]
-    lines += ["", "## Audited, not flagged", "", ", ".join(f"`{r['task']}`" for r in audited) or "(none)"]
+    lines += ["", "## Audited, not flagged", "", ", ".join(f"`{r['task']}`{where(r)}" for r in audited) or "(none)"]
     others = [r for r in records if r["status"] in ("skipped", "timeout", "error")]
     if others:
         lines += ["", "## Not audited in this run", "", "| task | status | why |", "|---|---|---|"]
@@ -172,8 +189,10 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
 
 
 def _audited(path: Path) -> dict[str, dict[str, Any]]:
-    """The records of a previous run's tasks that were audited (not skipped for its budget or size)."""
-    return {r["task"]: r for r in json.loads(path.read_text())["tasks"] if r["status"] != "skipped"}
+    """The records of a previous run's tasks that were audited (not skipped for its budget or size), each
+    naming the device it ran on (the run's, for records made before they said)."""
+    run = json.loads(path.read_text())
+    return {r["task"]: {"device": run["device"]} | r for r in run["tasks"] if r["status"] != "skipped"}
 
 
 def merge(args: argparse.Namespace) -> int:
@@ -182,7 +201,7 @@ def merge(args: argparse.Namespace) -> int:
     by_task: dict[str, dict[str, Any]] = {}
     for run in runs:
         for record in run["tasks"]:
-            by_task[record["task"]] = record
+            by_task[record["task"]] = {"device": run["device"]} | record
     order = {task: i for i, task in enumerate(r["task"] for r in runs[0]["tasks"])}
     records = sorted(by_task.values(), key=lambda r: order.get(r["task"], len(order)))
     device, started, args.sets = runs[-1]["device"], runs[-1]["started"], runs[-1]["sets"]
@@ -251,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_record(bench: Any, record: dict[str, Any], finished: dict[str, dict[str, Any]]) -> None:
         record["task"] = bench.task_id
+        record["device"] = device
         note = "; ".join(record.get("degenerate", [])) or record.get("reason", "")
         print(f"[{len(done) + len(finished)}/{len(tasks)}] {bench.task_id:60s} {record['status']:10s} "
               f"{record.get('seconds', 0):7.1f}s {note}", file=sys.stderr, flush=True)  # fmt: skip
