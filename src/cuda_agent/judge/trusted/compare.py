@@ -1,7 +1,7 @@
 """Comparing a candidate's outputs with the reference's: the checks and a report an agent can use.
 
 Exact shape, dtype and device; values compared by logical index (strides do not matter), within
-atol + rtol * |ref|; NaN or Inf where the reference is finite fails, and NaN where the reference has NaN
+atol + rtol * |ref| (complex ones as real and imaginary parts); NaN or Inf where the reference is finite fails, and NaN where the reference has NaN
 is accepted. Boolean and integer outputs are compared exactly, with flips allowed only where the
 reference's value before a comparison lies within the tolerance of the cut (cuts.py). The report gives
 the mismatch count, the first mismatching indices and the largest errors, as GPU MODE's reference
@@ -35,10 +35,11 @@ def describe(t: torch.Tensor) -> dict[str, Any]:
 
 
 def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: str,
-                   alts: cuts.Alternatives | None = None) -> str | None:  # fmt: skip
+                   alts: cuts.Alternatives | None = None, flips: torch.Tensor | None = None) -> str | None:  # fmt: skip
     """None if `out` matches `ref`, else a sentence saying where and by how much it does not. Values are
     compared by logical index, whatever either tensor's strides. A boolean or integer output is compared
-    exactly, except where `alts` (the reference with its cuts shifted, cuts.py) allow a flip."""
+    exactly, except where `alts` (the reference with its cuts shifted, cuts.py) allow a flip (and, where
+    given, `flips` marks the element: cuts.within_honest_error)."""
     if type(out) is not torch.Tensor:
         return f"{label} is a {type(out).__name__}, not a plain torch.Tensor"
     if tuple(out.shape) != tuple(ref.shape):
@@ -49,8 +50,10 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
         return f"{label} is on {out.device.type}, expected {ref.device.type}"
     if ref.numel() == 0:
         return None
+    if ref.is_complex():  # both parts, by logical index: a float64 copy of a complex tensor keeps only its real part
+        return compare_tensor(_real_pairs(ref), _real_pairs(out), tol, f"{label} (as [real, imaginary] pairs)")
     if cuts.discrete(ref):
-        return cuts.flip_problem(ref, out, label, alts=alts or ())
+        return cuts.flip_problem(ref, out, label, mask=flips, alts=alts or ())
     ref_c = ref.to(torch.float64)
     out_c = out.to(ref_c.device, torch.float64)
     ref_nan = torch.isnan(ref_c)
@@ -82,6 +85,11 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
     )
 
 
+def _real_pairs(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as real pairs along a new last dimension (a view; a lazily conjugated one resolved)."""
+    return torch.view_as_real(t.resolve_conj())
+
+
 def _indices(mask: torch.Tensor, shape: torch.Size, limit: int = 3) -> str:
     flat = mask.flatten().nonzero().flatten()[:limit].tolist()
     return ", ".join(str(tuple(int(i) for i in torch.unravel_index(torch.tensor(f), shape))) for f in flat)
@@ -89,6 +97,8 @@ def _indices(mask: torch.Tensor, shape: torch.Size, limit: int = 3) -> str:
 
 def passes_with(ref: torch.Tensor, fake: torch.Tensor, tol: Tolerance) -> bool:
     """Would `fake` (zeros, a constant) pass as the output? Used to find degenerate tasks (degeneracy.py)."""
+    if ref.is_complex():
+        return passes_with(_real_pairs(ref), _real_pairs(fake.to(ref.dtype).expand_as(ref)), tol)
     if not ref.is_floating_point():
         return bool(torch.equal(ref, fake.to(ref.dtype)))
     # Block by block along dimension 0, with no masked copies: on KernelBench's largest outputs (8 GiB) the

@@ -123,9 +123,13 @@ def verdict(found: Audit, label: str) -> str | None:
         f"rounding in the output's dtype and float32 accumulation over each reduction allow; at most "
         f"{found.bound:.3g}; the reference itself is at {found.reference:.3g}): compute in the task's precision "
         "-- fp32 operands and fp32 accumulation for fp32 tasks (no TF32, no fp16/bf16 operands or weights, no "
-        "mantissa bits dropped), fp32 accumulation for fp16/bf16 tasks -- and do not change math flags in forward"
+        "mantissa bits dropped), fp32 accumulation for fp16/bf16 tasks, float64 throughout where the task computes "
+        "in float64 -- and do not change math flags in forward"
     )
 
 
 def auditable(t: torch.Tensor) -> bool:
-    return t.is_floating_point() and t.dtype != torch.float64 and t.numel() > 0
+    """A floating output with elements, float64 ones included: the truth's error model says how far an
+    honest computation of it can be (an fp32 result returned as float64 keeps fp32's allowance, a float64
+    computation gets float64's), so fp16 or fp32 arithmetic behind a float64 output is caught too."""
+    return t.is_floating_point() and t.numel() > 0

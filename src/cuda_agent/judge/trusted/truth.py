@@ -121,7 +121,8 @@ class TruthMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        return self.run(func, args, kwargs)
+        _refuse_complex(func, (args, kwargs))
+        return _refuse_complex(func, self.run(func, args, kwargs))
 
     def run(self, func: Any, args: Any, kwargs: Any) -> Any:
         if func in UNTRACKABLE:
@@ -193,6 +194,16 @@ class TruthMode(TorchDispatchMode):
             raise Untrackable(f"the reference runs {func}, which has no functional form")
         result = self.run(functional, args, kwargs)
         return copy_into(aten.copy_.default, (args[0], result), {})
+
+
+def _refuse_complex(func: Any, tree: Any) -> Any:
+    """`tree` as it is, unless it holds a complex tensor: the payloads are real float64 (a float64 copy of a
+    complex value keeps its real part only), so a truth made through one would be wrong, not merely
+    unmodelled. No truth is made for such a task; the judgment fails closed (reward capped at 1)."""
+    for t in tree_flatten(tree)[0]:
+        if isinstance(t, torch.Tensor) and t.is_complex():
+            raise Untrackable(f"the reference runs {func} on complex tensors, which the float64 truth does not follow")
+    return tree
 
 
 def _fresh(out: Any) -> Any:
