@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
+from cuda_agent.judge.common import rounding_probe
 from cuda_agent.judge.trusted import precision
 from cuda_agent.judge.trusted.truth import TruthModel
 
@@ -760,6 +761,32 @@ def threshold_case(k: int, m: int, n: int) -> Case:
                 "discontinuity")  # fmt: skip
 
 
+def one_signed_gemm_case(k: int, m: int, n: int, seed: int = 0) -> Case:
+    """KernelBench's distribution: `torch.rand` inputs and positive weights, a long K. A running sum's honest
+    drift (u sqrt(K / 3) of the result) exceeds the random error of TF32 or bf16 operands here, so the audit
+    sees them only through the rounding probe (src/cuda_agent/judge/common/rounding_probe.py), which the
+    judge applies to every input set and moved parameter, and which this case applies the same way."""
+    def make(device: str) -> tuple[nn.Module, list[torch.Tensor]]:
+        torch.manual_seed(seed)
+        model = Linear(k, n).to(device=device).eval()
+        with torch.no_grad():
+            model.linear.weight.copy_(rounding_probe.settle(torch.rand(n, k, device=device) / k**0.5))
+            model.linear.bias.copy_(rounding_probe.settle(torch.rand(n, device=device)))
+        return model, [rounding_probe.settle(torch.rand(m, k, device=device))]
+
+    honest = [Variant(order, True, gemm_variant(ORDERS[order], F32))
+              for order in ("running sum", "running FMA", "split-K 16", "pairwise tree", "BLAS (torch.matmul)")]  # fmt: skip
+    low = [
+        Variant("TF32 operands", False, gemm_variant(ORDERS["running FMA"], F32, op=lambda t: keep_bits(t, 10))),
+        Variant("fp16 operands", False, gemm_variant(ORDERS["running FMA"], F32, op=lambda t: t.half().float())),
+        Variant("bf16 operands", False, gemm_variant(ORDERS["running FMA"], F32, op=lambda t: t.bfloat16().float())),
+        Variant("weights truncated to 15 mantissa bits", False,
+                gemm_variant(ORDERS["running FMA"], F32, wop=lambda t: truncate_bits(t, 15))),
+    ]
+    return Case(f"Linear fp32, rand inputs and weights, K={k}", "fp32", make, honest + low,
+                "one-signed data: caught through the rounding probe")
+
+
 def cases(scale: str = "cpu") -> list[Case]:
     """The catalogue. `cpu`: sizes a CPU test runs in seconds (long reductions kept: K up to 8192);
     `gpu`: larger outputs."""
@@ -784,6 +811,7 @@ def cases(scale: str = "cpu") -> list[Case]:
         gemm_minus_case(4096, m, n),
         argmax_case(1024, 4 * m, 64, 16),
         threshold_case(1024, m, n),
+        one_signed_gemm_case(32768 if big else 16384, m, n),
     ]
     return made
 

@@ -106,6 +106,28 @@ def test_dirac_convolution_copy_fails() -> None:
     assert differs(_out(conv, x), [copy_plus_bias(conv, x)], TOL)
 
 
+@pytest.mark.parametrize("tail", ["decay", "gaussian"])
+def test_tiny_entries_of_a_positive_weight_move_and_dropping_them_fails(tail: str) -> None:
+    """A positive weight with a tail (a decaying mixing matrix, a wide Gaussian filter): multiplicative
+    noise alone kept each entry's relative size, so the tail stayed tiny and a kernel that dropped it (a
+    band: about 60% of the work here) passed. The additive part moves every entry by the tensor's own scale."""
+    torch.manual_seed(12)
+    n, band = 128, 48
+    distance = (torch.arange(n).view(-1, 1) - torch.arange(n).view(1, -1)).abs().float()
+    weight = torch.exp(-distance / 6) if tail == "decay" else torch.exp(-((distance / 14) ** 2))
+    model = Mix(weight)
+    x = torch.randn(32, n)
+    assert bool((weight > 0).all())
+
+    def banded(m: Mix, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, m.weight.detach() * (distance <= band).float())
+
+    assert not differs(_out(model, x), [banded(model, x)], TOL), "the band is exact on the task's own state"
+    _moved(model, x)
+    assert bool((model.weight > 0).all()), "the sign domain is kept"
+    assert differs(_out(model, x), [banded(model, x)], TOL), "the moved tail matters"
+
+
 class MaskedDepthwise(torch.nn.Module):
     """A dense 3x3 conv whose weight is masked to depthwise at init (the forward is a dense conv)."""
 

@@ -28,6 +28,11 @@ scale and a range of per-draw factors; both workers apply them here, to every dr
 and timed calls alike), so no call looks different from another. The factor of one draw follows from its
 seed (`draw_factor`), which both workers hold.
 
+The rounding probe (common/rounding_probe.py) then sets a few low mantissa bits of every generic float32
+and float64 value, in both workers and in every draw: rounding such a value to TF32, fp16 or bf16 always
+errs the same way, so a kernel that lowers its operands' precision shows a bias the precision audit sees
+however long the reduction.
+
 Trust boundary: in the reference worker the draw is a fact (the expected outputs are computed on it); in
 the candidate worker it is a convenience whose result the candidate may change at will, and doing so only
 makes it compute on inputs the reference did not.
@@ -43,6 +48,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
+from cuda_agent.judge.common import rounding_probe
 
 CHUNKS = 256
 # (scale, low, high): the input is multiplied by scale * f, f log-uniform in [low, high] for each draw.
@@ -97,7 +104,8 @@ def draw_inputs(
     if not isinstance(inputs, list | tuple):
         return inputs
     drawn = [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
-    return apply_transforms(drawn, seed, transforms) if transforms else drawn
+    drawn = apply_transforms(drawn, seed, transforms) if transforms else drawn
+    return rounding_probe.settle_all(drawn)  # lowered precision then errs one way (common/rounding_probe.py)
 
 
 def draw_factor(seed: int, position: int, transform: InputTransform) -> float:
