@@ -499,7 +499,8 @@ def test_both_workers_draw_the_same_transformed_inputs(tmp_path: Path) -> None:
     raw = draw_inputs(module, 42, device="cpu")
     assert all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b, strict=True))
     factor = draw_factor(42, 0, transforms[0])
-    assert 0.5 <= factor <= 2.0 and torch.allclose(a[0], raw[0] * factor)
+    # within the rounding probe's step (common/rounding_probe.py: both draws settled after scaling)
+    assert 0.5 <= factor <= 2.0 and torch.allclose(a[0], raw[0] * factor, rtol=2.0**-7, atol=0.0)
     assert torch.equal(a[1], raw[1]), "integer inputs are never scaled"
     assert torch.equal(a[2], raw[2]) and a[3] == 3
     factors = {draw_factor(seed, 0, transforms[0]) for seed in range(50)}
