@@ -21,6 +21,7 @@ from cuda_agent.judge.decide.coverage import (
 )
 from cuda_agent.judge.decide.verdict import Status
 from cuda_agent.judge.trusted.build import MODULE_NAME, build_extension
+from cuda_agent.judge.trusted.device_code import RESERVED_KERNEL_PREFIXES
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.pool import CandidateSlot
 from cuda_agent.judge.trusted.python_syntax import syntax_problem
@@ -97,7 +98,8 @@ class BuildStage:
             raise self.fail(
                 Status.REJECTED,
                 f"kernels/ defines kernels in PyTorch's or a library's namespace, or named like PyTorch's own "
-                f"({', '.join(reserved[:3])}); their launches could not be told from PyTorch's own: rename them",
+                f"({', '.join(reserved[:3])}); their launches could not be told from PyTorch's own: rename them "
+                f"(a kernel's qualified name may not start with {', '.join(RESERVED_KERNEL_PREFIXES)})",
             )
         self.built = True
 

@@ -24,11 +24,17 @@ from __future__ import annotations
 
 import re
 
+# ATen op names as the task probe records them (composites decompose: torch.inner, chain_matmul, multi_dot,
+# matrix_power, einsum and linear on 3-D inputs reach mm/bmm; torch.outer and kron reach mul, not a product).
 GEMM_OPS = frozenset(
     {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "_scaled_mm", "addbmm", "einsum",
-     "tensordot", "dot", "vdot",
+     "tensordot", "dot", "vdot", "_addmm_activation", "_int_mm",
+     "addmm_", "baddbmm_", "addbmm_", "addmv_", "addr_",
      # a triangular solve is BLAS-3 (cuBLAS's trsm): 00_honest_cublas_trsm_solve_triangular was refused
-     "linalg_solve_triangular", "triangular_solve"}
+     "linalg_solve_triangular", "triangular_solve",
+     # not decomposed by the probe, each a matrix product: nn.Bilinear's x1 A x2, torch.addr's rank-1 update
+     # A + x y^T (BLAS-2 ger), cdist's p=2 distances through x y^T (00_honest_{bilinear,addr,cdist}_cublas*)
+     "_trilinear", "bilinear", "addr", "_euclidean_dist"}
 )  # fmt: skip
 CONV_OPS = frozenset(
     {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -95,3 +101,12 @@ SOURCE_CALL = re.compile(
 # Routine names that, spelled in source, select reduced-precision math for fp32 operands. Kept as a fast,
 # readable reason; the line is the precision audit (a compute type given by number is caught there).
 REDUCED_PRECISION_MODES = re.compile(r"\bCUBLAS_COMPUTE_32F_FAST_\w+|\bCUBLAS_TF32_TENSOR_OP_MATH\b")
+
+
+def no_library_reason(library: str, reference_ops: set[str]) -> str:
+    """Why `library` is refused for a task with no op it is allowed for, naming what the task ran."""
+    allowed = GEMM_OPS if library == "cuBLAS" else CONV_OPS
+    kind = "matrix product" if library == "cuBLAS" else "convolution"
+    ran = ", ".join(sorted(reference_ops)[:12]) or "no ATen op"
+    return (f"uses {library} but the task has no {kind} (the reference ran: {ran}; {library} is allowed where it "
+            f"runs one of: {', '.join(sorted(allowed))})")

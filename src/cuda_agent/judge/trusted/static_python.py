@@ -11,7 +11,9 @@ from cuda_agent.judge.trusted.module_aliases import ModuleAliases
 from cuda_agent.judge.trusted.static_finding import Finding
 from cuda_agent.judge.trusted.static_python_rules import (
     ALLOWED_IMPORTS,
+    ALLOWED_IMPORTS_TEXT,
     BUILTIN_NAMES,
+    EXTENSION_MODULE,
     FORBIDDEN_NAMES,
     MUTATING_METHODS,
 )
@@ -35,28 +37,31 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
         elif isinstance(node, ast.ImportFrom):
             modules |= {a.asname or a.name for a in node.names}
     aliases = ModuleAliases(tree, modules)  # `T = torch`, `P = torch.autograd.profiler`, `self.t = torch`, ...
+    extension = _extension_names(tree)
+    allowed_tries = _tries_outside_forward(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in ALLOWED_IMPORTS:
                     add(
                         node,
-                        f"import of {alias.name} is not allowed (allowed: torch, torch.nn, cuda_extension, math)",
+                        f"import of {alias.name} is not allowed (allowed: {ALLOWED_IMPORTS_TEXT})",
                     )
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
             if module not in ALLOWED_IMPORTS:
                 add(
                     node,
-                    f"import from {module} is not allowed (allowed: torch, torch.nn, cuda_extension, math)",
+                    f"import from {module} is not allowed (allowed: {ALLOWED_IMPORTS_TEXT})",
                 )
             for alias in node.names:
                 if alias.name in FORBIDDEN_NAMES:
                     add(node, f"importing `{alias.name}` {FORBIDDEN_NAMES[alias.name]}; not allowed in model_new.py")
-        elif isinstance(node, ast.Try | ast.TryStar):
+        elif isinstance(node, ast.Try | ast.TryStar) and id(node) not in allowed_tries:
             add(
                 node,
-                "try/except is not allowed: a fallback path hides failures of your kernels; let errors raise",
+                "try/except is not allowed outside __init__: a fallback path in forward (or in what forward "
+                "calls, or at import) hides failures of your kernels; let errors raise",
             )
         elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in FORBIDDEN_NAMES:
             add(node, f"defining `{node.name}` {FORBIDDEN_NAMES[node.name]}; not allowed in model_new.py")
@@ -77,6 +82,7 @@ def check_model_new(source: str, path: str = "model_new.py") -> list[Finding]:
             and node.attr.startswith("_")
             and not node.attr.startswith("__")
             and aliases.rooted_in_module(node.value)
+            and not (isinstance(node.value, ast.Name) and node.value.id in extension)
         ):
             # torch.autograd._profiler_enabled, torch.cuda._sleep, ...: internals (and in-process probes of
             # the judge's state, e.g. whether a profiler traces this call) have no place in a ModelNew
@@ -142,6 +148,78 @@ def _stateful_forward(tree: ast.Module, path: str) -> list[Finding]:
                     findings.append(Finding(path, node.lineno, f"forward mutates {ast.unparse(node.func.value)} "
                                             f"with .{node.func.attr}(): forward must not keep state between calls"))  # fmt: skip
     return findings
+
+
+def _extension_names(tree: ast.Module) -> set[str]:
+    """Names bound to the submission's own extension module and to nothing else: `cuda_extension` or the
+    `ext` of `import cuda_extension as ext` at module level, never rebound (a private attribute of it is one
+    of the submission's own functions; torch's private attributes stay refused)."""
+    bound: dict[str, int] = {}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names = [node.id]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        for name in names:
+            bound[name] = bound.get(name, 0) + 1
+    own = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.Import)
+           for alias in node.names if alias.name == EXTENSION_MODULE}  # fmt: skip
+    return {name for name in own if bound.get(name) == 1}
+
+
+def _tries_outside_forward(tree: ast.Module) -> set[int]:
+    """The try statements (by id) that run only while the model is constructed: those directly in a class's
+    `__init__` (not in a function nested there, which could be kept and called later), where nothing outside
+    an `__init__` can run that `__init__` again: no `.__init__` but `super().__init__`, no `type(...)`, and no
+    reference to the class (or to a class whose construction builds it) outside `__init__` bodies. A fallback
+    in forward, in what forward calls, or at import stays refused; PyTorch compute in forward is refused by
+    the op gate whatever the Python around it."""
+    inits: dict[str, ast.FunctionDef] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for fn in cls.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                inits[cls.name] = fn
+    tries = {name: [n for n in _walk_own_body(fn) if isinstance(n, ast.Try | ast.TryStar)] for name, fn in inits.items()}
+    inside_init = {id(n) for fn in inits.values() for n in _walk_own_body(fn)}  # a nested function is outside
+    # classes whose construction runs a try: their own __init__ has one, or builds such a class (a fixpoint)
+    running = {name for name, found in tries.items() if found}
+    while True:
+        more = {name for name, fn in inits.items()
+                if any(isinstance(n, ast.Name) and n.id in running for n in ast.walk(fn))} - running  # fmt: skip
+        if not more:
+            break
+        running |= more
+    if not running:
+        return set()
+    for node in ast.walk(tree):
+        if id(node) in inside_init:
+            if isinstance(node, ast.Attribute) and node.attr == "__init__" and not _is_super_call(node.value):
+                return set()
+            continue
+        if isinstance(node, ast.Name) and (node.id in running or node.id == "type"):
+            return set()
+        if isinstance(node, ast.Attribute) and node.attr == "__init__":
+            return set()
+    return {id(t) for name in running for t in tries.get(name, [])}
+
+
+def _walk_own_body(fn: ast.FunctionDef):  # type: ignore[no-untyped-def]
+    """The nodes of `fn`'s body, not descending into nested functions, lambdas or classes."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_super_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
 def _imported_names(tree: ast.Module) -> set[str]:

@@ -4,10 +4,21 @@ name with the reason a finding gives.
 
 from __future__ import annotations
 
+# Modules model_new.py may import. None reaches PyTorch compute that `import torch` does not already reach
+# (torch.nn.init is `nn.init`; its in-place fills run ops on tensors, which the op gate refuses when they run
+# during forward and which are the task's own initialisation in __init__); operator and itertools add no
+# new capability beyond what FORBIDDEN_NAMES refuses of them (attrgetter/methodcaller look attributes up by
+# string like getattr; setitem/delitem and the in-place functions mutate state).
 ALLOWED_IMPORTS = frozenset(
-    {"torch", "torch.nn", "torch.nn.functional", "cuda_extension", "math", "typing", "__future__",
-     "collections", "dataclasses", "functools", "numbers", "enum"}
+    {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "cuda_extension",
+     "math", "typing", "__future__", "collections", "dataclasses", "functools", "numbers", "enum", "operator",
+     "itertools"}
 )  # fmt: skip
+ALLOWED_IMPORTS_TEXT = ", ".join(sorted(ALLOWED_IMPORTS))
+
+# The name the judge loads the submission's own extension as (binding.cpp's PYBIND11_MODULE): its private
+# attributes are the submission's own functions (`cuda_extension._col_scale_forward`), not PyTorch internals.
+EXTENSION_MODULE = "cuda_extension"
 
 # Names that have no business in a ModelNew: introspection, patching, concurrency, I/O, precision flags.
 FORBIDDEN_NAMES = {
@@ -98,6 +109,12 @@ FORBIDDEN_NAMES = {
     "get_rng_state": "reads the random generator's state (inputs are secret)",
     "__exit__": "defines a context manager's exit (one that returns True swallows errors like try/except)",
     "__aexit__": "defines a context manager's exit (one that returns True swallows errors like try/except)",
+    # operator's functions that are getattr, or mutations, by other names (operator is an allowed import)
+    "attrgetter": "looks attributes up by string (operator.attrgetter is a getattr)",
+    "methodcaller": "calls methods by string name (operator.methodcaller is a getattr)",
+    **{name: "mutates its argument in place (a mutation the state checks cannot read)" for name in (
+        "setitem", "delitem", "iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imatmul", "imod", "imul",
+        "ior", "ipow", "irshift", "isub", "itruediv", "ixor")},
 }
 
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_agent.judge.trusted import driver_gate
+from cuda_agent.judge.trusted import driver_gate, library_rules
 from cuda_agent.judge.trusted.library_rules import CONV_OPS, GEMM_OPS
 from cuda_agent.judge.trusted.static_finding import Finding
 from cuda_agent.judge.trusted.static_source_rules import (
@@ -66,12 +66,6 @@ def _file_rules(code: _Code, reference_ops: set[str] | None) -> list[Finding]:
         if match:
             line = code.line_of(match.start(), searched)
             findings.append(Finding(code.path, line, f"`{match.group(0).strip()}` {message}"))
-    created = STREAM_CREATE.search(text)
-    if created and not STREAM_JOIN.search(text):
-        findings.append(Finding(code.path, code.line_of(created.start(), text),
-                                "creates a CUDA stream it never joins to the caller's stream (cudaStreamWaitEvent); "
-                                "use at::cuda::getStreamFromPool() and join it with events, or launch on the "
-                                "current stream"))  # fmt: skip
     for asked in DRIVER_ENTRY_LITERAL.finditer(full):
         if not driver_gate.is_allowed(asked.group(1)):
             findings.append(Finding(code.path, code.line_of(asked.start(), full),
@@ -79,10 +73,25 @@ def _file_rules(code: _Code, reference_ops: set[str] | None) -> list[Finding]:
                                     f"run time (allowed: {driver_gate.allowed_list()})"))  # fmt: skip
     if reference_ops is not None:
         if CUBLAS_USE.search(text) and not reference_ops & GEMM_OPS:
-            findings.append(Finding(code.path, 0, "uses cuBLAS but the task has no matrix product"))
+            findings.append(Finding(code.path, 0, library_rules.no_library_reason("cuBLAS", reference_ops)))
         if CUDNN_USE.search(text) and not (reference_ops & CONV_OPS):
-            findings.append(Finding(code.path, 0, "uses cuDNN but the task has no convolution"))
+            findings.append(Finding(code.path, 0, library_rules.no_library_reason("cuDNN", reference_ops)))
     return findings
+
+
+def _unjoined_streams(codes: list[_Code]) -> list[Finding]:
+    """A stream created anywhere in the submission with no join anywhere in it (a stream made in one file is
+    often joined in the file that launches on it)."""
+    texts = [(code, _strip_strings(code.text)) for code in codes]
+    if any(STREAM_JOIN.search(text) for _, text in texts):
+        return []
+    for code, text in texts:
+        if created := STREAM_CREATE.search(text):
+            return [Finding(code.path, code.line_of(created.start(), text),
+                            "creates a CUDA stream it never joins to the caller's stream (cudaStreamWaitEvent, or "
+                            "CUDAEvent's record + block); use at::cuda::getStreamFromPool() and join it with events, "
+                            "or launch on the current stream")]  # fmt: skip
+    return []
 
 
 def _own_code(kernels_dir: Path, preprocess: bool) -> tuple[list[_Code], list[Finding]]:
@@ -130,6 +139,7 @@ def check_kernel_sources(
     and cuDNN are allowed; None skips those rules (unknown task). `preprocess` matches the code as the
     compiler sees it (see preprocess.py); without it, the raw text with comments removed."""
     codes, findings = _own_code(Path(kernels_dir), preprocess)
+    findings += _unjoined_streams(codes)
     seen: set[tuple[str, str]] = set()
     for code in codes:
         for finding in _file_rules(code, reference_ops):

@@ -12,7 +12,33 @@ import re
 
 from cuda_agent.judge.trusted import library_rules
 
-_PY_OBJECTS = r"(?<!std)::\s*(?:object|handle|function|cpp_function|capsule|dict|globals|exec|eval)\b"
+# pybind11's ways of reaching Python, by their pybind11 spellings (issue 33 follow-up: `Horner<...>::eval`,
+# `Plan::exec`, `BlasHandle::handle` and `spec.attr[0]` are ordinary C++): names qualified by `py::` or
+# `pybind11::`, `.attr(...)` calls, `import(...)`, and the aliases and using-directives that would let the
+# same names appear unqualified. The import rules (static_imports.py, on device_code.imported_symbols) are the
+# line: running, importing, calling or patching Python imports PyRun_*, PyImport_*, PyObject_Call*,
+# PyObject_SetAttr or PyEval_GetGlobals from libpython, whatever the source spelled.
+_PY_NAMES = (
+    r"(?:object|handle|function|cpp_function|capsule|dict|globals|exec|eval\w*|import|getattr|setattr|hasattr|"
+    r"delattr|reinterpret_\w+|gil_scoped_acquire|detail)\b"
+)
+_PY_OBJECTS = r"\b(?:py|pybind11)\s*::\s*" + _PY_NAMES
+_PY_ALIASES = (  # `namespace p = pybind11;`, `using namespace pybind11;`, `using py::eval;` (py::arg is fine)
+    r"\bnamespace\s+(?!py\b)\w+\s*=\s*(?:::\s*)?(?:pybind11|py)\b|\busing\s+namespace\s+(?:::\s*)?(?:pybind11|py)\s*;|"
+    r"\busing\s+(?:::\s*)?(?:pybind11|py)\s*::\s*" + _PY_NAMES
+)
+# at::cuda names that are not operators: handles, streams, events, guards, the allocator, device properties
+# and launch-geometry helpers (00_honest_cub_temp_from_caching_allocator, 00_honest_at_cuda_set_current_stream,
+# 00_honest_aten_apply_grid_ceil_div; their c10::cuda spellings were never refused). Every other
+# `at::cuda::name(` is a per-backend operator (ATen/ops/*_cuda_dispatch.h: at::cuda::mm, at::cuda::add...).
+AT_CUDA_ALLOWED = (
+    r"getCurrentCUDA\w*Handle", "getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPool",
+    "getStreamFromExternal", "setCurrentCUDAStream", "CUDAStream", "CUDAEvent", "CUDAGuard", "OptionalCUDAGuard",
+    "CUDAStreamGuard", "OptionalCUDAStreamGuard", "CUDAMultiStreamGuard", "getCUDABlasLtWorkspace",
+    "getCUDABlasLtWorkspaceSize", "getChosenWorkspaceSize", "getCUDADeviceAllocator", "ThrustAllocator",
+    "getCurrentDeviceProperties", "getDeviceProperties", "warp_size", "device_count", "current_device",
+    "getNumGPUs", "is_available", "getApplyBlock", "getApplyGrid", "ATenCeilDiv",
+)  # fmt: skip
 CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(r"\bstd::(thread|jthread|async)\b|\bpthread_create\b|\bthrd_create\b"),
@@ -32,19 +58,27 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     ),
     (
         re.compile(
-            r"\b(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|remove|rename|"
-            r"renameat2?|__open\w*|__openat\w*|__fopen\w*)\s*\(|\bstd::(basic_)?[io]?fstream\b|\bbasic_filebuf\b|\bstd::filesystem\b"
+            r"\b(fopen|fopen64|freopen|open|open64|openat|openat64|creat|unlink|unlinkat|rename|"
+            r"renameat2?|__open\w*|__openat\w*|__fopen\w*)\s*\(|\bstd::(basic_)?[io]?fstream\b|\bbasic_filebuf\b|\bstd::filesystem\b|"
+            # remove(path), one argument, not a member call: <algorithm>'s std::remove(first, last, value)
+            # is not a file (00_honest_std_remove_unit_dims); a file removal also imports `remove` (static_imports.py)
+            r"(?<!\.)(?<!->)\bremove\s*\((?:[^,();]|\([^();]*\))*\)"
         ),
         "opens or changes files",
     ),
-    (re.compile(r"\b(getenv|secure_getenv|setenv|putenv|unsetenv)\s*\("), "reads or changes the environment"),
+    (
+        re.compile(r"\b(getenv|secure_getenv|setenv|putenv|unsetenv)\s*\("),
+        "reads or changes the environment (the environment is the judge's); take settings as arguments of your "
+        "extension function or as constants",
+    ),
     (
         re.compile(
-            r"\b_?Py[A-Z_]\w*|\bpybind11::detail\b|(?:\.|->|::)\s*(?:import|attr)\b|\bimport\s*\(|"
+            r"\b_?Py[A-Z_]\w*|(?:\.|->)\s*attr\s*\(|\bimport\s*\(|"
             r"\b(getattr|setattr|hasattr|delattr)\s*\(|\b(reinterpret_borrow|reinterpret_steal|gil_scoped_acquire)\b|"
-            + _PY_OBJECTS
+            + _PY_OBJECTS + "|" + _PY_ALIASES
         ),
-        "calls into the Python interpreter; bindings may only define functions (m.def with py::arg)",
+        "calls into the Python interpreter (pybind11's py::object, py::eval/exec, .attr(...), module imports); "
+        "bindings may only define functions (m.def with py::arg)",
     ),
     (
         re.compile(r"__attribute__\s*\(\s*\(\s*(constructor|destructor|init_priority|alias|weakref|ifunc|section)"),
@@ -62,7 +96,8 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         re.compile(
             r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
         ),
-        "changes L2 cache persistence or device limits",
+        "changes L2 cache persistence or device limits: persisting lines can survive the judge's L2 flush "
+        "between timed calls; leave L2 and the device limits as they are and stage reused data in shared memory",
     ),
     (
         # cudaMemcpyDefault (the direction from the pointers) is allowed: between device tensors it is a
@@ -85,13 +120,11 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(
             r"\bat::native::|\bat::_ops::|\bat::cuda::blas::|\bat::cpu::|\bc10::Dispatcher\b|\bfindSchema\w*\s*\(|"
-            r"\bat::cuda::(?!(?:getCurrentCUDA\w*Handle|getCurrentCUDABlasLtHandle|getCurrentCUDAStream|"
-            r"getDefaultCUDAStream|getStreamFromPool|getStreamFromExternal|getCurrentDeviceProperties|"
-            r"getCUDABlasLtWorkspace|getCUDABlasLtWorkspaceSize|getChosenWorkspaceSize|"
-            r"getDeviceProperties|warp_size|CUDAStream|CUDAEvent|OptionalCUDAGuard|CUDAGuard|CUDAStreamGuard|"
-            r"OptionalCUDAStreamGuard|device_count|current_device|is_available)\b)\w+\s*\("
+            r"\bat::cuda::(?!(?:" + "|".join(AT_CUDA_ALLOWED) + r")\b)\w+\s*\("
         ),
-        "calls PyTorch's operator implementations directly; write the kernel",
+        "calls PyTorch's operator implementations directly (at::native, at::_ops, at::cuda::blas, at::cuda::<op>); "
+        "write the kernel. Allowed at::cuda names (or their c10::cuda:: spellings): "
+        + ", ".join(AT_CUDA_ALLOWED).replace("\\w*", "*"),
     ),
     (
         library_rules.SOURCE_CALL,
@@ -127,9 +160,12 @@ CPP_RULES: list[tuple[re.Pattern[str], str]] = [
         "makes system calls directly (inline asm)",
     ),
 ]
-# A stream the submission creates must be joined back to the caller's stream (cudaStreamWaitEvent on it).
+# A stream the submission creates must be joined back to the caller's stream: cudaStreamWaitEvent, or
+# at::cuda::CUDAEvent's `.block(stream)` / `.wait(...)` (00_honest_stream_joined_with_event_block). Judged over the whole
+# submission: a stream created in one file may be joined in another (00_honest_stream_created_in_other_file). Defence in depth: the device-wide synchronisation after
+# every timed call charges work left on any stream.
 STREAM_CREATE = re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(")
-STREAM_JOIN = re.compile(r"\bcudaStreamWaitEvent\s*\(|\bcuStreamWaitEvent\s*\(|\.wait\s*\(")
+STREAM_JOIN = re.compile(r"\bcudaStreamWaitEvent\s*\(|\bcuStreamWaitEvent\s*\(|\.\s*(?:wait|block)\s*\(")
 CUBLAS_USE = re.compile(r"\bcublas\w*\s*\(")
 CUDNN_USE = re.compile(r"\bcudnn\w*\s*\(")
 # A driver function asked for by a literal name: refused at run time by the judge's gate unless allowed
