@@ -166,6 +166,13 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
         "within rtol = 1e-2. A kernel that returns that number or copies its input would be rewarded on such a "
         "task, so the judge refuses to judge it (`task_error`, naming the stand-in that passes).",
         "",
+        "Level 3's image networks are flagged for another reason of the same kind: a deep network with "
+        "random weights (ResNet-101, DenseNet, EfficientNet, MobileNet, GoogleNet, RegNet, SqueezeNet, ViT, "
+        "Swin) maps every image drawn from [0, 1) to nearly the same logits, so returning the first image's "
+        "output for the whole batch passes at atol = rtol = 1e-2 (`its first slice along dim 0 repeated`). "
+        "KernelBench's own check would reward that kernel too. Such a task needs inputs or weights under which "
+        "the images differ (trained weights, normalised inputs) before a kernel can be judged on it.",
+        "",
         f"Every task's record: `{args.json}`.",
         "",
         "Counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(records)} tasks).",
