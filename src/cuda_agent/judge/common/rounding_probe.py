@@ -9,23 +9,30 @@ about K = 32768, passed the precision audit on KernelBench's large-K matmuls (fo
 2026-12-04), where they are 5-15x faster than fp32.
 
 What. Every float32 value that is not already exact in bf16 (its low 16 mantissa bits are not all zero: a
-generic value, not 1.0, 0.5, an integer or a bf16 number) gets four mantissa bits set, the two below
-bf16's last kept bit and the two below TF32's (and fp16's) last kept bit. Rounding the value to bf16, TF32
-or fp16, to nearest, then always goes up in magnitude (by 1/8 to 1/4 of the format's step: the dropped
-part is above one half), and truncating always goes down. Every operand of a lowered-precision product
-then errs the same way, so the error of a sum of K of them grows like K, not sqrt(K), and stands far
-outside the allowance (about 60 times it for TF32 at K = 32768). float64 values get the same for
-rounding to float32 as well. Only bits are set: a value stays in its binade (so [0, 1) stays [0, 1), a
-sign stays, a domain stays), moves by less than 2^-7 of itself, and exact values (zeros, integers, one-hot
-masks, powers of two, infinities, NaN, subnormals) are left alone.
+generic value, not 1.0, 0.5, an integer or a bf16 number) gets the first bit below bf16's last kept bit
+set, the first below TF32's (and fp16's), and the last. Rounding the value to bf16, TF32 or fp16, to
+nearest, then always goes up in magnitude (by up to half the format's step: the dropped part is above one
+half), and truncating always goes down. Every operand of a lowered-precision product then errs the same
+way, so the error of a sum of K of them grows like K, not sqrt(K), and stands far outside the allowance.
+float64 values get the same for rounding to float32 as well. Only bits are set: a value stays in its
+binade (so [0, 1) stays [0, 1), a sign stays, a domain stays), moves by less than 2^-7 of itself, and
+exact values (zeros, integers, one-hot masks, powers of two, infinities, NaN, subnormals) are left alone.
+
+One bit per format, not two: a kernel that knows the bias can measure and remove it (per row of A and
+column of B, the sum of its own rounding errors over the sum of the operands, O(MK + KN) work; a review
+did, 2026-12-04). What is left is the spread of the rounding errors about their mean, and setting only
+the half bit keeps that spread at half of plain rounding's (two bits kept a quarter: the corrected TF32
+product then passed from K = 4096, where plain TF32 failed).
 
 Where. Both workers apply it to every input set they draw (candidate/inputs.py, after the input audit's
 transforms), and the perturbation applies it to every parameter it moves (trusted/perturb.py): the
 reference, its float64 truth and the candidate all compute on the same values. An honest kernel in the
-task's precision computes on them as on any others. What it does not catch: a kernel that rounds its
-operands and then corrects for this very bias (it would have to know this module); a lowered precision
-inside the kernel on intermediate values, which the inputs' bits do not reach (the audit's bound does,
-unless the intermediate sum is long and of one sign).
+task's precision computes on them as on any others. What it does not catch (docs/design/precision.md): a
+kernel that rounds its operands and then removes the bias it measured, where what is left is within a
+plain running sum's allowance (long one-signed reductions); a lowered precision on intermediate values,
+which the inputs' bits do not reach. Both compute as accurately as an honest fp32 running sum can, which
+is the audit's criterion; a differential check (the same set with low bits changed on a secret subset:
+a kernel that rounds its operands does not respond) is the way to see them.
 """
 
 from __future__ import annotations
@@ -34,12 +41,13 @@ import torch
 
 # dtype -> (integer view, bits set, low bits that are zero in a value left alone, exponent bits)
 PATTERNS: dict[torch.dtype, tuple[torch.dtype, int, int, int]] = {
-    # float32, 23 mantissa bits: bf16 keeps 7 (bits 15, 14 set), TF32 and fp16 keep 10 (bits 12, 11 set)
-    torch.float32: (torch.int32, (1 << 15) | (1 << 14) | (1 << 12) | (1 << 11), (1 << 16) - 1, 0x7F800000),
-    # float64, 52 mantissa bits: bf16 keeps 7 (44, 43), TF32 and fp16 keep 10 (41, 40), float32 keeps 23 (28, 27)
+    # float32, 23 mantissa bits: bf16 keeps 7 (bit 15, its dropped half), TF32 and fp16 keep 10 (bit 12); bit 0
+    # makes every dropped part strictly above one half (no ties to even)
+    torch.float32: (torch.int32, (1 << 15) | (1 << 12) | 1, (1 << 16) - 1, 0x7F800000),
+    # float64, 52 mantissa bits: bf16 keeps 7 (bit 44), TF32 and fp16 keep 10 (bit 41), float32 keeps 23 (bit 28)
     torch.float64: (
         torch.int64,
-        (1 << 44) | (1 << 43) | (1 << 41) | (1 << 40) | (1 << 28) | (1 << 27),
+        (1 << 44) | (1 << 41) | (1 << 28) | 1,
         (1 << 29) - 1,
         0x7FF0000000000000,
     ),
