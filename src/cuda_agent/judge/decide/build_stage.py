@@ -21,7 +21,7 @@ from cuda_agent.judge.decide.coverage import (
 )
 from cuda_agent.judge.decide.verdict import Status
 from cuda_agent.judge.trusted.build import MODULE_NAME, build_extension
-from cuda_agent.judge.trusted.device_code import RESERVED_KERNEL_PREFIXES
+from cuda_agent.judge.trusted.device_code import reserved_reason
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.pool import CandidateSlot
 from cuda_agent.judge.trusted.python_syntax import syntax_problem
@@ -95,12 +95,7 @@ class BuildStage:
         self.kernel_names, reserved = binary_attribution(module_file, self.kernel_lists().torch)
         self.checks["device_kernels"] = len({n for n in self.kernel_names if "(" in n or not n.startswith("_Z")})
         if reserved:
-            raise self.fail(
-                Status.REJECTED,
-                f"kernels/ defines kernels in PyTorch's or a library's namespace, or named like PyTorch's own "
-                f"({', '.join(reserved[:3])}); their launches could not be told from PyTorch's own: rename them "
-                f"(a kernel's qualified name may not start with {', '.join(RESERVED_KERNEL_PREFIXES)})",
-            )
+            raise self.fail(Status.REJECTED, f"kernels/ {reserved_reason(reserved)}")
         self.built = True
 
     def install(self, slot: CandidateSlot) -> None:

@@ -189,13 +189,9 @@ def _binary_findings(result: BuildResult, ops: set[str] | None) -> list:
     except Exception as exc:  # fail closed, as the judge does
         return [*findings, Finding("kernels/", 0, f"the built library could not be read ({type(exc).__name__}: {exc})")]
     if reserved:
-        from cuda_agent.judge.trusted.device_code import RESERVED_KERNEL_PREFIXES
+        from cuda_agent.judge.trusted.device_code import reserved_reason
 
-        findings.append(Finding("kernels/", 0, f"defines kernels in PyTorch's or a library's namespace, or named "
-                                               f"like PyTorch's own ({', '.join(reserved[:3])}): rename them (a "
-                                               f"kernel's qualified name may not start with "
-                                               f"{', '.join(RESERVED_KERNEL_PREFIXES)}; e.g. a namespace "
-                                               "`my_linear` instead of `cublas_linear`)"))  # fmt: skip
+        findings.append(Finding("kernels/", 0, reserved_reason(reserved)))
     return findings
 
 

@@ -186,7 +186,7 @@ def within_honest_error(mask: torch.Tensor, ref: torch.Tensor, truth: Any) -> to
     if bool(((value != part(ref)) & ~unsure).any()):
         return mask
     narrowed = mask.clone()
-    part(narrowed).logical_and_(unsure) if ref.dim() else narrowed.logical_and_(unsure)
+    part(narrowed).logical_and_(unsure)  # in place: `part` is a view of the rows (the tensor itself for 0-d)
     return narrowed
 
 

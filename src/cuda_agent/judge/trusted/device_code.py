@@ -243,6 +243,15 @@ def qualified_name(demangled: str) -> str:
     return head.replace("{anonymous}", "(anonymous namespace)")
 
 
+def reserved_reason(reserved: list[str]) -> str:
+    """Why a build with kernels in a reserved namespace is refused, and what to rename (both the CPU checks
+    and the judgment's build stage say it)."""
+    return (f"defines kernels in PyTorch's or a library's namespace, or named like PyTorch's own "
+            f"({', '.join(reserved[:3])}): their launches could not be told from PyTorch's own; rename them (a "
+            f"kernel's qualified name may not start with {', '.join(RESERVED_KERNEL_PREFIXES)}; e.g. a namespace "
+            "`my_linear` instead of `cublas_linear`)")  # fmt: skip
+
+
 def reserved_kernels(found: list[Kernel], taken: frozenset[str] = frozenset()) -> list[str]:
     """Kernels of a submission named in PyTorch's or a library's namespace (see RESERVED_KERNEL_PREFIXES),
     or named exactly like a kernel of PyTorch's own binaries (`taken`: normalised names, from
