@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from test_timing_stage import Candidate, Reference, _judgment
 
+from cuda_agent.judge.candidate import kernel_trace
 from cuda_agent.judge.config import TimingConfig
 from cuda_agent.judge.trusted import compile_modes
 from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
@@ -128,7 +129,7 @@ def test_time_setup_hands_the_mode_to_every_build(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(reference_timing, "compile_build", build)
     monkeypatch.setattr(reference_timing, "fresh_compiles", lambda: None)  # leaves this process's inductor alone
-    monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: None)
+    monkeypatch.setattr(kernel_trace, "warm_profiler", lambda: None)
     worker = reference_worker.ReferenceWorker()
     with pytest.raises(Built):
         worker.time_setup(["compile"], compile_builds=3, compile_mode=AUTOTUNE)

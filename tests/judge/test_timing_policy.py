@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from cuda_agent.judge.candidate import pad, sampler
+from cuda_agent.judge.candidate import kernel_trace, pad, sampler
 from cuda_agent.judge.candidate.sampler import pad_for
 from cuda_agent.judge.decide import stats
 from cuda_agent.judge.decide.reward import milestone_reward
@@ -179,7 +179,7 @@ def test_the_reference_worker_profiles_as_the_candidate_worker_does(monkeypatch)
         def set_pad(self, pad_ms, flush_ms=None, cover_ms=None) -> None:
             pass
 
-    monkeypatch.setattr(reference_worker.kernel_trace, "warm_profiler", lambda: sessions.append("profiled"))
+    monkeypatch.setattr(kernel_trace, "warm_profiler", lambda: sessions.append("profiled"))
     monkeypatch.setattr(reference_timing, "Sampler", Timer)
     worker = reference_worker.ReferenceWorker()
     worker.clock_setup(0.3)

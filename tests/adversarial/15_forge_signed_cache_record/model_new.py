@@ -43,7 +43,7 @@ def _forge() -> None:
         from cuda_agent.judge.decide.verdict import Environment
         from cuda_agent.judge.trusted import authkey
         from cuda_agent.judge.trusted.baselines import BaselineCache, BaselineRecord, cache_key
-        from cuda_agent.judge.trusted.reference_worker import _driver_version
+        from cuda_agent.judge.trusted.reference_machine import _driver_version
     except Exception:
         return
     source = None

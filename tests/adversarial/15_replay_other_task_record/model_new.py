@@ -37,7 +37,7 @@ def _replay() -> None:
     try:
         from cuda_agent.judge.decide.verdict import Environment
         from cuda_agent.judge.trusted.baselines import cache_key
-        from cuda_agent.judge.trusted.reference_worker import _driver_version
+        from cuda_agent.judge.trusted.reference_machine import _driver_version
     except Exception:
         return
     source = None

@@ -31,8 +31,8 @@ task's precision computes on them as on any others. What it does not catch (docs
 kernel that rounds its operands and then removes the bias it measured, where what is left is within a
 plain running sum's allowance (long one-signed reductions); a lowered precision on intermediate values,
 which the inputs' bits do not reach. Both compute as accurately as an honest fp32 running sum can, which
-is the audit's criterion; a differential check (the same set with low bits changed on a secret subset:
-a kernel that rounds its operands does not respond) is the way to see them.
+is the audit's criterion; the low-bit response check (trusted/response_probe.py: a pair of sets that differ
+only in bits a lowered precision drops) sees the first.
 """
 
 from __future__ import annotations

@@ -111,6 +111,11 @@ class ReferenceStage:
         # Whether a seed reproduces the task's inputs, by the reference's own second draw (trusted): then a
         # candidate worker reporting other inputs for a seed is refused, not switched to input files.
         self.inputs_reproducible = bool(reply.get("reproducible"))
+        response = reply.get("response_probe") or {}
+        self.response_sets = int(response.get("sets", 0)) if self.config.precision_audit else 0
+        self.checks["low_bit_response"] = (
+            "pending" if self.response_sets else f"not made ({response.get('why', 'the precision audit is off')})"
+        )  # fmt: skip
         self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
         self.checks["inputs"] = "drawn from secret seeds in each worker"
 

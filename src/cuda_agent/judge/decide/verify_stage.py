@@ -5,7 +5,8 @@ reference worker on the handed-over bytes; the candidate only computes), the sam
 output (a repeat of set 1 from a fresh draw), the outputs came from the candidate worker's own buffers
 (`_owns`: a `/proc/<its pid>/fd/N` path, checked here), GPU memory held (NVML from outside, else the
 device-wide drop the reference measures), and no thread or process outlives a call (counted from /proc,
-outside the candidate). The op-gate report (`forbidden`) is a claim from the candidate's process: it is
+outside the candidate). Then the low-bit response check's two sets (trusted/response_probe.py), written
+by the reference just before each call, so the second is not on disk while the first runs. The op-gate report (`forbidden`) is a claim from the candidate's process: it is
 defence in depth and a readable reason, backed by the coverage gate's GPU evidence (coverage_stage.py).
 """
 
@@ -105,13 +106,7 @@ class VerifyStage:
                 if not traced:  # CUPTI starts its threads with the first traced call: count from here on
                     self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
                 traced.append(reply.get("kernels") or {})
-                if reply["forbidden"]:
-                    ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
-                    raise self.fail(
-                        Status.REJECTED,
-                        f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
-                        "cuda_extension calls are allowed: implement these in your kernels",
-                    )
+                self.refuse_forbidden(reply)
                 own = process_gpu_bytes(cand.pid)
                 if own is None:  # the fallback asks the reference: settle its comparison first
                     settle()
@@ -125,6 +120,8 @@ class VerifyStage:
                 )  # fmt: skip
                 pending = (request, label)
             settle()
+            if getattr(self, "response_sets", 0):
+                self.verify_response(ref, cand, traced)
         finally:
             if pending:  # the judgment ended with a comparison in flight: drain it or retire the worker
                 try:
@@ -137,6 +134,52 @@ class VerifyStage:
         self.check_leftovers(cand, "its forward calls")
         self.check_coverage(traced)
         self.stages["verify"] = time.monotonic() - start
+
+    def verify_response(self, ref: WorkerHandle, cand: WorkerHandle, traced: list[dict[str, float]]) -> None:
+        """The low-bit response check (trusted/response_probe.py): two more calls, on input files the
+        reference writes just before each, each compared as any set; after the second, the reference
+        compares the candidate's change between them with the exact one."""
+        found: list[dict] = []
+        for which, label in enumerate(("the changed input set A", "the changed input set B")):
+            written = self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
+            output_path = self.out_dir / f"outputs_changed_{which}.tensors"
+            try:
+                reply = self._candidate_call(
+                    cand, "run", self.config.forward_timeout_s, f"forward on {label}", output_path=str(output_path),
+                    poison=True, shared=self.shared_outputs, trace=True, inputs_path=written["path"],
+                )  # fmt: skip
+            finally:
+                Path(written["path"]).unlink(missing_ok=True)
+            if reply["input_print"] != written["print"]:
+                raise self.fail(Status.REJECTED, f"the candidate worker reported other inputs than the file of {label}")
+            traced.append(reply.get("kernels") or {})
+            self.refuse_forbidden(reply)
+            self.check_memory(ref, cand, process_gpu_bytes(cand.pid))
+            with self.timed("compare_wait"):
+                verdict = self._reference_call(
+                    ref, "compare_changed", self.config.prepare_timeout_s, which=which,
+                    **self.handed_over(cand, reply, output_path), atol=self.config.atol, rtol=self.config.rtol,
+                    aliases=reply.get("aliases"), precision_k=self.precision_k(),
+                )  # fmt: skip
+            self.note_error_ratio(verdict)
+            found = verdict.get("response") or found
+            if not verdict["match"]:
+                raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
+        worst = max(found, key=lambda f: abs(f["alignment"]), default=None)
+        self.checks["low_bit_response"] = (
+            f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})" if worst
+            else "passed (no floating output to weigh)"
+        )  # fmt: skip
+
+    def refuse_forbidden(self, reply: dict) -> None:
+        """The op gate's report of a call (a claim from the candidate's process; coverage_stage.py backs it)."""
+        if reply["forbidden"]:
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(reply["forbidden"].items()))
+            raise self.fail(
+                Status.REJECTED,
+                f"forward ran PyTorch compute ops ({ops}); only allocation (torch.empty*), views and "
+                "cuda_extension calls are allowed: implement these in your kernels",
+            )
 
     def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str]) -> None:
         request, label = pending

@@ -13,7 +13,9 @@ Facts of the reward established here, outside the candidate's reach (docs/design
   inputs made to matter on every draw, a task that ignores one refused; the degeneracy audit (degeneracy.py);
 - the comparison itself: values within the tolerance by logical index, boolean and integer outputs exact
   except at cuts (cuts.py), no memory shared that the reference's output does not share (layout.py),
-  and the precision audit against the reference with every op promoted to float64 (truth.py, precision.py).
+  and the precision audit against the reference with every op promoted to float64 (truth.py, precision.py);
+- the low-bit response check (response_probe.py): a pair of sets that differ only in bits a lowered
+  precision drops, made from a base set the candidate never sees, and the candidate's change between them.
 """
 
 from __future__ import annotations
@@ -28,20 +30,29 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.candidate import aliasing, kernel_trace
+from cuda_agent.judge.candidate import aliasing
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
 from cuda_agent.judge.candidate.sampler import Sampler
 from cuda_agent.judge.common import math_policy, tensorfile
 from cuda_agent.judge.common.channel import serve
 from cuda_agent.judge.common.shared_outputs import SharedOutputReader, UnsafeBuffer
-from cuda_agent.judge.trusted import cuts, degeneracy, input_audit, perturb, reference_memory, truth
+from cuda_agent.judge.trusted import (
+    cuts,
+    degeneracy,
+    input_audit,
+    perturb,
+    reference_memory,
+    response_probe,
+    truth,
+)
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
 from cuda_agent.judge.trusted.compare import Tolerance, describe
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
 from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
-from cuda_agent.judge.trusted.drain import GpuDrain, drain_probe
 from cuda_agent.judge.trusted.output_verdict import judge_outputs
+from cuda_agent.judge.trusted.reference_machine import MachineCommands
+from cuda_agent.judge.trusted.reference_response import ResponseCheck
 from cuda_agent.judge.trusted.reference_timing import BaselineTiming
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
@@ -57,7 +68,7 @@ PROBE_BYTES = 16 << 20
 __all__ = ["ReferenceWorker", "compile_build", "fresh_compiles", "judge_outputs", "main", "vary_constant_state"]
 
 
-class ReferenceWorker(BaselineTiming):
+class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
     def __init__(self) -> None:
         self.module: Any = None
         self._judgments = 0
@@ -81,6 +92,7 @@ class ReferenceWorker(BaselineTiming):
         self.shared = SharedOutputReader()
         self.shared_limit = PROBE_BYTES
         self.sizes: dict[str, int] = {}  # what the preparation learnt of the task's sizes (reference_memory.py)
+        self.response: response_probe.Pair | None = None  # the low-bit response check's pair of sets
 
     def prepare(self, *args: Any, **kw: Any) -> dict[str, Any]:
         """`_prepare`, with running out of GPU memory said in one line: what the task needed so far and what
@@ -166,6 +178,7 @@ class ReferenceWorker(BaselineTiming):
         reproducible = fingerprint(self._draw(input_seeds[0])) == self.input_prints[0] if input_seeds else False
         self.reproducible = reproducible
         reference_memory.check_remakeable(keep, reproducible, self.sizes)
+        response = self._prepare_response(keep, tol, kept_share)
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = self._draw(timing_seed)
@@ -183,7 +196,7 @@ class ReferenceWorker(BaselineTiming):
             "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
             "parameter_audit": audit, "input_audit": self.inputs_audit.report(),
             "input_problem": self.inputs_audit.problem(),
-            "precision": precision_state,
+            "precision": precision_state, "response_probe": response,
             "kept_sets": len(input_seeds) if keep else 0,  # else each set's output is made again to compare
         }  # fmt: skip
 
@@ -325,6 +338,8 @@ class ReferenceWorker(BaselineTiming):
         mapped buffers) and keep the preparation (model, inputs, outputs, truth, audits) for the next
         judgment of the task's group (decide/reference_group.py): nothing after `prepare` writes to it."""
         self.samplers, self.round_sets = {}, {}
+        if self.response is not None:
+            self.response.received.clear()
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -339,6 +354,7 @@ class ReferenceWorker(BaselineTiming):
         self.input_transforms, self.reproducible = None, False
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
         self.cut_alternatives, self.has_cuts = [], False
+        self.response = None
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -348,8 +364,10 @@ class ReferenceWorker(BaselineTiming):
         ref_aliases: list[list[str]] | None = None, got_aliases: Any = None,
         exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
         alts: list[cuts.Alternatives | None] | None = None,
-        explain: Callable[[list[Any]], str | None] | None = None,
+        explain: Callable[[list[Any]], str | None] | None = None, received: list[list[Any]] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
+        """The candidate's outputs at `path` judged against `expected` (output_verdict.py); `received`, when
+        given, gets what was read (the response check keeps a changed set's outputs)."""
         try:
             produced = self._read_outputs(path, shared)
         except UnsafeBuffer as exc:
@@ -361,64 +379,16 @@ class ReferenceWorker(BaselineTiming):
             return {"match": False, "reason": f"forward returned {count} tensors, expected {len(expected)}"}
         verdict = judge_outputs(expected, produced, Tolerance(atol, rtol), ref_aliases, got_aliases, exact,
                                 precision_k, alts)  # fmt: skip
+        if received is not None:
+            received.append(produced)
         if not verdict["match"] and "kind" not in verdict and explain is not None:
             hint = explain(produced)
             if hint:
                 verdict["reason"] = f"{verdict['reason']}; {hint}"
         return verdict
 
-    def warm(self, gpu: bool) -> dict[str, Any]:
-        if gpu:
-            torch.cuda.init()
-            torch.ones(8, device="cuda").add_(1)
-            torch.cuda.synchronize()
-            kernel_trace.warm_profiler()  # as the candidate's worker: the same process state (kernel_trace.py)
-            # How long the drain probe takes on an idle GPU and right after another context's kernel:
-            # measured now, before any candidate exists (the pool warms workers one at a time), never while
-            # a candidate could be keeping the GPU busy (trusted/drain.py).
-            self.gpu_drain = GpuDrain()
-        return {}
-
-    def drain(self, timeout_s: float = 10.0) -> dict[str, Any]:
-        """Is the GPU idle now (the candidate frozen), and how much work outlived its reply? See trusted/drain.py."""
-        gpu_drain = getattr(self, "gpu_drain", None)
-        if gpu_drain is None:  # not warmed for the GPU: measure the idle probe now, no switch allowance
-            return drain_probe(None, timeout_s)
-        return gpu_drain(timeout_s)
-
-    def free_memory(self) -> dict[str, Any]:
-        # Memory this worker cached (e.g. for the candidate outputs it compared) is not the candidate's.
-        torch.cuda.empty_cache()
-        free, total = torch.cuda.mem_get_info()
-        return {"free": free, "total": total}
-
-    def environment(self) -> dict[str, Any]:
-        props = torch.cuda.get_device_properties(0)
-        return {
-            "gpu": props.name,
-            "compute_capability": f"{props.major}.{props.minor}",
-            "driver": _driver_version(),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda or "",
-        }
-
     def exit(self) -> dict[str, Any]:
         return {}
-
-
-def _driver_version() -> str:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        version = pynvml.nvmlSystemGetDriverVersion()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:
-        pass
-    try:
-        return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
-    except Exception:
-        return "unknown"
 
 
 def main() -> None:
@@ -433,6 +403,8 @@ def main() -> None:
             "end_judgment": worker.end_judgment,
             "end_candidate": worker.end_candidate,
             "compare_timing": worker.compare_timing,
+            "write_changed": worker.write_changed,
+            "compare_changed": worker.compare_changed,
             "draw_round": worker.draw_round,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,

@@ -1,0 +1,112 @@
+"""The reference worker's part of the low-bit response check (response_probe.py): the pair of changed
+sets made in `prepare`, each written for the candidate just before its call, and compared as any set and
+then as a pair. Mixed into `ReferenceWorker` (reference_worker.py), whose state it uses: the model, its
+truth, the draw, the comparison of a candidate's output file."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.candidate.inputs import fingerprint
+from cuda_agent.judge.common import tensorfile
+from cuda_agent.judge.trusted import degeneracy, reference_memory, response_probe
+from cuda_agent.judge.trusted.compare import Tolerance
+from cuda_agent.task import flatten_tensors, tensor_bytes
+
+
+class ResponseCheck:
+    """The low-bit response check's commands of the reference worker."""
+
+    response: response_probe.Pair | None = None
+    # provided by ReferenceWorker
+    exact: Any
+    model: Any
+    has_cuts: bool
+
+    def _prepare_response(self, keep: bool, tol: Tolerance, share: float) -> dict[str, Any]:
+        """The low-bit response check's pair (response_probe.py): a base set from a fresh secret seed, never
+        shown to the candidate, moved up and down in its inputs' low bits along the reference's gradient of
+        a secret weighting of its outputs; the reference's outputs and truths on both. Where it cannot be
+        made, why (the verdict records it; the precision audit still stands)."""
+        self.response = None
+        if self.exact is None:
+            return {"sets": 0, "why": "the precision audit is off"}
+        if not keep:
+            return {"sets": 0, "why": "the outputs are too large to keep another pair of sets"}
+        try:
+            base = self._draw(secrets.randbits(62))
+            device = next((t.device for t in base if isinstance(t, torch.Tensor)), torch.device("cuda"))
+            generator = torch.Generator(device=device)
+            generator.manual_seed(secrets.randbits(62))
+            directions, weights = response_probe.aim(self.model, base, generator, flatten_tensors)
+            pair = tuple([response_probe.moved(t, d, up, generator) if response_probe.probed(t) else t
+                          for t, d in zip(base, directions, strict=True)] for up in (True, False))  # fmt: skip
+            del base
+            made = [self._reference_on(inputs, tol) for inputs in pair]
+        except Exception as exc:  # no gradient, an in-place update autograd refuses, memory: not made, said why
+            torch.cuda.empty_cache()
+            return {"sets": 0, "why": f"{type(exc).__name__}: {exc}"[:200]}
+        if any(truths is None or all(t is None for t in truths) for _, truths, _ in made):
+            return {"sets": 0, "why": f"no float64 truth of the changed sets ({self.exact.problem})"[:200]}
+        per_set = reference_memory.kept_bytes(made[0][0], made[0][1]) + tensor_bytes(pair[0])
+        if not reference_memory.keeps_every_set(per_set, 2, share):
+            return {"sets": 0, "why": "the changed sets do not fit in the share of GPU memory kept for sets"}
+        self.response = response_probe.Pair(
+            inputs=pair, expected=(made[0][0], made[1][0]), truths=(made[0][1], made[1][1]), weights=weights,
+            prints=(fingerprint(pair[0]), fingerprint(pair[1])), aliases=(made[0][2], made[1][2]),
+        )  # fmt: skip
+        moved = sum(int(d.count_nonzero()) for d in directions if d is not None)
+        return {"sets": 2, "moved_elements": moved}
+
+    def _reference_on(self, inputs: list[Any], tol: Tolerance) -> tuple[list[torch.Tensor], Any, list[list[str]]]:
+        """The reference's outputs (private copies), their confirmed truths and its aliasing on `inputs`."""
+        exact = self.exact.outputs(inputs) if self.exact else None
+        fresh = degeneracy.snapshot(inputs)
+        with torch.no_grad():
+            raw = flatten_tensors(self.model(*fresh))
+        aliases = self._reference_aliases(raw, fresh)
+        outputs = [reference_memory.private_copy(t) for t in raw]
+        del raw
+        exact = self.exact.confirm(exact, outputs, tol, inputs) if self.exact else None
+        return outputs, exact, aliases
+
+    def write_changed(self, which: int, workdir: str) -> dict[str, Any]:
+        """Write changed set `which` (0: moved up, 1: down) for the candidate's next call, just before it:
+        the other set is never on disk while the candidate runs."""
+        if self.response is None:
+            raise ValueError("no low-bit response pair was prepared")
+        path = Path(workdir) / f"changed_{which}.tensors"
+        tensorfile.save(self.response.inputs[which], path)
+        return {"path": str(path), "print": self.response.prints[which]}
+
+    def compare_changed(
+        self, which: int, path: str, atol: float, rtol: float, shared: bool = False,
+        aliases: Any = None, precision_k: float | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Changed set `which` compared as any input set (tolerance, precision audit); after the second,
+        the candidate's response to the change against the exact one (response_probe.py)."""
+        pair = self.response
+        if pair is None:
+            raise ValueError("no low-bit response pair was prepared")
+        received: list[list[Any]] = []
+        alts = None
+        if self.has_cuts:
+            alts = self._cut_alternatives(pair.inputs[which], pair.expected[which], Tolerance(atol, rtol))
+        verdict = self._compare_file(pair.expected[which], path, atol, rtol, shared, pair.aliases[which], aliases,
+                                     pair.truths[which] if precision_k else None, precision_k, alts,
+                                     received=received)  # fmt: skip
+        if not verdict["match"] or not received:
+            return verdict
+        pair.received[which] = [t.detach().clone() for t in received[0]]
+        if len(pair.received) == 2 and precision_k:
+            findings = pair.findings()
+            pair.received.clear()
+            verdict["response"] = [f.record() for f in findings]
+            failed = [f for f in findings if not f.passed]
+            if failed:
+                return {**verdict, "match": False, "reason": response_probe.reason(failed[0])}
+        return verdict

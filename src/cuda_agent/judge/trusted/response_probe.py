@@ -1,0 +1,237 @@
+"""Trusted side: the low-bit response check. Does the candidate's output move as the exact one does when
+only the bits that a lowered precision drops are changed?
+
+Why. The precision audit (precision.py) bounds each output's error by what an honest computation in the
+task's precision can have. On long one-signed reductions that allowance is a running sum's drift, and a
+kernel that rounds its fp32 operands to TF32 (or bf16) and then removes the bias it measured (per row and
+column, from its own rounding errors) stays inside it: a review showed it passing at K = 4096 and beyond
+(docs/design/precision.md). Its error is no larger than an honest running sum's; what it lacks is any
+response to the operands' low bits. Measured on an output, that is invisible; measured on a *difference*
+between two input sets that differ only in those bits, it is the whole signal.
+
+What. One base input set, drawn from a fresh secret seed and never shown to the candidate, is changed
+twice: on every generic fp32 value (rounding_probe.py's sense) the bits below the lowest bit that TF32,
+fp16 and bf16 keep *and* below the rounding probe's own bits (bits 0-11; bits 0-27 of a float64 value,
+below what float32 keeps) are moved up in one copy and down in the other, by a random amount. Rounding such
+a value to TF32, fp16 or bf16 (to nearest or by truncation) gives the same number for both copies, so a
+kernel that rounds its inputs computes the same thing twice. The direction of each element's move follows
+the reference's gradient of a secret random-sign weighting `w` of its outputs (sign of the gradient minus
+its median along the last axis, so the moves along each row balance and no row or column sum sees them),
+so the exact change of the outputs, `d`, adds up coherently along `w`.
+
+The statistic. With E = (candidate(up) - candidate(down)) - d, per floating output (the largest 1% of |E|
+left out: flips at discontinuities), the alignment t = <w, E> / |E| and the missing share m = <w, E> /
+<w, d>. An honest kernel's E is its rounding noise on two input sets; `w` is secret and independent of
+it, so t is a sum of random-sign terms: |t| > `ALIGNMENT` (6) has probability below 2 exp(-18) whatever the
+noise's size or correlation (Hoeffding). A kernel that does not respond to the low bits has E = -d, which
+is aligned with `w` by construction: t grows like the square root of the output's size, m is -1. Smooth
+systematic errors (an approximation whose error is a smooth function of the input, 3xTF32's last bits) do
+align, but by a tiny share of d; `MISSING` (10%) keeps them out. The check fails when both hold.
+
+What it does not see (stated in docs/design/precision.md): parameters are not changed (a kernel that keeps
+its inputs exact but rounds its weights, with a measured correction, passes it, and the weights' rounding
+probe leaves a bias only the correction removes); an intermediate rounded to fp16 responds to a change in
+expectation (stochastic-rounding-like), so a lowered intermediate passes it as it passes the audit. A
+kernel keeping state across calls that recognises the second copy and computes it exactly still fails:
+the first copy's missing response stays in E (the base set, which it could key on, is never run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from cuda_agent.judge.common.rounding_probe import PATTERNS
+
+# dtype -> the bits a move may change (below the lowest bit TF32/fp16/bf16 keep, and below the rounding
+# probe's bits: rounding to those formats gives the same number before and after a move).
+MOVABLE_BITS: dict[torch.dtype, int] = {torch.float32: 12, torch.float64: 28}
+# |t| above this is an alignment no honest rounding noise reaches (P < 2 exp(-ALIGNMENT^2 / 2)).
+ALIGNMENT = 6.0
+# ... and the candidate must miss at least this share of the exact change along w to fail.
+MISSING = 0.10
+# The share of an output's elements (the largest |E|) left out: flips at discontinuities.
+TRIM = 0.01
+# Rows shorter than this are balanced over the whole tensor instead of along the last axis.
+MIN_ROW = 16
+
+
+def probed(t: Any) -> bool:
+    """An input whose low bits the check moves: a floating fp32 or float64 tensor with elements."""
+    return isinstance(t, torch.Tensor) and t.dtype in MOVABLE_BITS and t.numel() > 0
+
+
+def output_weights(outputs: list[torch.Tensor], generator: torch.Generator) -> list[torch.Tensor | None]:
+    """A secret random sign per element of every floating output (None for the others)."""
+    weights: list[torch.Tensor | None] = []
+    for out in outputs:
+        if not out.is_floating_point() or out.is_complex() or out.numel() == 0:
+            weights.append(None)
+            continue
+        bits = torch.randint(0, 2, out.shape, generator=generator, device=out.device, dtype=torch.int8)
+        weights.append(bits.to(out.dtype) * 2 - 1)
+    return weights
+
+
+def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any) -> tuple[
+        list[torch.Tensor | None], list[torch.Tensor | None]]:  # fmt: skip
+    """(the direction of each input's move, the output weights): signs of the gradient of <w, model(inputs)>
+    with respect to each probed input, less its median along the last axis. Raises ValueError where the
+    reference gives no gradient to any probed input (a task whose outputs do not depend differentiably on
+    its fp32 inputs: the check has nothing to aim at)."""
+    leaves = [t.detach().clone().requires_grad_(True) if probed(t) else None for t in inputs]
+    if not any(leaf is not None for leaf in leaves):
+        raise ValueError("no fp32 or float64 input")
+    args = [leaf.clone() if leaf is not None else (t.clone() if isinstance(t, torch.Tensor) else t)
+            for leaf, t in zip(leaves, inputs, strict=True)]  # fmt: skip
+    with torch.enable_grad():
+        outputs = flatten(model(*args))
+        weights = output_weights(outputs, generator)
+        terms = [(o * w).sum() for o, w in zip(outputs, weights, strict=True) if w is not None and o.requires_grad]
+        if not terms:
+            raise ValueError("no floating output depends differentiably on the inputs")
+        wanted = [leaf for leaf in leaves if leaf is not None]
+        grads = torch.autograd.grad(torch.stack([t.double() for t in terms]).sum(), wanted, allow_unused=True)
+    found = iter(grads)
+    directions: list[torch.Tensor | None] = []
+    for leaf in leaves:
+        grad = next(found) if leaf is not None else None
+        directions.append(None if grad is None else _balanced_sign(grad.detach()))
+    if all(d is None or not bool(d.any()) for d in directions):
+        raise ValueError("the outputs' gradient is zero on every fp32 input")
+    return directions, [w if w is not None else None for w in weights]
+
+
+def _balanced_sign(grad: torch.Tensor) -> torch.Tensor:
+    """sign(grad - its median along the last axis) (over the whole tensor for short rows), the gradient's
+    own sign where it equals the median (a row of one value, as a sum's); 0 where the gradient is exactly
+    zero (moving such an element cannot change the output)."""
+    g = grad.to(torch.float64)
+    rows = g.reshape(-1, g.shape[-1]) if g.dim() and g.shape[-1] >= MIN_ROW else g.reshape(1, -1)
+    centre = rows.median(dim=-1, keepdim=True).values
+    sign = torch.sign(rows - centre).reshape(g.shape)
+    sign = torch.where(sign == 0, torch.sign(g), sign)  # at the median (a row of one value: a sum), its sign
+    return torch.where(g == 0, torch.zeros_like(sign), sign).to(torch.int8)
+
+
+def moved(t: torch.Tensor, direction: torch.Tensor | None, up: bool, generator: torch.Generator) -> torch.Tensor:
+    """A copy of `t` with each generic value moved in the direction given (`up`; the other way for not
+    `up`): its movable low bits toward all-ones where that raises the value (toward one where it lowers
+    it: negative values), by a uniform share of the room left; the bits above, and values that are not
+    generic, as they were. Never to zero: a dropped part of
+    exactly one half would round to even, and could round differently from the original."""
+    out = t.detach().clone().contiguous()
+    if direction is None:
+        return out
+    view, _, low, exponent = PATTERNS[t.dtype]
+    span = (1 << MOVABLE_BITS[t.dtype]) - 1
+    ints = out.view(view)
+    power = ints & exponent
+    generic = ((ints & low) != 0) & (power != 0) & (power != exponent)
+    bits = ints & span
+    share = torch.rand(t.shape, generator=generator, device=t.device, dtype=torch.float64)
+    raised = bits + ((span - bits).to(torch.float64) * share).floor().to(view)
+    lowered = 1 + ((bits - 1).clamp(min=0).to(torch.float64) * share).floor().to(view)
+    sign = direction.to(t.device, torch.int8) * torch.sign(t).to(torch.int8)  # more bits: larger magnitude
+    sign = sign if up else -sign
+    new = torch.where(sign > 0, raised, torch.where(sign < 0, lowered, bits))
+    ints.copy_(torch.where(generic, (ints & ~span) | new, ints))
+    return out
+
+
+@dataclass
+class Finding:
+    """One floating output's response: alignment `t`, missing share `missing`, elements compared."""
+
+    output: int
+    alignment: float
+    missing: float
+    elements: int
+
+    @property
+    def passed(self) -> bool:
+        return not (abs(self.alignment) > ALIGNMENT and abs(self.missing) > MISSING)
+
+    def record(self) -> dict[str, Any]:
+        return {"output": self.output, "alignment": round(self.alignment, 2), "missing": round(self.missing, 4),
+                "elements": self.elements}  # fmt: skip
+
+
+def respond(up: torch.Tensor, down: torch.Tensor, exact_up: torch.Tensor, exact_down: torch.Tensor,
+            weights: torch.Tensor, output: int) -> Finding:  # fmt: skip
+    """The response statistic of one output (module docstring): the candidate's outputs on the two copies
+    against the exact values on them."""
+    d = exact_up.to(torch.float64) - exact_down.to(torch.float64)
+    got = up.detach().to(d.device, torch.float64) - down.detach().to(d.device, torch.float64)
+    error = (got - d).flatten()
+    w = weights.to(d.device, torch.float64).flatten()
+    d = d.flatten()
+    keep = torch.isfinite(error) & torch.isfinite(d)
+    error, w, d = error[keep], w[keep], d[keep]
+    drop = int(TRIM * error.numel())
+    if drop:
+        cut = torch.topk(error.abs(), drop + 1, largest=True, sorted=True).values[-1]
+        small = error.abs() <= cut
+        error, w, d = error[small], w[small], d[small]
+    norm = float(error.norm())
+    along = float((w * error).sum())
+    exact_along = float((w * d).sum())
+    alignment = along / norm if norm > 0 else 0.0
+    missing = along / exact_along if exact_along != 0 else (0.0 if along == 0 else float("inf"))
+    return Finding(output, alignment, missing, int(error.numel()))
+
+
+def reason(found: Finding) -> str:
+    """What was found and what a kernel writer can do: too little response (inputs rounded), or too much
+    (bits the reference's own computation drops, such as a cast of its inputs to fp16, were used)."""
+    setup = (
+        "when only the inputs' mantissa bits below TF32's, fp16's and bf16's precision were changed (alignment "
+        f"{found.alignment:.1f} with a secret direction over {found.elements} elements, where honest rounding "
+        f"noise stays below {ALIGNMENT:g})"
+    )
+    if found.missing < 0:
+        share = "all" if found.missing <= -0.995 else f"{min(-found.missing, 1.0):.0%}"
+        return (
+            f"low-bit response check: output {found.output} missed {share} of the change of the exact value {setup}: "
+            "the kernel rounds its fp32 inputs to fewer mantissa bits before using them, which a measured bias "
+            "correction does not undo; compute with fp32 operands (splitting each into a TF32 high and low part, "
+            "3xTF32, keeps the low bits and is fine)"
+        )
+    return (
+        f"low-bit response check: output {found.output} changed {min(found.missing, 99.0):.2g} times more than the "
+        f"exact value {setup}: the kernel uses bits the reference's own computation drops (a cast of an input "
+        "to fp16 or bf16 in the task, for instance); keep the task's casts"
+    )
+
+
+@dataclass
+class Pair:
+    """The trusted state of one judgment's check: the two changed input sets, the reference's outputs and
+    truths on each, the output weights, and what the current candidate returned for the first."""
+
+    inputs: tuple[list[Any], list[Any]]
+    expected: tuple[list[torch.Tensor], list[torch.Tensor]]
+    truths: tuple[list[Any], list[Any]]
+    weights: list[torch.Tensor | None]
+    prints: tuple[str, str]
+    aliases: tuple[list[list[str]], list[list[str]]]
+    received: dict[int, list[torch.Tensor]] = field(default_factory=dict)
+
+    def findings(self) -> list[Finding]:
+        """Every floating output's response (the candidate's two outputs are both in)."""
+        up, down = self.received[0], self.received[1]
+        found = []
+        for k, w in enumerate(self.weights):
+            t_up, t_down = self.truths[0][k], self.truths[1][k]
+            if w is None or t_up is None or t_down is None or k >= len(up) or k >= len(down):
+                continue
+            if up[k].shape != w.shape or down[k].shape != w.shape or t_up.rows != t_down.rows:
+                continue  # a wrong shape is refused by each set's comparison; blocks must be the same rows
+            got_up, got_down, weights = up[k], down[k], w
+            if t_up.rows is not None:  # truths of a block of the batch (truth_rows.py): its rows only
+                start, stop = t_up.rows
+                got_up, got_down, weights = got_up[start:stop], got_down[start:stop], weights[start:stop]
+            found.append(respond(got_up, got_down, t_up.value, t_down.value, weights, k))
+        return found

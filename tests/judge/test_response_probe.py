@@ -1,0 +1,310 @@
+"""The low-bit response check (trusted/response_probe.py) on CPU tensors: the changed sets keep every bit a
+lowered precision keeps, honest summation orders pass, kernels that round their inputs fail whether or
+not they correct the bias, and the statistic stays quiet where the change cannot be seen."""
+
+from __future__ import annotations
+
+import torch
+
+from cuda_agent.judge.common import rounding_probe
+from cuda_agent.judge.trusted import response_probe
+from cuda_agent.judge.trusted.truth import TruthModel
+from cuda_agent.task import flatten_tensors
+
+M, K, N = 32, 8192, 32
+
+
+def round_bits(t: torch.Tensor, keep: int, truncate: bool = False) -> torch.Tensor:
+    """`t` (fp32) with `keep` mantissa bits: to nearest (TF32 keeps 10), or truncated."""
+    drop = 23 - keep
+    ints = t.view(torch.int32).to(torch.int64)
+    if not truncate:
+        ints = ints + (1 << (drop - 1))
+    return ((ints >> drop) << drop).to(torch.int32).view(torch.float32)
+
+
+class Gemm(torch.nn.Module):
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight
+
+
+def pair_for(model: torch.nn.Module, x: torch.Tensor, seed: int) -> tuple[list, list, list, list]:
+    """(up inputs, down inputs, truths up, truths down, weights) as the reference worker makes them."""
+    generator = torch.Generator().manual_seed(seed)
+    directions, weights = response_probe.aim(model, [x], generator, flatten_tensors)
+    up = [response_probe.moved(x, directions[0], True, generator)]
+    down = [response_probe.moved(x, directions[0], False, generator)]
+    truth = TruthModel(model)
+    return up, down, truth.outputs(up), truth.outputs(down), weights
+
+
+def one_signed_case(seed: int = 0) -> tuple[Gemm, torch.Tensor]:
+    torch.manual_seed(seed)
+    weight = rounding_probe.settle(torch.rand(K, N))
+    return Gemm(weight), rounding_probe.settle(torch.rand(M, K))
+
+
+def finding(kernel, model: Gemm, x: torch.Tensor, seed: int = 1) -> response_probe.Finding:
+    up, down, t_up, t_down, weights = pair_for(model, x, seed)
+    with torch.no_grad():
+        return response_probe.respond(kernel(up[0]), kernel(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
+
+
+def test_the_moves_keep_every_bit_tf32_fp16_and_bf16_keep() -> None:
+    """Rounded to TF32, fp16 or bf16 (to nearest or truncated), both copies give the original's number:
+    a kernel that rounds its inputs computes the same thing twice."""
+    torch.manual_seed(3)
+    x = rounding_probe.settle(torch.randn(64, 256))
+    generator = torch.Generator().manual_seed(4)
+    direction = torch.sign(torch.randn(64, 256)).to(torch.int8)
+    up = response_probe.moved(x, direction, True, generator)
+    down = response_probe.moved(x, direction, False, generator)
+    assert (up != x).float().mean() > 0.9 and (down != x).float().mean() > 0.9
+    for rounded in (lambda t: round_bits(t, 10), lambda t: round_bits(t, 10, truncate=True),
+                    lambda t: t.half().float(), lambda t: t.bfloat16().float()):  # fmt: skip
+        assert torch.equal(rounded(up), rounded(x)) and torch.equal(rounded(down), rounded(x))
+    assert ((up - x) * direction >= 0).all() and ((down - x) * direction <= 0).all()
+    assert ((up - x).abs() <= x.abs() * 2.0**-11).all()
+
+
+def test_values_that_are_not_generic_are_left_alone() -> None:
+    x = torch.tensor([0.0, 1.0, -2.0, 0.5, float("inf"), 3.0]).repeat(4, 4)
+    generator = torch.Generator().manual_seed(0)
+    up = response_probe.moved(x, torch.ones_like(x, dtype=torch.int8), True, generator)
+    assert torch.equal(up, x)
+
+
+def test_float64_moves_keep_what_float32_keeps() -> None:
+    torch.manual_seed(5)
+    x = rounding_probe.settle(torch.randn(32, 64, dtype=torch.float64))
+    generator = torch.Generator().manual_seed(6)
+    direction = torch.sign(torch.randn(32, 64)).to(torch.int8)
+    up = response_probe.moved(x, direction, True, generator)
+    assert (up != x).float().mean() > 0.9
+    assert torch.equal(up.float(), x.float())
+
+
+def test_honest_summation_orders_pass_and_stay_unaligned() -> None:
+    model, x = one_signed_case()
+    w = model.weight.detach()
+
+    def split_k(t: torch.Tensor) -> torch.Tensor:
+        return (t.view(M, 8, K // 8).transpose(0, 1) @ w.view(8, K // 8, N)).sum(0)
+
+    def running(t: torch.Tensor) -> torch.Tensor:
+        acc = torch.zeros(M, N)
+        for s in range(0, K, 512):
+            acc = acc + t[:, s : s + 512] @ w[s : s + 512]
+        return acc
+
+    def three_tf32(t: torch.Tensor) -> torch.Tensor:
+        """Split operands into TF32 high and low parts: keeps the low bits (honest, CUTLASS's 3xTF32)."""
+        hi, w_hi = round_bits(t, 10), round_bits(w, 10)
+        lo, w_lo = round_bits(t - hi, 10), round_bits(w - w_hi, 10)
+        return hi @ w_hi + (lo @ w_hi + hi @ w_lo)
+
+    for name, kernel in {"torch": lambda t: t @ w, "split-K": split_k, "running": running, "3xTF32": three_tf32}.items():
+        found = finding(kernel, model, x)
+        assert found.passed, (name, found)
+        if name != "3xTF32":  # 3xTF32's last bits align, by a tiny share (its `missing` is below 1%)
+            assert abs(found.alignment) < 4.5, (name, found)
+        assert abs(found.missing) < 0.01, (name, found)
+
+
+def test_rounded_inputs_fail_with_or_without_a_bias_correction() -> None:
+    """TF32 and bf16 operands, to nearest or truncated, and TF32 with the per-row and per-column bias
+    correction that passes the precision audit at long K (test_rounding_probe.py)."""
+    model, x = one_signed_case()
+    w = model.weight.detach()
+
+    def corrected(t: torch.Tensor) -> torch.Tensor:
+        rt, rw = round_bits(t, 10), round_bits(w, 10)
+        c_t = ((rt - t).double().sum(1) / t.double().sum(1)).float()
+        c_w = ((rw - w).double().sum(0) / w.double().sum(0)).float()
+        return (rt @ rw) * (1 - c_t[:, None] - c_w[None, :])
+
+    kernels = {
+        "TF32": lambda t: round_bits(t, 10) @ round_bits(w, 10),
+        "TF32 truncated": lambda t: round_bits(t, 10, truncate=True) @ round_bits(w, 10, truncate=True),
+        "bf16": lambda t: t.bfloat16().float() @ w.bfloat16().float(),
+        "TF32, bias corrected": corrected,
+    }
+    for name, kernel in kernels.items():
+        found = finding(kernel, model, x)
+        assert not found.passed, (name, found)
+        assert found.missing < -0.9, (name, found)
+        assert "low-bit response check" in response_probe.reason(found)
+
+
+def test_symmetric_weights_too() -> None:
+    """randn weights and inputs (terms of both signs): the same verdicts."""
+    torch.manual_seed(7)
+    model = Gemm(rounding_probe.settle(torch.randn(2048, 64) / 45))
+    x = rounding_probe.settle(torch.randn(16, 2048))
+    w = model.weight.detach()
+    assert finding(lambda t: t @ w, model, x).passed
+    assert not finding(lambda t: round_bits(t, 10) @ round_bits(w, 10), model, x).passed
+
+
+def test_quiet_where_the_change_is_invisible() -> None:
+    """A reference that rounds its input to fp16 itself: the change disappears in the exact values too,
+    and an honest kernel doing the same cast has nothing to miss."""
+
+    class HalfFirst(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x.half().float() * 3.0).sum(-1)
+
+    torch.manual_seed(8)
+    x = rounding_probe.settle(torch.rand(64, 512))
+    model = HalfFirst()
+    up, down, t_up, t_down, weights = pair_for(model, x, 2)
+    found = response_probe.respond(model(up[0]), model(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
+    assert found.passed and found.alignment == 0.0
+
+
+def test_an_elementwise_kernel_in_fp32_passes() -> None:
+    class Gelu(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.gelu(x)
+
+    torch.manual_seed(9)
+    x = rounding_probe.settle(torch.randn(128, 512))
+    model = Gelu()
+    up, down, t_up, t_down, weights = pair_for(model, x, 3)
+    tanh_form = lambda t: torch.nn.functional.gelu(t, approximate="tanh")  # noqa: E731
+    for kernel in (model, tanh_form):
+        found = response_probe.respond(kernel(up[0]), kernel(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
+        assert found.passed, found
+    bf16 = lambda t: torch.nn.functional.gelu(t.bfloat16()).float()  # noqa: E731
+    found = response_probe.respond(bf16(up[0]), bf16(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
+    assert not found.passed, found
+
+
+def test_no_gradient_means_no_pair() -> None:
+    class Argmax(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.argmax(-1)
+
+    generator = torch.Generator().manual_seed(0)
+    try:
+        response_probe.aim(Argmax(), [torch.rand(4, 32)], generator, flatten_tensors)
+    except ValueError as exc:
+        assert "differentiabl" in str(exc)
+    else:
+        raise AssertionError("an integer output has nothing to aim at")
+
+
+# --- the reference worker's pair, prepared and compared as in a judgment (CPU: conftest.py `cpu_reference`) ---
+
+LONG_K_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(65536, 16))
+
+    def forward(self, x):
+        return x @ self.weight
+
+def get_inputs():
+    return [torch.rand(16, 65536)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _prepared(cpu_reference, tmp_path, source: str = LONG_K_TASK, perturb: bool = True):
+    task = tmp_path / "task.py"
+    task.write_text(source)
+    reply = cpu_reference.prepare(str(task), str(tmp_path), 1, [11, 12], 14, 1e-2, 1e-2, perturb_parameters=perturb)
+    return cpu_reference, reply
+
+
+def _hand_in(worker, which: int, tmp_path, kernel) -> dict:
+    """The candidate's side of one changed set: read the file the reference wrote, compute, write outputs."""
+    from cuda_agent.judge.common import tensorfile
+
+    written = worker.write_changed(which, str(tmp_path))
+    inputs = tensorfile.load(written["path"], "cpu", trusted=False)
+    out = tmp_path / f"out_{which}.tensors"
+    tensorfile.save([kernel(worker.model, inputs)], out)
+    return worker.compare_changed(which, str(out), 1e-2, 1e-2, aliases=[[]], precision_k=3.0)
+
+
+def test_the_worker_prepares_a_pair_and_an_honest_kernel_passes(cpu_reference, tmp_path) -> None:
+    worker, reply = _prepared(cpu_reference, tmp_path)
+    assert reply["response_probe"]["sets"] == 2, reply["response_probe"]
+    assert reply["response_probe"]["moved_elements"] > 0.9 * 16 * 65536
+
+    def honest(model, inputs):  # split-K in fp32
+        w = model.weight.detach()
+        return (inputs[0].view(16, 4, 16384).transpose(0, 1) @ w.view(4, 16384, 16)).sum(0)
+
+    first = _hand_in(worker, 0, tmp_path, honest)
+    assert first["match"] and "response" not in first, first
+    second = _hand_in(worker, 1, tmp_path, honest)
+    assert second["match"], second
+    assert len(second["response"]) == 1 and abs(second["response"][0]["alignment"]) < response_probe.ALIGNMENT
+
+
+def test_the_worker_refuses_bias_corrected_tf32_that_the_audit_passes(cpu_reference, tmp_path) -> None:
+    """At K = 65536 the corrected product passes the precision audit on each set (its errors' spread is
+    inside a running sum's drift: at K = 16384 the audit still refused it, 4.4); the check refuses it."""
+    worker, _ = _prepared(cpu_reference, tmp_path)
+
+    def corrected(model, inputs):
+        x, w = inputs[0], model.weight.detach()
+        rx, rw = round_bits(x, 10), round_bits(w, 10)
+        c_x = ((rx - x).double().sum(1) / x.double().sum(1)).float()
+        c_w = ((rw - w).double().sum(0) / w.double().sum(0)).float()
+        return (rx @ rw) * (1 - c_x[:, None] - c_w[None, :])
+
+    first = _hand_in(worker, 0, tmp_path, corrected)
+    assert first["match"], first  # the tolerance and the precision audit pass it on each set alone
+    second = _hand_in(worker, 1, tmp_path, corrected)
+    assert not second["match"] and "low-bit response check" in second["reason"], second
+
+
+def test_a_new_candidate_starts_with_no_half_pair(cpu_reference, tmp_path) -> None:
+    """What one candidate returned for the first set is dropped when it ends (`end_candidate`): the next
+    candidate of the group cannot complete another's pair."""
+    worker, _ = _prepared(cpu_reference, tmp_path)
+    _hand_in(worker, 0, tmp_path, lambda model, inputs: inputs[0] @ model.weight.detach())
+    worker.end_candidate()
+    assert worker.response is not None and worker.response.received == {}
+
+
+def test_a_task_without_fp32_inputs_has_no_pair_and_says_why(cpu_reference, tmp_path) -> None:
+    source = LONG_K_TASK.replace("torch.rand(16, 65536)]", "torch.randint(0, 5, (16, 65536))]").replace(
+        "return x @ self.weight", "return x.float() @ self.weight")
+    _, reply = _prepared(cpu_reference, tmp_path, source)
+    assert reply["response_probe"]["sets"] == 0 and "no fp32" in reply["response_probe"]["why"]
+
+
+def test_a_kernel_that_skips_the_tasks_own_cast_is_told_so() -> None:
+    """The reference casts its input to fp16; a kernel that reads the fp32 bits responds where the exact
+    value does not: refused with a reason that names the cast, not a rounding."""
+
+    class CastThenGemm(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(rounding_probe.settle(torch.rand(2048, 32)))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.half().float() @ self.weight
+
+    torch.manual_seed(10)
+    model = CastThenGemm()
+    x = rounding_probe.settle(torch.rand(32, 2048))
+    up, down, t_up, t_down, weights = pair_for(model, x, 4)
+    skipping = lambda t: t @ model.weight.detach()  # noqa: E731
+    found = response_probe.respond(skipping(up[0]), skipping(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
+    assert not found.passed and found.missing > 0, found
+    assert "keep the task's casts" in response_probe.reason(found)
