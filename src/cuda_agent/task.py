@@ -205,6 +205,10 @@ def check_task_runs(
             raise TaskError(f"task {task.name}: Model fails on its own inputs: {exc}") from exc
         except Exception as exc:
             message = re.sub(r"\s+", " ", str(exc)).strip()
+            if device == "meta" and re.search(r"\bmeta\b", message, re.IGNORECASE):
+                # a limit of the probe, not of the task (`torch.Generator(device=x.device)`: "META device type
+                # not an accelerator"; `.item()` of a meta tensor): checked on the GPU instead
+                raise MetaUnsupported(f"task {task.name}: cannot check on the meta device: {message}") from exc
             raise TaskError(
                 f"task {task.name}: Model fails on its own inputs: {type(exc).__name__}: {message}"
             ) from exc

@@ -55,7 +55,41 @@ CPP_PAIRS = {
         ['remove("/tmp/judge/record.json");', "std::remove(path.c_str());", 'int fd = open("x", 0);'],
         "files",
     ),
+    # 5. at::native's header-only device helpers (aten_native_block_reduce_rowmean); its operators stay refused
+    "at_native": (
+        ["__global__ void k(float* y) { float s = at::native::cuda_utils::BlockReduceSum<float>(1.f, nullptr); }",
+         "bool g(const at::Tensor& t) { return at::native::canUse32BitIndexMath(t); }"],
+        ["auto y = at::native::add(a, b, 1);", "auto y = at::native::softmax(a, 1, false);", "at::native::cpu_kernel(it, f);"],
+        "operator implementations",
+    ),
 }  # fmt: skip
+
+
+# 6. A function the submission defines under a libc name (device_function_named_open): its own calls pass;
+# libc's, qualified or in a submission that defines no such function, stay refused (and the built object's
+# imports refuse a real libc call whatever the source says: static_imports.py).
+OWN_OPEN = "__device__ float open(const float* x, int i) { return x[i]; }\n"
+
+
+def test_a_function_the_submission_defines_under_a_libc_name_may_be_called(tmp_path: Path) -> None:
+    assert _source(tmp_path, OWN_OPEN + "__global__ void k(const float* x, float* y) { y[0] = open(x, 0); }") == []
+    qualified = _source(tmp_path, OWN_OPEN + 'void h() { int fd = ::open("/tmp/x", 0); }')
+    assert any("files" in f for f in qualified), qualified
+    assert any("files" in f for f in _source(tmp_path, 'void h() { int fd = open("/tmp/x", 0); }'))
+    system = "struct Sys { int n; };\n__device__ float system(Sys s) { return s.n; }\n"
+    assert _source(tmp_path, system + "__global__ void k(float* y) { y[0] = system(Sys{1}); }") == []
+    assert any("process" in f for f in _source(tmp_path, 'void h() { system("ls"); }'))
+
+
+def test_metadata_queries_are_not_operator_calls() -> None:
+    """`is_set_to` (an out binding's aliasing guard), `is_pinned`, `is_distributed` read metadata (is_set_to_alias_guard);
+    `is_nonzero` reads a value and stays refused."""
+    from cuda_agent.judge.candidate.opgate import ALLOWED_OPS
+    from cuda_agent.judge.trusted.aten_calls import ALLOWED
+
+    for name in ("is_set_to", "is_pinned", "is_distributed"):
+        assert name in ALLOWED and name in ALLOWED_OPS
+    assert "is_nonzero" not in ALLOWED and "is_nonzero" not in ALLOWED_OPS
 
 
 @pytest.mark.parametrize("rule", list(CPP_PAIRS))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.task import TaskError, check_task_runs, load_task
+from cuda_agent.task import MetaUnsupported, TaskError, check_task_runs, load_task
 
 GOOD = """
 import torch
@@ -77,6 +77,16 @@ def test_get_inputs_without_tensors_is_rejected() -> None:
 def test_model_failing_on_its_own_inputs_is_rejected() -> None:
     task = load_task(GOOD.replace("torch.randn(8, 16)", "torch.randn(8, 17)"))
     with pytest.raises(TaskError, match="fails on its own inputs"):
+        check_task_runs(task)
+
+
+def test_a_limit_of_the_meta_probe_is_not_a_broken_task() -> None:
+    """A generator on the input's device is valid on a GPU and fails only on `meta` (review, 2026-12-05): the
+    probe says it cannot check (the GPU will), where a real error on meta stays a TaskError (above)."""
+    task = load_task(GOOD.replace(
+        "return torch.relu(self.linear(x))",
+        "g = torch.Generator(device=x.device)\n        g.manual_seed(0)\n        return torch.relu(self.linear(x))"))
+    with pytest.raises(MetaUnsupported, match="cannot check on the meta device"):
         check_task_runs(task)
 
 

@@ -34,7 +34,9 @@ VIEW_OPS = frozenset(
         "diagonal", "unfold", "view_as_real", "view_as_complex", "lift_fresh", "movedim",
     }
 )  # fmt: skip
-METADATA_OPS = frozenset({"record_stream", "is_same_size", "sym_size"})
+# Metadata queries: they compare or read a tensor's storage, sizes and strides and launch nothing
+# (`is_set_to` is an out-variant binding's aliasing guard); `is_nonzero` is not one (it reads a value).
+METADATA_OPS = frozenset({"record_stream", "is_same_size", "sym_size", "is_set_to", "is_pinned", "is_distributed"})
 ALLOWED_OPS = ALLOCATION_OPS | ZERO_FILL_OPS | VIEW_OPS | METADATA_OPS
 POISON_INT = 0x5A5A5A5A
 

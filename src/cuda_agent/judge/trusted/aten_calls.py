@@ -27,7 +27,7 @@ ALLOWED = frozenset(
      "new_zeros", "zero_", "fill_", "view", "_unsafe_view", "_reshape_alias", "as_strided", "permute", "transpose",
      "t", "unsqueeze", "squeeze", "expand", "slice", "select", "split", "split_with_sizes", "unbind", "detach",
      "alias", "diagonal", "unfold", "view_as_real", "view_as_complex", "lift_fresh", "movedim", "record_stream",
-     "is_same_size", "sym_size"}
+     "is_same_size", "sym_size", "is_set_to", "is_pinned", "is_distributed"}
 )  # fmt: skip
 # View-like ops without a kernel of their own (CompositeImplicitAutograd: they dispatch as the views, or the
 # clone, they are made of; a test checks every overload), for bindings that reshape their arguments.

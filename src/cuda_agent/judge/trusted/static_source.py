@@ -56,16 +56,40 @@ def _strip_strings(text: str) -> str:
     return _STRING.sub('""', text)
 
 
-def _file_rules(code: _Code, reference_ops: set[str] | None) -> list[Finding]:
+# Rules on libc calls by a bare name that a submission may define for itself (a morphological `open`, a
+# `connect` of graph components, a `system` of equations): the built object's imports (static_imports.py)
+# show a real libc call whatever the source says, so these skip an unqualified call of the submission's own
+# function (00_honest_device_function_named_open).
+OWN_NAME_RULES = ("starts a process", "opens network connections", "opens or changes files")
+_DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\((?:[^;{}()]|\([^;{}()]*\))*\)\s*(?:const\s*)?(?:noexcept\s*)?\{")
+_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "alignas"})
+
+
+def _defined_functions(codes: list[_Code]) -> frozenset[str]:
+    """Names the submission defines as functions anywhere in kernels/ (`name(...) {`)."""
+    found = {m.group(1) for code in codes for m in _DEFINITION.finditer(_strip_strings(code.text))}
+    return frozenset(found - _NOT_FUNCTIONS)
+
+
+def _own_call(match: re.Match[str], searched: str, own: frozenset[str]) -> bool:
+    """An unqualified call of a function the submission defines (`open(...)`, not `::open(...)`)."""
+    name = re.match(r"\w+", match.group(0).lstrip())
+    qualified = searched[max(0, match.start() - 2) : match.start()] == "::"
+    return name is not None and name.group(0) in own and not qualified
+
+
+def _file_rules(code: _Code, reference_ops: set[str] | None, own: frozenset[str] = frozenset()) -> list[Finding]:
     full = code.text
     text = _strip_strings(full)
     findings = []
     for pattern, message in CPP_RULES:
         searched = full if message.startswith(STRING_RULES) else text
-        match = pattern.search(searched)
-        if match:
+        for match in pattern.finditer(searched):
+            if message in OWN_NAME_RULES and _own_call(match, searched, own):
+                continue
             line = code.line_of(match.start(), searched)
             findings.append(Finding(code.path, line, f"`{match.group(0).strip()}` {message}"))
+            break
     for asked in DRIVER_ENTRY_LITERAL.finditer(full):
         if not driver_gate.is_allowed(asked.group(1)):
             findings.append(Finding(code.path, code.line_of(asked.start(), full),
@@ -140,9 +164,10 @@ def check_kernel_sources(
     compiler sees it (see preprocess.py); without it, the raw text with comments removed."""
     codes, findings = _own_code(Path(kernels_dir), preprocess)
     findings += _unjoined_streams(codes)
+    own = _defined_functions(codes)
     seen: set[tuple[str, str]] = set()
     for code in codes:
-        for finding in _file_rules(code, reference_ops):
+        for finding in _file_rules(code, reference_ops, own):
             key = (finding.path, finding.message)
             if key not in seen:
                 seen.add(key)
