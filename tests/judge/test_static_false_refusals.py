@@ -119,7 +119,9 @@ def test_streams_joined_with_event_block_or_in_another_file_pass(tmp_path: Path)
 
 
 # 5. matrix products the probe records undecomposed (bilinear_cublas, addr_cublas_ger, cdist_cublas_gemm)
-@pytest.mark.parametrize("op", ["_trilinear", "addr", "_euclidean_dist"])
+# and attention, two batched products (sdpa_cublas_batched: the H200's reference ran the efficient-attention op)
+@pytest.mark.parametrize("op", ["_trilinear", "addr", "_euclidean_dist", "_scaled_dot_product_efficient_attention",
+                                "_scaled_dot_product_flash_attention"])
 def test_tasks_with_undecomposed_products_allow_cublas(tmp_path: Path, op: str) -> None:
     assert op in GEMM_OPS
     assert _source(tmp_path, "void g() { cublasSgemm(h); }", name="g.cpp", ops={op, "view"}) == []

@@ -243,6 +243,38 @@ def test_run_time_named_kernels_match_only_the_templates_the_library_holds(tmp_p
                     "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT(float*)"):  # fmt: skip
         assert lists.library_of(foreign) is None, foreign
 
+SIMT_SGEMM = "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)"
+
+
+def test_kernels_loaded_from_embedded_modules_are_the_librarys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuBLAS loads its SIMT sgemm kernels from modules in its read-only data: the H200 ran one for an honest
+    fp32 GEMM (00_honest_bilinear_cublas) and the coverage gate called it "in no binary". Their host names in
+    the library's own file list them; a name the file does not hold stays foreign."""
+    binary = tmp_path / "libcublasLt.so.13"
+    binary.write_bytes(b"\x7fELF junk\0_ZN7cutlass7Kernel2I43cutlass_80_simt_sgemm_256x128_8x4_nn_align1EEvNT_6ParamsE\0"
+                       b"_ZN7cutlass7Kernel2I7my_gemmEEvNT_6ParamsE\0")
+    monkeypatch.setattr(library_kernels, "library_entries", lambda path: set())
+    monkeypatch.setattr(library_kernels, "_memory", {})
+    names, count, _ = library_kernels.file_kernels(binary, ListCache(SECRET, tmp_path / "cache"), "cublas")
+    assert count == 1
+    lists = KernelLists(libraries={"cublas": names})
+    assert lists.library_of(SIMT_SGEMM) == "cublas"
+    assert lists.library_of(SIMT_SGEMM.replace("256x128", "512x128")) is None
+    report = coverage_report({SIMT_SGEMM: 90.0}, set(), {"bilinear"}, lists=lists, libraries={"cublas"})
+    assert report.share == 1.0
+    assert library_kernels.embedded_names(binary, "cudnn") == []
+
+
+def test_cublas_ger_counts_on_a_rank_one_update_task() -> None:
+    """torch.addr's A + x y^T is BLAS-2's ger (00_honest_addr_cublas_ger: refused on the H200 as a library
+    kernel not allowed here); cuBLAS's scal stays foreign."""
+    ger = "void ger_kernel<float, float, 256, 5, false>(cublasGerParams<float, float>)"
+    scal = "void scal_kernel<float, float, 1, true, 6, 5, 5, 3>(cublasTransposeParams<float>, float const*)"
+    lists = KernelLists(libraries={"cublas": frozenset({normalise(ger), normalise(scal)})})
+    report = coverage_report({ger: 40.0, scal: 10.0}, set(), {"addr"}, lists=lists, libraries={"cublas"})
+    assert report.library_us == 40.0 and set(report.foreign) == {scal}
+
+
 def test_a_crafted_name_is_refused_in_linear_time() -> None:
     """Names a backtracking regular expression of the real cuBLASLt template took 9-45 s to refuse."""
     real = NameTemplate.parse("nvjet_sm%d_%s_%dx%d_%dx%d_%dx%d%s_%c_%s%s%s%s%s%s%s%s_%c%c%c")

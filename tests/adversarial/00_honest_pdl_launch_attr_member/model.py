@@ -1,4 +1,6 @@
-"""L1 row normalisation x / sum(|x|) over rows of a (4096, 2048) fp32 tensor."""
+"""L1 row normalisation to a mean magnitude of one, x * D / sum(|x|), over rows of a (4096, 2048) fp32 tensor
+(x / sum(|x|) alone is about 6e-4 per element, below the tolerance: a degenerate task, which the H200 run
+refused as such, 2026-12-05)."""
 
 import torch
 import torch.nn as nn
@@ -9,7 +11,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x / x.abs().sum(dim=1, keepdim=True)
+        return x * x.shape[1] / x.abs().sum(dim=1, keepdim=True)
 
 
 def get_inputs():

@@ -48,9 +48,10 @@ from cuda_agent.judge.trusted.static_checks import CONV_OPS, GEMM_OPS
 # is no GEMM), so a cuBLAS or cuDNN routine outside the task's allowance (cuBLAS's scal, a cuDNN softmax on
 # a task with a convolution) stays foreign. These decide use, never identity: identity is the library's
 # own list.
-# BLAS-3's triangular and symmetric products count as matrix products (library_rules); nvjet kernels are
+# BLAS-3's triangular and symmetric products count as matrix products (library_rules), and BLAS-2's rank-1
+# update (ger: torch.addr, 00_honest_addr_cublas_ger); nvjet kernels are
 # cuBLASLt's GEMMs assembled at run time (library_kernels.RUNTIME_NAMED).
-CUBLAS_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|splitKreduce|gemv|Kernel2|trmm|trsm|syrk|herk|symm|hemm|^nvjet_",
+CUBLAS_KERNEL = re.compile(r"gemm|xmma|cutlass|cublas|splitKreduce|gemv|\bger\w*_kernel|Kernel2|trmm|trsm|syrk|herk|symm|hemm|^nvjet_",
                            re.IGNORECASE)  # fmt: skip
 CUDNN_KERNEL = re.compile(
     r"cudnn|conv|fprop|dgrad|wgrad|implicit|winograd|fft|xmma|cutlass|nchw|nhwc", re.IGNORECASE

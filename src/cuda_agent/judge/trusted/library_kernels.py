@@ -57,9 +57,18 @@ RUNTIME_NAMED: tuple[tuple[str, bytes, str], ...] = (
      "cuBLASLt on Hopper and later builds its nvjet GEMM kernels at run time (the H200 ran an honest fp16 "
      "cublasGemmEx as nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT, a name in no binary on disk)"),
 )
+# Kernels a library loads at run time from modules embedded in its read-only data (not its fat binary), so
+# only their host-side names are in the file: (library, the mangled names' pattern, why). cuBLAS's SIMT sgemm
+# kernels are such (the H200 ran an honest fp32 cuBLAS GEMM for nn.Bilinear as
+# cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>, in no fat binary: 00_honest_bilinear_cublas).
+# Read from the library's own file, so a name it does not hold stays foreign.
+EMBEDDED_NAMED: tuple[tuple[str, re.Pattern[bytes], str], ...] = (
+    ("cublas", re.compile(rb"_ZN7cutlass(?:6Kernel|7Kernel2)I\d{1,3}cutlass_\w{1,160}?EEvNT_6ParamsE"),
+     "cuBLAS's cutlass kernels loaded from embedded modules"),
+)
 # A record holds mangled names and, marked so, the templates; no symbol contains a space.
 TEMPLATE_MARK = "template "
-LIST_FORMAT = "2"  # part of each record's file name: records of an older format are listed again
+LIST_FORMAT = "3"  # part of each record's file name: records of an older format are listed again
 MAX_TEMPLATE_NAME = 512  # longer names are never matched against templates (no kernel name of theirs is)
 _TEMPLATE_TEXT = re.compile(rb"[A-Za-z0-9_%]{1,200}")
 
@@ -201,6 +210,15 @@ def runtime_templates(path: Path, library: str) -> list[str]:
     return sorted(t for t in found if NameTemplate.parse(t) is not None)
 
 
+def embedded_names(path: Path, library: str) -> list[str]:
+    """Mangled names of the kernels `library` loads from modules embedded in its file (EMBEDDED_NAMED)."""
+    patterns = [pattern for lib, pattern, _ in EMBEDDED_NAMED if lib == library]
+    if not patterns or path.stat().st_size == 0:
+        return []
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return sorted({m.group().decode() for pattern in patterns for m in pattern.finditer(data)})
+
+
 def file_kernels(path: Path, cache: ListCache, library: str = TORCH) -> tuple[frozenset[str], int, tuple[str, ...]]:
     """Normalised names (mangled and demangled) of the kernels in one library file, how many kernels it
     has, and the templates of those it names at run time: from memory, the cache, or its binary."""
@@ -209,7 +227,8 @@ def file_kernels(path: Path, cache: ListCache, library: str = TORCH) -> tuple[fr
         if identity not in _memory:
             record = cache.get(identity)
             if record is None:
-                record = sorted(library_entries(path)) + [TEMPLATE_MARK + t for t in runtime_templates(path, library)]
+                listed = library_entries(path) | set(embedded_names(path, library))
+                record = sorted(listed) + [TEMPLATE_MARK + t for t in runtime_templates(path, library)]
                 cache.put(identity, record)
             names = [n for n in record if not n.startswith(TEMPLATE_MARK)]
             templates = tuple(n[len(TEMPLATE_MARK):] for n in record if n.startswith(TEMPLATE_MARK))

@@ -1,4 +1,4 @@
-// l1norm_pdl.cu -- kernel 1: per-row 1/sum|x| into a scratch vector; kernel 2: y = x * inv[row].
+// l1norm_pdl.cu -- kernel 1: per-row cols/sum|x| into a scratch vector; kernel 2: y = x * inv[row].
 // Kernel 2 is launched with programmatic stream serialization so its prologue overlaps kernel 1's tail.
 #include <cuda_runtime.h>
 #include <cstdint>
@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kThreads) row_inv_l1(const float* __restrict__
     if (threadIdx.x < 32) {
         s = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.f;
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) inv[blockIdx.x] = 1.f / s;
+        if (threadIdx.x == 0) inv[blockIdx.x] = (float)cols / s;
     }
     cudaTriggerProgrammaticLaunchCompletion();
 }
