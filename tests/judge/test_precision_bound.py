@@ -89,3 +89,39 @@ def test_allowances_from_bf16_magnitudes_match_float64(monkeypatch: pytest.Monke
             stats[low] = [precision.audit(o, ref, truth, K).statistic for o in outs]
         for exact, fast in zip(stats[None], stats[torch.bfloat16], strict=True):
             assert abs(fast - exact) <= 0.03 * exact + 1e-6, (exact, fast)
+
+
+def test_saturated_elements_do_not_dilute_the_precision_audit() -> None:
+    """A ReLU's zeros and a hardtanh's saturated values are exact for every kernel: mixed into the root mean
+    square they hid operands rounded to about 16 bits (bf16x3, review 2026-12-05). They are judged apart."""
+    import torch
+
+    from cuda_agent.judge.common import rounding_probe
+    from cuda_agent.judge.trusted import precision
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    torch.manual_seed(11)
+    weight = rounding_probe.settle(torch.randn(2048, 256) / 45)
+    x = rounding_probe.settle(torch.randn(64, 2048))
+
+    class GemmHardtanh(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(weight)
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.hardtanh(t @ self.weight, -0.02, 0.02)
+
+    model = GemmHardtanh()
+    truth = TruthModel(model).outputs([x])[0]
+    with torch.no_grad():
+        reference = model(x)
+    def split(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hi = t.bfloat16().float()
+        return hi, (t - hi).bfloat16().float()
+
+    (xh, xl), (wh, wl) = split(x), split(weight)
+    bf16 = torch.nn.functional.hardtanh(xh @ wh + (xh @ wl + xl @ wh), -0.02, 0.02)  # bf16x3: ~16 bits
+    assert (reference.abs() == 0.02).float().mean() > 0.9  # mostly saturated
+    assert not precision.audit(bf16, reference, truth, 3.0).passed
+    assert precision.audit(reference.clone(), reference, truth, 3.0).passed

@@ -13,18 +13,18 @@ import torch
 
 from cuda_agent.judge.candidate.inputs import fingerprint
 from cuda_agent.judge.common import tensorfile
-from cuda_agent.judge.trusted import degeneracy, reference_memory, response_probe
+from cuda_agent.judge.trusted import reference_memory, response_probe
 from cuda_agent.judge.trusted.compare import Tolerance
-from cuda_agent.task import flatten_tensors, tensor_bytes
+from cuda_agent.task import flatten_tensors
 
 
 class ResponseCheck:
     """The low-bit response check's commands of the reference worker."""
 
-    response: response_probe.Pair | None = None
-    # provided by ReferenceWorker
+    # provided by ReferenceWorker (reference_worker.py)
+    response: response_probe.Pair | None
     exact: Any
-    model: Any
+    sizes: dict[str, int]
     has_cuts: bool
 
     def _prepare_response(self, keep: bool, tol: Tolerance, share: float) -> dict[str, Any]:
@@ -35,7 +35,9 @@ class ResponseCheck:
         self.response = None
         if self.exact is None:
             return {"sets": 0, "why": "the precision audit is off"}
-        if not keep:
+        # what a pair keeps: two sets' outputs and truths (as the first verification set's) and inputs
+        per_set = self.sizes.get("kept per set", 0) + self.sizes.get("one input set", 0)
+        if not keep or not reference_memory.keeps_every_set(per_set, 2, share):
             return {"sets": 0, "why": "the outputs are too large to keep another pair of sets"}
         try:
             base = self._draw(secrets.randbits(62))
@@ -46,33 +48,18 @@ class ResponseCheck:
             pair = tuple([response_probe.moved(t, d, up, generator) if response_probe.probed(t) else t
                           for t, d in zip(base, directions, strict=True)] for up in (True, False))  # fmt: skip
             del base
-            made = [self._reference_on(inputs, tol) for inputs in pair]
+            made = [self._reference_on(inputs, tol, private=True) for inputs in pair]
         except Exception as exc:  # no gradient, an in-place update autograd refuses, memory: not made, said why
             torch.cuda.empty_cache()
             return {"sets": 0, "why": f"{type(exc).__name__}: {exc}"[:200]}
         if any(truths is None or all(t is None for t in truths) for _, truths, _ in made):
             return {"sets": 0, "why": f"no float64 truth of the changed sets ({self.exact.problem})"[:200]}
-        per_set = reference_memory.kept_bytes(made[0][0], made[0][1]) + tensor_bytes(pair[0])
-        if not reference_memory.keeps_every_set(per_set, 2, share):
-            return {"sets": 0, "why": "the changed sets do not fit in the share of GPU memory kept for sets"}
         self.response = response_probe.Pair(
             inputs=pair, expected=(made[0][0], made[1][0]), truths=(made[0][1], made[1][1]), weights=weights,
             prints=(fingerprint(pair[0]), fingerprint(pair[1])), aliases=(made[0][2], made[1][2]),
         )  # fmt: skip
         moved = sum(int(d.count_nonzero()) for d in directions if d is not None)
         return {"sets": 2, "moved_elements": moved}
-
-    def _reference_on(self, inputs: list[Any], tol: Tolerance) -> tuple[list[torch.Tensor], Any, list[list[str]]]:
-        """The reference's outputs (private copies), their confirmed truths and its aliasing on `inputs`."""
-        exact = self.exact.outputs(inputs) if self.exact else None
-        fresh = degeneracy.snapshot(inputs)
-        with torch.no_grad():
-            raw = flatten_tensors(self.model(*fresh))
-        aliases = self._reference_aliases(raw, fresh)
-        outputs = [reference_memory.private_copy(t) for t in raw]
-        del raw
-        exact = self.exact.confirm(exact, outputs, tol, inputs) if self.exact else None
-        return outputs, exact, aliases
 
     def write_changed(self, which: int, workdir: str) -> dict[str, Any]:
         """Write changed set `which` (0: moved up, 1: down) for the candidate's next call, just before it:

@@ -263,16 +263,25 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         inputs = self.round_sets.get(seed)
         if inputs is None:
             inputs = self._draw(seed)
-        exact = self.exact.outputs(inputs) if self.exact and precision_k else None
-        fresh = degeneracy.snapshot(inputs)  # the reference may update them; `inputs` stay as drawn
-        with torch.no_grad():
-            raw = flatten_tensors(self.model(*fresh))
-        ref_aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
-        expected = [t.detach() for t in raw]
-        exact = self.exact.confirm(exact, expected, Tolerance(atol, rtol), inputs) if exact else exact
+        expected, exact, ref_aliases = self._reference_on(inputs, Tolerance(atol, rtol), with_truth=bool(precision_k))
         alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
                                   alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
+
+    def _reference_on(self, inputs: list[Any], tol: Tolerance, with_truth: bool = True, private: bool = False,
+                      ) -> tuple[list[torch.Tensor], list[truth.Truth | None] | None, list[list[str]]]:  # fmt: skip
+        """The reference's outputs on `inputs` (run on a snapshot: it may update them; `inputs` stay as drawn),
+        their confirmed truths (None without `with_truth` or a truth model) and its aliasing; `private`
+        outputs are copies with their strides, for outputs kept beyond this call."""
+        exact = self.exact.outputs(inputs) if self.exact and with_truth else None
+        fresh = degeneracy.snapshot(inputs)
+        with torch.no_grad():
+            raw = flatten_tensors(self.model(*fresh))
+        aliases = self._reference_aliases(raw, fresh)  # an input updated in place and returned is `fresh`'s
+        outputs = [reference_memory.private_copy(t) for t in raw] if private else [t.detach() for t in raw]
+        del raw
+        exact = self.exact.confirm(exact, outputs, tol, inputs) if exact else exact
+        return outputs, exact, aliases
 
     def _reference_aliases(self, raw: list[torch.Tensor], inputs: list[Any]) -> list[list[str]]:
         """The reference's own aliasing: inputs, other outputs, and memory it keeps between calls (the

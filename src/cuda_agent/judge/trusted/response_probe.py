@@ -101,7 +101,7 @@ def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any)
         directions.append(None if grad is None else _balanced_sign(grad.detach()))
     if all(d is None or not bool(d.any()) for d in directions):
         raise ValueError("the outputs' gradient is zero on every fp32 input")
-    return directions, [w if w is not None else None for w in weights]
+    return directions, weights
 
 
 def _balanced_sign(grad: torch.Tensor) -> torch.Tensor:
