@@ -20,7 +20,8 @@ def test_a_preparation_is_shared_only_by_the_same_task_under_the_same_settings()
     assert group_key("task-a", base) == group_key("task-a", JudgeConfig())
     assert group_key("task-a", base) != group_key("task-b", base)
     changed = {"atol": 1e-3, "rtol": 1e-3, "input_sets": 3, "precision_audit": False,
-               "perturb_parameters": False, "input_audit": False, "reference_kept_share": 0.0}  # fmt: skip
+               "perturb_parameters": False, "input_audit": False, "sign_audit": False,
+               "reference_kept_share": 0.0}  # fmt: skip
     assert set(changed) == set(PREPARATION_SETTINGS)
     for name, value in changed.items():
         assert group_key("task-a", dataclasses.replace(base, **{name: value})) != group_key("task-a", base), name

@@ -105,6 +105,10 @@ class JudgeConfig:
     # tests/adversarial passed without them.
     perturb_parameters: bool = True
     input_audit: bool = True
+    # trusted/sign_audit.py: inputs drawn all of one sign get random signs where the task is defined on
+    # both (with the precision audit only: it is what they serve). False keeps the signs as drawn: for the
+    # GPU test showing that the unbiased TF32 and fp8 cases of tests/adversarial passed without it.
+    sign_audit: bool = True
     # Issue 34 item 3 (decide/reference_group.py): one preparation of the reference (secret seeds, weights
     # moved to their generic point, verification inputs, outputs, float64 truth, audits) serves up to this
     # many judgments of the same task in a row, as an RL group's candidates come; 1 prepares afresh for

@@ -28,6 +28,13 @@ scale and a range of per-draw factors; both workers apply them here, to every dr
 and timed calls alike), so no call looks different from another. The factor of one draw follows from its
 seed (`draw_factor`), which both workers hold.
 
+Signs (trusted/sign_audit.py): an input drawn all of one sign (`torch.rand`) makes every partial sum of a
+long reduction grow, so an honest fp32 accumulation may err by as much as a product rounded to TF32 or
+bf16, and the precision audit cannot tell them apart. Where the reference's audit found the task defined
+on both signs, chosen positions get a random sign per element and a power-of-two factor (`mix_signs`),
+in both workers and every draw, after the transforms. Multiplying by +-2^-j is exact, so it commutes with
+the rounding probe below.
+
 The rounding probe (common/rounding_probe.py) then sets a few low mantissa bits of every generic float32
 and float64 value, in both workers and in every draw: rounding such a value to TF32, fp16 or bf16 always
 errs the same way, so a kernel that lowers its operands' precision shows a bias the precision audit sees
@@ -55,6 +62,8 @@ CHUNKS = 256
 # (scale, low, high): the input is multiplied by scale * f, f log-uniform in [low, high] for each draw.
 InputTransform = tuple[float, float, float]
 IDENTITY: InputTransform = (1.0, 1.0, 1.0)
+# Input position -> the power-of-two factor its random signs come with (trusted/sign_audit.py).
+Signs = dict[int, float]
 
 
 def seed_everything(seed: int) -> None:
@@ -89,12 +98,14 @@ def to_cuda(value: Any) -> Any:
 
 
 def draw_inputs(
-    module: ModuleType, seed: int, device: str = "cuda", transforms: list[InputTransform] | None = None
+    module: ModuleType, seed: int, device: str = "cuda", transforms: list[InputTransform] | None = None,
+    signs: Signs | None = None,
 ) -> Any:
     """The task's inputs for `seed`, drawn on the GPU: `torch.randn(...)` in get_inputs() then runs on
     the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host). Anything but
     a list or tuple comes back as it is, for `task.check_inputs` to name. `transforms` (one per input
-    position, from the reference's input audit) scale floating-point inputs, the same way in both workers."""
+    position, from the reference's input audit) scale floating-point inputs, and `signs` (the sign audit's)
+    give chosen ones random signs, the same way in both workers."""
     seed_everything(seed)
     try:
         with torch.device(device):
@@ -105,6 +116,7 @@ def draw_inputs(
         return inputs
     drawn = [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
     drawn = apply_transforms(drawn, seed, transforms) if transforms else drawn
+    drawn = mix_signs(drawn, seed, signs) if signs else drawn
     return rounding_probe.settle_all(drawn)  # lowered precision then errs one way (common/rounding_probe.py)
 
 
@@ -129,6 +141,33 @@ def apply_transforms(inputs: list[Any], seed: int, transforms: list[InputTransfo
             continue
         if value.is_floating_point():
             out[position] = value * draw_factor(seed, position, transform)
+    return out
+
+
+def mixable(value: Any) -> bool:
+    """A tensor random signs can be given to: floating point with elements."""
+    return isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 0
+
+
+def sign_generator(seed: int, position: int, device: torch.device) -> torch.Generator:
+    """The generator of input `position`'s signs in the draw `seed`: seeded from a hash of both (not from
+    the task's generators, whose stream get_inputs() owns), so both workers make the same signs."""
+    digest = hashlib.sha256(f"signs:{seed}:{position}".encode()).digest()
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int.from_bytes(digest[:8], "big") >> 1)
+    return generator
+
+
+def mix_signs(inputs: list[Any], seed: int, signs: Signs) -> list[Any]:
+    """Each chosen floating tensor multiplied, element by element, by +-factor with random signs, out of
+    place and in its own layout (strides kept: a kernel may be written for the task's layout)."""
+    out = list(inputs)
+    for position, factor in signs.items():
+        if position >= len(out) or not mixable(out[position]):
+            continue
+        value = out[position]
+        flips = torch.empty_like(value).random_(0, 2, generator=sign_generator(seed, position, value.device))
+        out[position] = value * (flips * (2.0 * factor) - factor)
     return out
 
 

@@ -54,13 +54,14 @@ class InputSource:
             Task(name=path.stem, source=path.read_text(), path=path), "task_inputs"
         )
         self.transforms: list[Any] | None = None  # the reference's input audit's (state.pt), for every draw
+        self.signs: dict[int, float] | None = None  # the reference's sign audit's (state.pt), for every draw
 
     def get(self, seed: int | None, path: str | None) -> Any:
         if path is not None:
             return _load(path)
         if seed is None:
             raise ValueError("an input seed or an input file is needed")
-        return draw_inputs(self.task, seed, transforms=self.transforms)
+        return draw_inputs(self.task, seed, transforms=self.transforms, signs=self.signs)
 
 
 class CandidateError(RuntimeError):
@@ -117,6 +118,7 @@ class CandidateWorker:
         sys.path.insert(0, module_dir)
         state = torch.load(judge_file(state_path), map_location="cuda", weights_only=True)
         self.inputs.transforms = state.get("input_transforms")
+        self.inputs.signs = state.get("input_signs")
         self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
         # The candidate's whole life before its first call -- import, construction, load_state_dict -- runs
         # under the capture gate: PyTorch ops captured into a CUDA graph there would replay in forward with

@@ -41,7 +41,7 @@ from cuda_agent.judge.config import JudgeConfig
 
 # The settings a preparation depends on: another value of any of them is another preparation.
 PREPARATION_SETTINGS = ("atol", "rtol", "input_sets", "precision_audit", "perturb_parameters", "input_audit",
-                        "reference_kept_share")
+                        "sign_audit", "reference_kept_share")
 
 
 def group_key(task_digest: str, config: JudgeConfig) -> str:

@@ -69,7 +69,7 @@ class ReferenceStage:
             input_seeds=self.input_seeds, timing_seed=secrets.randbits(62),
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
             perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
-            kept_share=self.config.reference_kept_share,
+            mix_signs=self.config.sign_audit, kept_share=self.config.reference_kept_share,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -99,6 +99,7 @@ class ReferenceStage:
         if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
             raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
         self.checks["input_audit"] = reply.get("input_audit", {})
+        self.checks["sign_audit"] = reply.get("sign_audit", {})  # trusted/sign_audit.py
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]
         self.checks["parameter_audit"] = reply.get("parameter_audit", {})

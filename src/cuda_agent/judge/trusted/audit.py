@@ -109,6 +109,14 @@ def outputs_or_none(model: torch.nn.Module, inputs: Sequence[Any]) -> list[torch
         return None
 
 
+def explained_by(model: torch.nn.Module, inputs: Sequence[Any], produced: Sequence[torch.Tensor], tol: Tolerance,
+                 sentence: str) -> str | None:  # fmt: skip
+    """`sentence` when the candidate's outputs that failed are what the reference gives on `inputs` (a draw
+    without one of the judge's changes to it: the kernel did not follow that change), else None."""
+    out = outputs_or_none(model, inputs)
+    return None if out is None or differs(out, list(produced), tol) else sentence
+
+
 def all_finite(outputs: list[torch.Tensor]) -> bool:
     """No NaN or Inf in any floating-point output."""
     return _finite(outputs)

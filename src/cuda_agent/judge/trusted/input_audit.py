@@ -48,7 +48,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from cuda_agent.judge.candidate.inputs import IDENTITY, InputTransform
-from cuda_agent.judge.trusted.audit import all_finite, differs, outputs_or_none
+from cuda_agent.judge.trusted.audit import all_finite, differs, explained_by, outputs_or_none
 from cuda_agent.judge.trusted.compare import Tolerance, in_blocks
 from cuda_agent.task import flatten_tensors, tensor_bytes
 
@@ -432,10 +432,6 @@ def explain(
     kernel ignored (or assumed the scale of) an input the judge made matter. A sentence, or None."""
     if not audit.made_to_matter:
         return None
-    out = outputs_or_none(model, raw_inputs)
-    if out is None or differs(out, list(produced), tol):
-        return None
     names = ", ".join(audit.made_to_matter)
-    return "the outputs are what the reference gives on the inputs as get_inputs() draws them: " + INPUT_HINT.format(
-        names=names
-    )
+    return explained_by(model, raw_inputs, produced, tol, "the outputs are what the reference gives on the inputs "
+                        "as get_inputs() draws them: " + INPUT_HINT.format(names=names))  # fmt: skip

@@ -44,6 +44,7 @@ from cuda_agent.judge.trusted import (
     perturb,
     reference_memory,
     response_probe,
+    sign_audit,
     truth,
 )
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
@@ -86,6 +87,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.input_transforms: list[Any] | None = None  # the input audit's, applied to every draw
+        self.signs = sign_audit.SignAudit()  # inputs given random signs in every draw (sign_audit.py)
         self.perturbation = perturb.Perturbation()
         self.inputs_audit = input_audit.InputAudit()
         self.reproducible = False
@@ -104,7 +106,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
     def _prepare(
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
-        audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE,
+        audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE, mix_signs: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -129,11 +131,12 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
-        audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share)
+        audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share,
+                                             precision_audit and mix_signs)  # fmt: skip
         audit["varied"] = varied
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
-                    "input_transforms": self.input_transforms}, out / "state.pt")  # fmt: skip
+                    "input_transforms": self.input_transforms, "input_signs": self.signs.signs}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degeneracy_audit = degeneracy.Audit(tol)
@@ -194,30 +197,30 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             "outputs": specs, "degenerate": always, "timing_sets": n_sets, "input_bytes": input_bytes,
             "output_bytes": self.sizes.get("its outputs"), "gpu_bytes": reference_memory.gpu_total_bytes(),
             "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
-            "parameter_audit": audit, "input_audit": self.inputs_audit.report(),
+            "parameter_audit": audit, "input_audit": self.inputs_audit.report(), "sign_audit": self.signs.report(),
             "input_problem": self.inputs_audit.problem(),
             "precision": precision_state, "response_probe": response,
             "kept_sets": len(input_seeds) if keep else 0,  # else each set's output is made again to compare
         }  # fmt: skip
 
     def _audit_state_and_inputs(
-        self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool, share: float
-    ) -> dict[str, Any]:
+        self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool, share: float,
+        mix_signs: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
         """The parameters first (scaled until each matters, then moved to a generic point: perturb.py), then
-        the inputs on that state (input_audit.py), on draws without transforms; sets the transforms every
-        later draw of both workers applies. Either step can be switched off (JudgeConfig)."""
+        the inputs on that state: their signs (sign_audit.py, with the precision audit) and whether each
+        matters (input_audit.py), on draws without transforms; sets the signs and transforms every later
+        draw of both workers applies. Each step can be switched off (JudgeConfig)."""
         audit = make_parameters_matter(self.model, first, tol)
         if perturb_state:
             self.perturbation = perturb.move_parameters(self.model, first, tol, seed)
         audit.update(self.perturbation.report())
-        if not audit_inputs:
-            return audit
         # The verification sets' seeds, then fresh ones; six draws held at once only where they fit.
         extra = max(0, input_audit.AUDIT_DRAWS - len(self.input_seeds))
         seeds = [*self.input_seeds[: input_audit.AUDIT_DRAWS], *(secrets.randbits(62) for _ in range(extra))]
         hold = reference_memory.audit_hold_bytes(share)
-        sets = input_audit.audit_sets(first, self._draw, seeds, hold)
-        self.inputs_audit = input_audit.audit_inputs(self.model, sets, tol, hold_bytes=hold)
+        self.signs, self.inputs_audit = sign_audit.audit_inputs(self.model, first, seeds, tol, hold, lambda s, signs: (
+            draw_inputs(self.module, s, signs=signs)), mix=mix_signs, inputs=audit_inputs)  # fmt: skip
         self.input_transforms = self.inputs_audit.active()
         return audit
 
@@ -233,7 +236,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         """The inputs of `seed`, with the input audit's transforms (as the candidate worker draws them); a
         timed call's, drawn inside its round (the samplers' `draw`): the same steps as the candidate
         worker's, so both contenders' walls hold the same draw."""
-        return draw_inputs(self.module, seed, transforms=self.input_transforms)
+        return draw_inputs(self.module, seed, transforms=self.input_transforms, signs=self.signs.signs)
 
     def save_inputs(self, workdir: str) -> dict[str, Any]:
         """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
@@ -317,8 +320,11 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         try:
             hint = perturb.explain(self.model, self._draw(seed), produced, tol, self.perturbation)
             if hint is None and self.input_transforms is not None:
-                raw = draw_inputs(self.module, seed)
+                raw = draw_inputs(self.module, seed, signs=self.signs.signs)
                 hint = input_audit.explain(self.model, raw, produced, tol, self.inputs_audit)
+            if hint is None and self.signs.mixed:
+                unmixed = draw_inputs(self.module, seed, transforms=self.input_transforms)
+                hint = sign_audit.explain(self.model, unmixed, produced, tol, self.signs)
         except Exception:  # a diagnosis only: the comparison has decided already
             return None
         return hint
@@ -360,7 +366,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             sys.modules.pop(self.module.__name__, None)
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
         self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
-        self.input_transforms, self.reproducible = None, False
+        self.input_transforms, self.reproducible, self.signs = None, False, sign_audit.SignAudit()
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
         self.cut_alternatives, self.has_cuts = [], False
         self.response = None
