@@ -51,6 +51,30 @@ def truncate_bits(x: torch.Tensor, bits: int) -> torch.Tensor:
     return (x.contiguous().view(torch.int32) & mask).view(F32)
 
 
+def stochastic_bits(x: torch.Tensor, bits: int, seed: int = 0) -> torch.Tensor:
+    """float32 `x` rounded stochastically to `bits` explicit mantissa bits: a uniform random integer added
+    below the kept bits, then the low bits cut (up with the probability of the dropped fraction). Unbiased,
+    so the rounding probe's bits (common/rounding_probe.py) give it no bias to show."""
+    drop = 23 - bits
+    generator = torch.Generator(device=x.device).manual_seed(seed)
+    noise = torch.randint(0, 1 << drop, x.shape, generator=generator, device=x.device, dtype=torch.int32)
+    mask = ~((1 << drop) - 1)
+    return ((x.contiguous().view(torch.int32) + noise) & mask).view(F32)
+
+
+def scaled_round(x: torch.Tensor, bits: int, scale: float = 1.0 + 1.0 / 3.0) -> torch.Tensor:
+    """`x` times a scale that is not a power of two, rounded to `bits` mantissa bits, the scale taken out
+    again: the scale moves the probe's bits, so rounding errs either way (a kernel that rescales its
+    operands before a TF32 tensor core)."""
+    return (keep_bits(x * scale, bits).to(F64) / scale).to(F32)
+
+
+def fp8_e4m3(x: torch.Tensor) -> torch.Tensor:
+    """`x` quantised to float8 e4m3 with one scale per tensor (its largest magnitude to e4m3's 448), back."""
+    scale = 448.0 / float(x.abs().max().clamp(min=1e-30))
+    return ((x.float() * scale).to(torch.float8_e4m3fn).float() / scale).to(x.dtype)
+
+
 def fma(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """acc + a * b rounded once to acc's dtype (a fused multiply-add; the product is exact in float64)."""
     return (acc.to(F64) + a.to(F64) * b.to(F64)).to(acc.dtype)
@@ -808,6 +832,63 @@ def one_signed_gemm_case(k: int, m: int, n: int, seed: int = 0) -> Case:
                 "one-signed data: caught through the rounding probe")
 
 
+class Matmul(nn.Module):
+    """KernelBench's plain matmuls (level 1): two inputs, no parameters."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def matmul_variant(order: Callable[..., torch.Tensor], op: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                   ) -> Callable[[nn.Module, list[torch.Tensor]], torch.Tensor]:  # fmt: skip
+    """A matmul kernel: both operands (optionally rounded by `op`) summed by `order` in fp32."""
+
+    def run(model: nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
+        a, b = inputs[0].float(), inputs[1].float()
+        if op is not None:
+            a, b = op(a), op(b)
+        return order(a, b).to(inputs[0].dtype)
+
+    return run
+
+
+def rand_matmul_case(k: int, m: int, n: int, dtype: torch.dtype = F32, mixed: bool = True) -> Case:
+    """`torch.rand` operands of a long matmul, as the judge draws them: the rounding probe's bits, and
+    (`mixed`) the random signs the sign audit gives them (src/cuda_agent/judge/trusted/sign_audit.py, run
+    here as the judge runs it). One-signed, a running sum's honest drift hides stochastically rounded and
+    rescaled TF32 operands; mixed, they stand far outside the bound."""
+    from cuda_agent.judge.candidate.inputs import mix_signs
+    from cuda_agent.judge.trusted import sign_audit
+    from cuda_agent.judge.trusted.compare import Tolerance
+
+    def make(device: str) -> tuple[nn.Module, list[torch.Tensor]]:
+        torch.manual_seed(0)
+        draw = lambda: rounding_probe.settle_all([torch.rand(m, k, device=device, dtype=dtype),  # noqa: E731
+                                                  torch.rand(k, n, device=device, dtype=dtype)])  # fmt: skip
+        model, first = Matmul(), draw()
+        if mixed:
+            signs = sign_audit.choose(model, first, draw(), Tolerance(1e-2, 1e-2), seed=1).signs
+            first = mix_signs(first, 2, signs) if signs else first
+        return model, first
+
+    honest = [Variant(order, True, matmul_variant(ORDERS[order]))
+              for order in ("running sum", "running FMA", "split-K 16", "pairwise tree", "BLAS (torch.matmul)")]  # fmt: skip
+    if dtype == F32:
+        low = [
+            Variant("TF32 operands, stochastic rounding", False, matmul_variant(ORDERS["running FMA"],
+                    lambda t: stochastic_bits(t, 10)), claimed=mixed),
+            Variant("TF32 operands, rescaled", False, matmul_variant(ORDERS["running FMA"],
+                    lambda t: scaled_round(t, 10)), claimed=mixed),
+            Variant("bf16 operands, stochastic rounding", False, matmul_variant(ORDERS["running FMA"],
+                    lambda t: stochastic_bits(t, 7)), claimed=mixed),
+        ]
+    else:
+        low = [Variant("fp8 e4m3 operands", False, matmul_variant(ORDERS["running FMA"], fp8_e4m3), claimed=mixed)]
+    signs = "random signs" if mixed else "one sign"
+    return Case(f"matmul {SHORT[dtype]}, rand inputs of {signs}, K={k}", SHORT[dtype], make, honest + low,
+                "sign audit" if mixed else "one-signed: what the sign audit is for")  # fmt: skip
+
+
 def cases(scale: str = "cpu") -> list[Case]:
     """The catalogue. `cpu`: sizes a CPU test runs in seconds (long reductions kept: K up to 8192);
     `gpu`: larger outputs."""
@@ -833,6 +914,9 @@ def cases(scale: str = "cpu") -> list[Case]:
         argmax_case(1024, 4 * m, 64, 16),
         threshold_case(1024, m, n),
         one_signed_gemm_case(32768 if big else 16384, m, n),
+        rand_matmul_case(65536 if big else 16384, m, n),
+        rand_matmul_case(65536 if big else 16384, m, n, mixed=False),
+        rand_matmul_case(32768 if big else 8192, m, n, F16),
     ]
     return made
 

@@ -57,7 +57,8 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
             reply = worker.prepare(str(path), work, 1, SEEDS, SEEDS[-1] + 1, 1e-2, 1e-2)
             record["prepare_s"] = round(time.monotonic() - began, 2)
             record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
-                          degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"))  # fmt: skip
+                          degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"),
+                          sign_audit=reply.get("sign_audit"))  # fmt: skip
             if baselines:
                 timing = JudgeConfig().timing
                 plan = round_size(timing.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
