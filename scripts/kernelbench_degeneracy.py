@@ -58,7 +58,7 @@ def audit_one(path: Path, task_id: str, device: str, sets: int, max_input_mb: fl
         "per_set": found.per_set, "outputs": found.outputs, "low_order": found.low_order,
         "input_mb": round(found.input_bytes / 2**20, 1), "seconds": round(found.seconds, 2),
         "parameters_not_mattering": found.parameter_audit.get("do_not_matter", []),
-        "math_policy": math_policy.POLICY,
+        "sign_audit": found.sign_audit, "math_policy": math_policy.POLICY,
     }  # fmt: skip
 
 
@@ -140,6 +140,14 @@ def devices_line(records: list[dict[str, Any]], device: str) -> str:
         "distribution, which is the same on both: the same seeds, each device's own generator)")
 
 
+def signs_line(records: list[dict[str, Any]]) -> str:
+    """How many audited tasks had inputs given random signs, and how many had inputs of one sign refused."""
+    audited = [r for r in records if r["status"] in ("ok", "degenerate")]
+    mixed = sum(1 for r in audited if r.get("sign_audit", {}).get("mixed"))
+    refused = sum(1 for r in audited if r.get("sign_audit", {}).get("refused") and not r["sign_audit"].get("mixed"))
+    return f"{mixed} of {len(audited)} audited tasks had inputs given signs, {refused} kept them all as drawn"
+
+
 def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: str, started: str) -> str:
     counts: dict[str, int] = {}
     for r in records:
@@ -157,6 +165,10 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, device: st
         "an input returned as drawn, at the judge's tolerance; or one quadratic of an input (fitted on the "
         "first set) with its error below a quarter of the tolerance everywhere. See "
         "`src/cuda_agent/judge/trusted/degeneracy.py` for why each.",
+        "",
+        "Inputs drawn all of one sign get random signs where the task is defined on both (the judge's sign "
+        "audit, `src/cuda_agent/judge/trusted/sign_audit.py`; each record's `sign_audit` says which, and why "
+        "not): " + signs_line(records) + ".",
         "",
         "Why KernelBench's tasks get flagged: its `get_inputs()` draw with `torch.rand`, uniform on [0, 1), so "
         "an activation that only changes negative values (ReLU, LeakyReLU, ELU, HardTanh) is the identity on "
