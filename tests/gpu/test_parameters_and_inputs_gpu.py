@@ -12,19 +12,15 @@ their verdicts must record what was moved and scaled. Set CUDA_AGENT_RESULTS=fol
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from suite_verdicts import SUITE, judge_cases, meets_expectation
 
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.trusted.build import BuildConfig
 
-ROOT = Path(__file__).parents[2]
-SUITE = ROOT / "tests" / "adversarial"
 pytestmark = pytest.mark.gpu
 
 CHEATS = [
@@ -38,39 +34,14 @@ CHEATS = [
 HONEST = ["00_honest_identity_init_gemm", "00_honest_reads_every_input"]
 
 
-def _judge(cases: list[str], **switches: bool) -> dict[str, dict]:
-    from cuda_agent.judge.decide.service import JudgeService
-
-    config = JudgeConfig(forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0), **switches)
-    folders = [SUITE / name for name in cases]
-    judged: dict[str, dict] = {}
-    with JudgeService(config) as service:
-        for i, verdict in service.judge_many(folders):
-            v = judged[cases[i]] = verdict.to_dict()
-            print(f"{cases[i]:36s} {switches or 'on'} {v['status']:12s} {v['reward']:+d} {v['reason'][:160]}", flush=True)
-    out = os.environ.get("CUDA_AGENT_RESULTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        name = "issue35_off.json" if switches else "issue35_on.json"
-        (Path(out) / name).write_text(json.dumps(judged, indent=1))
-    return judged
-
-
 @pytest.fixture(scope="module")
 def verdicts_on() -> dict[str, dict]:
-    return _judge(CHEATS + HONEST)
+    return judge_cases(CHEATS + HONEST, "issue35_on.json")
 
 
 @pytest.fixture(scope="module")
 def verdicts_off() -> dict[str, dict]:
-    return _judge(CHEATS, perturb_parameters=False, input_audit=False)
-
-
-def _meets(expected: dict, verdict: dict) -> bool:
-    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-    from test_judge_gpu import meets
-
-    return meets(expected, verdict)
+    return judge_cases(CHEATS, "issue35_off.json", perturb_parameters=False, input_audit=False)
 
 
 @pytest.mark.parametrize("name", CHEATS)
@@ -82,8 +53,7 @@ def test_cheat_passed_the_judge_before_issue_35(verdicts_off: dict[str, dict], n
 @pytest.mark.parametrize("name", CHEATS + HONEST)
 def test_case_meets_its_expectation_with_the_audits(verdicts_on: dict[str, dict], name: str) -> None:
     verdict = verdicts_on[name]
-    expected = json.loads((SUITE / name / "expected.json").read_text())
-    assert _meets(expected, verdict), f"{verdict['status']} {verdict['reward']}: {verdict['reason']}"
+    assert meets_expectation(name, verdict), f"{verdict['status']} {verdict['reward']}: {verdict['reason']}"
 
 
 def test_honest_verdicts_record_what_was_moved_and_scaled(verdicts_on: dict[str, dict]) -> None:
