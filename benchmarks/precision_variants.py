@@ -7,7 +7,8 @@ kernel of that arithmetic computes):
 
 - honest variants: the orders a kernel may sum in (a running sum over K, with or without fused
   multiply-add, reversed, four interleaved accumulators, split-K, a pairwise tree, 32-wide tiles, a warp's
-  32 lane-strided sums and a shuffle tree, Kahan), BLAS, Welford and Chan's parallel merge, an online
+  32 lane-strided sums and a shuffle tree, Kahan), BLAS, Winograd F(2x2,3x3) and F(4x4,3x3) convolutions,
+  Welford and Chan's parallel merge, an online
   softmax, fast-math exp/rsqrt/division, fp16 arithmetic for pointwise steps of fp16 tasks;
 - lowered precision: operands rounded to TF32 (10 mantissa bits), fp16 or bf16 and accumulated in fp32
   (tensor cores), accumulators in fp16 or bf16 (running, or per 16-deep tensor-core step), weights cut to
@@ -471,6 +472,42 @@ def autocast_case(k: int, m: int, n: int) -> Case:
     return Case(f"bf16 autocast matmul, K={k}", "fp32 (bf16 autocast)", make, variants, "autocast casts kept")
 
 
+# Winograd's minimal filtering F(m x m, 3 x 3) (Lavin and Gray, 2016): interpolation at the points 0, +-1
+# (and +-2 for m = 4) and infinity. Transforms (B^T for a tile of the input, G for a filter, A^T back to
+# outputs) written out from the construction; the same points cuDNN's and most hand-written kernels use.
+_WINOGRAD: dict[int, tuple[list[list[float]], list[list[float]], list[list[float]]]] = {
+    2: (
+        [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]],
+    ),
+    4: (
+        [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+         [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+         [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+    ),
+}  # fmt: skip
+
+
+def winograd_conv3x3(x: torch.Tensor, w: torch.Tensor, m: int, dtype: torch.dtype = F32) -> torch.Tensor:
+    """A 3x3, stride-1, padding-1 convolution by F(m x m, 3 x 3), every step in `dtype`: the input's
+    overlapping (m+2)^2 tiles and the filters transformed, the channel sum taken per transformed position
+    (a batched GEMM, as Winograd kernels do), the result transformed back."""
+    bt, g, at = (torch.tensor(t, dtype=dtype, device=x.device) for t in _WINOGRAD[m])
+    n, c, h, wd = x.shape
+    a = m + 2
+    th, tw = math.ceil(h / m), math.ceil(wd / m)
+    padded = torch.nn.functional.pad(x.to(dtype), (1, tw * m + 1 - wd, 1, th * m + 1 - h))
+    tiles = padded.unfold(2, a, m).unfold(3, a, m)  # n, c, th, tw, a, a
+    v = (bt @ tiles @ bt.T).permute(4, 5, 0, 2, 3, 1).reshape(a * a, -1, c)
+    u = (g @ w.to(dtype) @ g.T).permute(2, 3, 1, 0).reshape(a * a, c, -1)
+    products = torch.bmm(v, u).reshape(a, a, n, th, tw, -1).permute(2, 5, 3, 4, 0, 1)
+    y = (at @ products @ at.T).permute(0, 1, 2, 4, 3, 5).reshape(n, -1, th * m, tw * m)
+    return y[:, :, :h, :wd]
+
+
 def conv_case(cin: int, cout: int, size: int, batch: int) -> Case:
     def make(device: str) -> tuple[nn.Module, list[torch.Tensor]]:
         torch.manual_seed(7)
@@ -494,6 +531,16 @@ def conv_case(cin: int, cout: int, size: int, batch: int) -> Case:
     variants = [Variant(f"im2col, {o}", True, variant(o)) for o in ("running sum", "running FMA", "reversed FMA", "split-K 4", "pairwise tree", "BLAS (torch.matmul)")]
     variants += [Variant("TF32 operands", False, variant("running FMA", lambda t: keep_bits(t, 10))),
                  Variant("bf16 operands", False, variant("running FMA", lambda t: t.bfloat16().float()))]  # fmt: skip
+
+    def winograd(m: int, op: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Callable[[nn.Module, list[torch.Tensor]], torch.Tensor]:
+        def run(model: nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
+            x, w = inputs[0], model.conv.weight.detach()
+            return winograd_conv3x3(x if op is None else op(x), w if op is None else op(w), m)
+
+        return run
+
+    variants += [Variant("Winograd F(2x2,3x3)", True, winograd(2)), Variant("Winograd F(4x4,3x3)", True, winograd(4)),
+                 Variant("Winograd F(4x4,3x3), TF32 operands", False, winograd(4, lambda t: keep_bits(t, 10)))]  # fmt: skip
     return Case(f"conv2d 3x3, C_in={cin} (K={cin * 9})", "fp32", make, variants)
 
 

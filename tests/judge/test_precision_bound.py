@@ -125,3 +125,67 @@ def test_saturated_elements_do_not_dilute_the_precision_audit() -> None:
     assert (reference.abs() == 0.02).float().mean() > 0.9  # mostly saturated
     assert not precision.audit(bf16, reference, truth, 3.0).passed
     assert precision.audit(reference.clone(), reference, truth, 3.0).passed
+
+
+def test_the_winograd_emulation_is_a_convolution() -> None:
+    """The catalogue's Winograd variants are the real algorithm: in float64 they agree with conv2d to
+    float64's rounding, on sizes that leave partial tiles at the borders."""
+    import torch
+
+    torch.manual_seed(3)
+    x, w = torch.randn(2, 5, 11, 9, dtype=torch.float64), torch.randn(7, 5, 3, 3, dtype=torch.float64)
+    direct = torch.nn.functional.conv2d(x, w, padding=1)
+    for m in (2, 4):
+        assert torch.allclose(variants.winograd_conv3x3(x, w, m, torch.float64), direct, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("cin", [1, 16, 128])
+def test_winograd_convolutions_pass_and_tf32_is_still_refused(cin: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fp32 Winograd F(4x4, 3x3) is an honest way to compute a 3x3 convolution; its transforms amplify
+    rounding, so the convolution rule widens a 3x3 stride-1 convolution's allowance (truth_sums.py:
+    WINOGRAD_AMPLIFICATION). Without that, F(4x4) was refused at C_in 1-128 (a review's false alarm); with
+    it, TF32 operands, direct or through Winograd, stay far outside the bound."""
+    from cuda_agent.judge.trusted import precision, truth_sums
+
+    case = variants.conv_case(cin, 8, 12, 2)
+    model, inputs = case.make("cpu")
+    ref = model(*inputs).detach()
+    outs = {v.name: v.run(model, inputs).detach() for v in case.variants}
+
+    def statistics() -> dict[str, float]:
+        (truth,) = variants.TruthModel(model).outputs(inputs)
+        return {name: precision.audit(out, ref, truth, K).statistic for name, out in outs.items()}
+
+    widened = statistics()
+    assert widened["Winograd F(4x4,3x3)"] < K / 2 and widened["Winograd F(2x2,3x3)"] < K / 4
+    assert min(widened["TF32 operands"], widened["Winograd F(4x4,3x3), TF32 operands"]) > 10 * K
+    monkeypatch.setattr(truth_sums, "WINOGRAD_AMPLIFICATION", 1.0)
+    assert statistics()["Winograd F(4x4,3x3)"] > K, "without the widening F(4x4) is a false alarm"
+
+
+def test_only_winograd_shaped_convolutions_are_widened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A strided, dilated, 5x5 or transposed convolution has no Winograd form here: its allowance is the
+    direct sum's, so nothing lowered hides in a widening it has no use for."""
+    import torch
+
+    from cuda_agent.judge.trusted import truth_sums
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    x = torch.randn(1, 4, 10, 10)
+    convs = {
+        "3x3": (torch.nn.Conv2d(4, 4, 3, padding=1), True),
+        "3x3 depthwise": (torch.nn.Conv2d(4, 4, 3, padding=1, groups=4), True),
+        "3x3 stride 2": (torch.nn.Conv2d(4, 4, 3, stride=2, padding=1), False),
+        "3x3 dilation 2": (torch.nn.Conv2d(4, 4, 3, dilation=2, padding=2), False),
+        "5x5": (torch.nn.Conv2d(4, 4, 5, padding=2), False),
+        "3x3 transposed": (torch.nn.ConvTranspose2d(4, 4, 3, padding=1), False),
+        "3 (1-d)": (torch.nn.Conv1d(4, 4, 3, padding=1), False),
+    }
+    for name, (conv, widened) in convs.items():
+        inputs = [x[:, :, 0] if conv.weight.dim() == 3 else x]
+        sigmas = {}
+        for amplification in (1.0, 8.0):
+            monkeypatch.setattr(truth_sums, "WINOGRAD_AMPLIFICATION", amplification)
+            sigmas[amplification] = TruthModel(conv.eval()).outputs(inputs)[0].sigma
+        ratio = float((sigmas[8.0] / sigmas[1.0]).median())
+        assert (ratio > 4) == widened, (name, ratio)

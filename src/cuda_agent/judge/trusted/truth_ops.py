@@ -231,10 +231,14 @@ def index_tracked(idx: torch.Tensor, flips: torch.Tensor | None, inherited: torc
 
 
 # ---- a sum's own error, a rounding to a low dtype, magnitudes in low precision --------------------------------
-def accumulated(y: torch.Tensor, m2: torch.Tensor, count: float | torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def accumulated(
+    y: torch.Tensor, m2: torch.Tensor, count: float | torch.Tensor, dtype: torch.dtype, amplification: float = 1.0
+) -> torch.Tensor:
     """The own error variance of a sum of `count` terms (truth_sums.py's docstring): running-sum drift and walk in
-    the accumulation precision, the products' rounding, the result's rounding to its dtype."""
-    u = accumulation_roundoff(dtype) * ROUNDING_RMS
+    the accumulation precision, the products' rounding, the result's rounding to its dtype. `amplification`
+    scales the accumulation's standard deviation (not the result's rounding) for a sum an honest kernel may
+    take in a transformed basis (Winograd's, truth_sums.WINOGRAD_AMPLIFICATION)."""
+    u = accumulation_roundoff(dtype) * ROUNDING_RMS * amplification
     return u * u * (count * (y * y / 3 + m2 / 6) + m2) + local_rounding(y, dtype)
 
 

@@ -55,11 +55,12 @@ class _Shaped:
 
 def _products(
     y: torch.Tensor, dtype: torch.dtype, f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], a: Any, b: Any,
-    count: float, bias: _Shaped | None = None, beta: float = 1.0, alpha: float = 1.0,
+    count: float, bias: _Shaped | None = None, beta: float = 1.0, alpha: float = 1.0, amplification: float = 1.0,
 ) -> Tracked:  # fmt: skip
     """The result y = beta * bias + alpha * f(a, b) of an op that is a sum over products of two tensors
     (mm, bmm, convolution, ...): f applied to the squares gives M2, applied to an input's variance and the
-    other's square the propagated error; `bias` (broadcast to y) is one more term of the sum."""
+    other's square the propagated error; `bias` (broadcast to y) is one more term of the sum; `amplification`
+    widens the accumulation's own error where a transformed basis is an honest way to take the sum."""
     va, vb = payload(a), payload(b)
     sa, sb = va * va, vb * vb
     m2 = magnitudes(f, sa, sb)
@@ -86,7 +87,7 @@ def _products(
             if bad is not None:
                 unsure = bad if unsure is None else unsure | bad
         count += 1
-    var = accumulated(y, m2, count, dtype)
+    var = accumulated(y, m2, count, dtype, amplification)
     if prop is not None:
         var = var + prop
     return Tracked.make(y, dtype, var if unsure is None else mark_unknowable(var, unsure))
@@ -129,6 +130,24 @@ def _broadcast(t: Any, shape: torch.Size, view: list[int] | None = None) -> _Sha
     return _Shaped(value, None if var is None else torch.broadcast_to(var, shape))
 
 
+# Winograd's minimal filtering (Lavin and Gray, 2016) takes a 3x3, stride-1 convolution's sum in a transformed
+# basis whose transforms amplify rounding: fp32 F(4x4, 3x3), the tile cuDNN and hand-written kernels use, measured
+# up to 11x this rule's direct-sum standard deviation (C_in = 1; 5x at 16, 1.3-2.6x from 256 on; randn and
+# mixed-sign inputs, CPU emulation in benchmarks/precision_variants.py), F(2x2, 3x3) up to 1.7x. Allowing 8x
+# keeps F(4x4) at or below 1.6 of the audit's bound of about 3 and TF32 operands (the operand rounding an fp32
+# task must not take) at 16 or more even at C_in = 2048. Larger tiles (F(6x6, 3x3)) are not covered.
+WINOGRAD_AMPLIFICATION = 8.0
+
+
+def _winograd_shaped(weight: torch.Tensor, full: dict[str, Any]) -> bool:
+    """A 2-D, 3x3, stride-1, undilated, untransposed convolution: one Winograd's F(m x m, 3 x 3) computes."""
+    return (
+        weight.dim() == 4 and tuple(weight.shape[2:]) == (3, 3) and not full.get("transposed")
+        and all(int(s) == 1 for s in (full.get("stride") or [1]))
+        and all(int(d) == 1 for d in (full.get("dilation") or [1]))
+    )  # fmt: skip
+
+
 def convolution(func: Any, args: Any, kwargs: Any) -> Any:
     """aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)."""
     names = ("input", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups")
@@ -149,7 +168,8 @@ def convolution(func: Any, args: Any, kwargs: Any) -> Any:
 
     bias = full.get("bias")
     shaped = None if bias is None else _broadcast(bias, y.shape, [1, -1] + [1] * (y.dim() - 2))
-    return _products(y, dtype, f, full["input"], full["weight"], float(count), shaped)
+    amplification = WINOGRAD_AMPLIFICATION if _winograd_shaped(w, full) else 1.0
+    return _products(y, dtype, f, full["input"], full["weight"], float(count), shaped, amplification=amplification)
 
 
 def _dims(x: torch.Tensor, dim: Any) -> list[int]:
