@@ -50,6 +50,26 @@ def test_verdict_json_has_the_contract_fields() -> None:
     assert data["environment"]["gpu"] == "NVIDIA H200"
 
 
+def test_a_verdict_with_infinite_figures_is_strict_json_and_reads_back() -> None:
+    """An unbounded interval's end or a ratio over zero is inf in Python; JSON has none. The server's strict
+    encoder refused such a verdict with a 500 on every poll, so its client never got it (H100, 2026-12-05).
+    The verdict's data carries None there, everywhere it is written."""
+    import dataclasses
+    import math
+
+    from cuda_agent.service.wire import verdict_from_dict
+
+    timing = dataclasses.replace(_timing(), policy={"upper": math.inf, "spreads": [1.0, -math.inf]})
+    verdict = Verdict(reward=1, status=Status.OK, reason="ok", timing=timing,
+                      checks={"response": {"missing": math.inf, "t": math.nan, "kept": 2.5}})  # fmt: skip
+    data = json.loads(json.dumps(verdict.to_dict(), allow_nan=False))
+    assert data["checks"]["response"] == {"missing": None, "t": None, "kept": 2.5}
+    assert data["timing"]["policy"] == {"upper": None, "spreads": [1.0, None]}
+    assert json.loads(verdict.to_json()) == data
+    back = verdict_from_dict(data)
+    assert back.reward == 1 and back.timing is not None and back.timing.candidate.p75 == 1.1
+
+
 def test_failure_is_always_minus_one_and_never_ok() -> None:
     verdict = failure(Status.COMPILE_ERROR, "kernels/a.cu:3: error: x undeclared", compile_log="log")
     assert verdict.reward == -1 and not verdict.passed

@@ -59,3 +59,35 @@ def test_graceful_restarts_cost_queued_judgments_no_attempt(tmp_path: Path) -> N
         assert held["status"] == "compile_error" and 1 <= held["attempts"] <= 5
     finally:
         srv.stop()
+
+
+def test_a_graceful_stop_answers_long_polls_instead_of_cancelling_them(tmp_path: Path) -> None:
+    """A poll waiting for a verdict when SIGTERM comes gets the judgment's state at once. Before, it waited
+    on into uvicorn's 5 s grace, was cancelled and logged as a 500 (seen on an H100, 2026-12-05: 8 polls
+    per restart of the fault benchmark)."""
+    import threading
+
+    srv = Server(tmp_path / "srv", "--max-pending", "8")
+    answers: list[tuple[int, dict]] = []
+    try:
+        holder = srv.http.post("/judgments", json=slow(2)).json()["id"]
+        last = [srv.http.post("/judgments", json=slow(3 + n)).json()["id"] for n in range(4)][-1]
+        _wait_running(srv, holder)
+
+        def poll() -> None:  # the last of five slow judgments: seconds from a verdict
+            reply = srv.http.get(f"/judgments/{last}", params={"wait": 50})
+            answers.append((reply.status_code, reply.json()))
+
+        thread = threading.Thread(target=poll)
+        thread.start()
+        time.sleep(1.0)  # the poll is waiting in the server
+        began = time.monotonic()
+        srv.proc.terminate()
+        thread.join(30)
+        waited = time.monotonic() - began
+    finally:
+        srv.stop()
+    assert answers and answers[0][0] == 200, answers
+    assert answers[0][1]["state"] == "queued", answers
+    assert waited < 2.5, f"the poll was answered {waited:.1f} s after SIGTERM (the grace is 5 s)"
+    assert "Exception in ASGI application" not in srv.read_log()

@@ -106,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
     mode = "Ray cluster" if args.ray else "build-only (CPU)" if args.build_only else f"{executor.lanes} GPU lane(s)"
     print(f"judge server on {scheme}://{args.host}:{port}/v1 ({mode}; data in {args.data_dir})",
           file=sys.stderr, flush=True)  # fmt: skip
-    server = uvicorn.Server(uvicorn.Config(
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            jobs.wake_all()  # long-polls answer before the grace below runs out and cancels them
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    server = Server(uvicorn.Config(
         app, log_level="info", ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key, timeout_graceful_shutdown=5,
         http=guarded_protocol(args.header_timeout_s, args.max_half_open),
     ))  # fmt: skip

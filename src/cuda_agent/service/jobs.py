@@ -55,6 +55,7 @@ class JobQueue:
         self.ready = False
         self._lock = threading.Lock()
         self._watchers: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._closing = False  # wake_all: the server is shutting down and answers polls at once
         self._between_verdicts = 5.0  # a running estimate of the time between verdicts, for Retry-After
         self._last_verdict: float | None = None
 
@@ -189,6 +190,9 @@ class JobQueue:
         """An event set when the judgment's verdict is recorded (check the store after calling this)."""
         event = asyncio.Event()
         with self._lock:
+            if self._closing:  # shutting down: no poll may wait into the grace's end
+                event.set()
+                return event
             self._watchers.setdefault(judgment_id, []).append((asyncio.get_running_loop(), event))
         return event
 
@@ -199,6 +203,15 @@ class JobQueue:
                 self._watchers[judgment_id] = left
             else:
                 self._watchers.pop(judgment_id, None)
+
+    def wake_all(self) -> None:
+        """Answer every long-poll now with the state it has (the server is shutting down: a poll still
+        waiting when its grace ends is cancelled, which the client would read as a 500)."""
+        with self._lock:
+            self._closing = True
+            ids = list(self._watchers)
+        for judgment_id in ids:
+            self._wake(judgment_id)
 
     def _wake(self, judgment_id: str) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ verdict is never built from a worker's reply without those checks.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -116,13 +117,29 @@ class Verdict:
         return self.status is Status.OK
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON-ready data. Non-finite numbers (an unbounded interval's end, a ratio over
+        zero) become None: JSON has no infinity, and a verdict that a strict encoder refuses (the
+        server's did, with a 500 on every poll: H100, 2026-12-05) is a verdict its client never gets."""
         data = asdict(self)
         data["status"] = self.status.value
         data["schema_version"] = SCHEMA_VERSION
-        return data
+        return json_safe(data)
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, default=_json_default)
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, default=_json_default, allow_nan=False)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float inside dicts, lists and tuples replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(json_safe(v) for v in value)
+    return value
 
 
 def _json_default(value: Any) -> Any:
