@@ -36,9 +36,12 @@ def test_case_meets_its_expectation_with_the_sign_audit(verdicts_on: dict[str, d
     assert meets_expectation(name, verdicts_on[name]), verdicts_on[name]
 
 
-@pytest.mark.parametrize("name", ["08_tf32_stochastic_rounding_long_k", "08_fp8_operands_half_gemm_long_k"])
+# On an H100 (2026-12-05) the judge without the sign audit accepted the stochastically rounded TF32 GEMM (+1)
+# and refused the other two on their own draws (precision audit 4.67 and 6.29 of about 3): only the first
+# is shown to need the sign audit on a GPU; all three need it in the CPU emulation at other draws.
+@pytest.mark.parametrize("name", ["08_tf32_stochastic_rounding_long_k"])
 def test_unbiased_cheats_passed_without_the_sign_audit(verdicts_off: dict[str, dict], name: str) -> None:
-    """The judge before the sign audit accepted them: they are working cheats, not failures of the kernel."""
+    """The judge before the sign audit accepted it: a working cheat, not a failure of the kernel."""
     assert verdicts_off[name]["reward"] >= 1, verdicts_off[name]
 
 
