@@ -91,3 +91,36 @@ def test_a_graceful_stop_answers_long_polls_instead_of_cancelling_them(tmp_path:
     assert answers[0][1]["state"] == "queued", answers
     assert waited < 2.5, f"the poll was answered {waited:.1f} s after SIGTERM (the grace is 5 s)"
     assert "Exception in ASGI application" not in srv.read_log()
+
+
+def test_a_verdict_stored_with_infinity_is_served_as_strict_json(tmp_path: Path) -> None:
+    """A server before verdicts were strict JSON stored an `inf` figure as `Infinity`; its strict encoder then
+    answered every poll of that judgment with a 500, so the client never got the verdict (the H100 fault run,
+    2026-12-05). A server started on such a database serves it, the figure as null."""
+    import json
+    import sqlite3
+
+    folder = tmp_path / "srv"
+    srv = Server(folder)
+    try:
+        judgment = srv.http.post("/judgments", json=instant(7)).json()["id"]
+        done = srv.wait_done(judgment)
+    finally:
+        srv.stop()
+    db = sqlite3.connect(folder / "data" / "judgments.sqlite")
+    (stored,) = db.execute("SELECT result FROM judgments WHERE id = ?", (judgment,)).fetchone()
+    result = json.loads(stored)
+    result["verdict"]["checks"]["figure"] = float("inf")  # as json.dumps wrote it by default: Infinity
+    db.execute("UPDATE judgments SET result = ? WHERE id = ?", (json.dumps(result), judgment))
+    db.commit()
+    db.close()
+    srv = Server(folder)
+    try:
+        reply = srv.http.get(f"/judgments/{judgment}")
+        events = srv.http.get(f"/judgments/{judgment}/events").text
+    finally:
+        srv.stop()
+    assert reply.status_code == 200, reply.text[:300]
+    assert "Infinity" not in reply.text and "Infinity" not in events
+    record = reply.json()
+    assert record["verdict"]["checks"]["figure"] is None and record["status"] == done["status"]

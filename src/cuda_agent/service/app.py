@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from cuda_agent.judge.decide.verdict import json_safe
 from cuda_agent.service.auth import Tokens
 from cuda_agent.service.jobs import JobQueue, QueueFull
 from cuda_agent.service.store import KeyConflict
@@ -245,4 +246,4 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
 
 
 def _sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, sort_keys=True)}\n\n"
+    return f"event: {event}\ndata: {json.dumps(json_safe(data), sort_keys=True, allow_nan=False)}\n\n"

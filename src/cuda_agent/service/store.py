@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.judge.decide.verdict import json_safe
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
     id TEXT PRIMARY KEY,
@@ -151,7 +153,7 @@ class Store:
             cursor = self._db.execute(
                 "UPDATE judgments SET state = 'done', finished = ?, result = ?, payload = NULL"
                 " WHERE id = ? AND state != 'done'",
-                (time.time(), json.dumps(result, sort_keys=True), judgment_id),
+                (time.time(), json.dumps(json_safe(result), sort_keys=True, allow_nan=False), judgment_id),
             )
             return cursor.rowcount == 1
 
@@ -178,7 +180,8 @@ class Store:
             row = self._db.execute(query, args).fetchone()
         if row is None:
             return None
-        return Record(*row[:7], json.loads(row[7]) if row[7] else None, row[8])
+        # json_safe: a row written before verdicts were strict JSON may hold Infinity, which no client can read
+        return Record(*row[:7], json_safe(json.loads(row[7])) if row[7] else None, row[8])
 
     def counts(self) -> dict[str, int]:
         with self._lock:
