@@ -78,18 +78,26 @@ def test_a_graceful_stop_answers_long_polls_instead_of_cancelling_them(tmp_path:
             reply = srv.http.get(f"/judgments/{last}", params={"wait": 50})
             answers.append((reply.status_code, reply.json()))
 
-        thread = threading.Thread(target=poll)
-        thread.start()
-        time.sleep(1.0)  # the poll is waiting in the server
+        streamed: list[str] = []
+
+        def stream() -> None:  # its server-sent events: the stream must end, not spin until cancelled
+            streamed.append(srv.http.get(f"/judgments/{last}/events").text)
+
+        threads = [threading.Thread(target=poll), threading.Thread(target=stream)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)  # the poll and the stream are waiting in the server
         began = time.monotonic()
         srv.proc.terminate()
-        thread.join(30)
+        for thread in threads:
+            thread.join(30)
         waited = time.monotonic() - began
     finally:
         srv.stop()
     assert answers and answers[0][0] == 200, answers
     assert answers[0][1]["state"] == "queued", answers
-    assert waited < 2.5, f"the poll was answered {waited:.1f} s after SIGTERM (the grace is 5 s)"
+    assert streamed and "event: state" in streamed[0] and "event: verdict" not in streamed[0], streamed
+    assert waited < 2.5, f"the poll and the stream ended {waited:.1f} s after SIGTERM (the grace is 5 s)"
     assert "Exception in ASGI application" not in srv.read_log()
 
 

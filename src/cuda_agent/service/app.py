@@ -28,7 +28,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from cuda_agent.judge.decide.verdict import json_safe
 from cuda_agent.service.auth import Tokens
 from cuda_agent.service.jobs import JobQueue, QueueFull
 from cuda_agent.service.store import KeyConflict
@@ -200,6 +199,8 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
             record = first
             yield _sse("state", {"id": judgment_id, "state": record["state"]})
             while record["state"] != "done":
+                if jobs.closing:  # shutting down: end the stream (reconnect after the restart), no busy wait
+                    return
                 event = jobs.watch(judgment_id)
                 try:
                     record = await run_in_threadpool(record_of, judgment_id, client)
@@ -246,4 +247,4 @@ def create_app(jobs: JobQueue, tokens: Tokens, limits: Limits | None = None) -> 
 
 
 def _sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(json_safe(data), sort_keys=True, allow_nan=False)}\n\n"
+    return f"event: {event}\ndata: {json.dumps(data, sort_keys=True, allow_nan=False)}\n\n"  # the store's records are strict JSON

@@ -204,6 +204,11 @@ class JobQueue:
             else:
                 self._watchers.pop(judgment_id, None)
 
+    @property
+    def closing(self) -> bool:
+        """The server is shutting down (`wake_all` was called): waits end at once."""
+        return self._closing
+
     def wake_all(self) -> None:
         """Answer every long-poll now with the state it has (the server is shutting down: a poll still
         waiting when its grace ends is cancelled, which the client would read as a 500)."""
