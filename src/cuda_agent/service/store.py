@@ -180,8 +180,9 @@ class Store:
             row = self._db.execute(query, args).fetchone()
         if row is None:
             return None
-        # json_safe: a row written before verdicts were strict JSON may hold Infinity, which no client can read
-        return Record(*row[:7], json_safe(json.loads(row[7])) if row[7] else None, row[8])
+        # A row written before verdicts were strict JSON may hold Infinity or NaN, which no client can read: null
+        # (the hook runs only on those constants, so a poll of a clean row pays nothing for it).
+        return Record(*row[:7], json.loads(row[7], parse_constant=lambda _: None) if row[7] else None, row[8])
 
     def counts(self) -> dict[str, int]:
         with self._lock:

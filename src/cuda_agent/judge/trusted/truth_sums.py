@@ -135,7 +135,7 @@ def _broadcast(t: Any, shape: torch.Size, view: list[int] | None = None) -> _Sha
 # up to 11x this rule's direct-sum standard deviation (C_in = 1; 5x at 16, 1.3-2.6x from 256 on; randn and
 # mixed-sign inputs, CPU emulation in benchmarks/precision_variants.py), F(2x2, 3x3) up to 1.7x. Allowing 8x
 # keeps F(4x4) at or below 1.6 of the audit's bound of about 3 and TF32 operands (the operand rounding an fp32
-# task must not take) at 16 or more even at C_in = 2048. Larger tiles (F(6x6, 3x3)) are not covered.
+# task must not take) at 15 or more even at C_in = 2048. Larger tiles (F(6x6, 3x3)) are not covered.
 WINOGRAD_AMPLIFICATION = 8.0
 
 
