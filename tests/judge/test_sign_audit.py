@@ -173,3 +173,25 @@ def test_the_workers_draw_the_same_mixed_inputs_and_a_one_signed_kernel_is_told_
     reply = cpu_reference.prepare(str(task), str(tmp_path), 1234, [11, 12, 13], 99, 1e-2, 1e-2, precision_audit=False)
     assert reply["sign_audit"]["mixed"] == {} and torch.load(tmp_path / "state.pt")["input_signs"] is None
     assert torch.equal(draw_inputs(cpu_reference.module, 11, device="cpu")[0], cpu_reference._draw(11)[0])
+
+
+def test_a_truth_on_a_block_of_rows_is_held_to_those_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU too small for the whole batch's float64 truth, the truth covers a secret block of rows
+    (truth_rows.py). The sign audit must compare it with the outputs on those rows: on an H100 it compared
+    a 16-row block's error model with all 128 rows and KernelBench's level2/59 (Linear 32768 -> 32768)
+    ended in an error. Here the planner is told the memory is short, so blocks of 16 rows are planned."""
+    from cuda_agent.judge.trusted import truth_rows
+
+    monkeypatch.setattr(truth_rows, "free_gpu_bytes", lambda inputs: 16 * 14 * 8 * 256 * 2)
+    first, second = _draws([_rand(128, 256)])
+    found = sign_audit.choose(Linear(), first, second, TOL, seed=5)
+    assert found.mixed == {0: 1.0}, found.report()
+
+
+def test_the_honest_share_of_a_block_is_the_whole_batch_share_on_its_rows() -> None:
+    outputs = [torch.rand(8, 4) + 1.0]
+    sigma = torch.full((8, 4), 1e-4, dtype=torch.float64)
+    sigma[5, 2] = 1e-3  # the worst element, inside rows 4-5
+    whole = sign_audit.Truth(outputs[0].double(), sigma, torch.float32)
+    block = sign_audit.Truth(outputs[0][4:6].double(), sigma[4:6], torch.float32, rows=(4, 6))
+    assert sign_audit.honest_share([block], outputs, TOL) == pytest.approx(sign_audit.honest_share([whole], outputs, TOL))

@@ -93,16 +93,30 @@ def qualifies(first: Any, second: Any) -> bool:
 
 def honest_share(truths: Sequence[Truth | None], outputs: Sequence[torch.Tensor], tol: Tolerance) -> float:
     """How much of the tolerance an honest computation may use: the largest SIGMAS x sigma over
-    atol + rtol |y| over every element of every output with a truth (0 where none has an error model)."""
+    atol + rtol |y| over every element of every output with a truth (0 where none has an error model).
+    A truth made on a block of the batch's rows (truth_rows.py: a GPU too small for the whole batch's) is
+    held to the outputs on those rows; an output that does not keep the batch's rows has no error model
+    here, as the block's truth cannot stand for it (truth_rows.agrees refuses it the same way)."""
     worst = 0.0
     for found, out in zip(truths, outputs, strict=False):
         if found is None or found.sigma is None or not out.is_floating_point():
+            continue
+        if found.rows is not None and out.dim() > 0:
+            out = out[found.rows[0] : found.rows[1]]
+        if not _broadcasts(found.sigma, out):
             continue
         sigma = found.sigma.to(out.device, torch.float64)
         room = tol.atol + tol.rtol * out.detach().to(torch.float64).abs()
         share = (SIGMAS * sigma / room).nan_to_num(nan=0.0)
         worst = max(worst, float(share.max()) if share.numel() else 0.0)
     return worst
+
+
+def _broadcasts(sigma: torch.Tensor, out: torch.Tensor) -> bool:
+    try:
+        return torch.broadcast_shapes(sigma.shape, out.shape) == out.shape
+    except RuntimeError:
+        return False
 
 
 def above_share(outputs: Sequence[torch.Tensor], tol: Tolerance) -> float:
