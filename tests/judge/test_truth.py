@@ -254,3 +254,31 @@ def test_the_math_policy_is_pinned_and_keys_the_baseline_cache() -> None:
 
     without = hashlib.sha256(f"task|env|{PROTOCOL_VERSION}".encode()).hexdigest()
     assert baselines.cache_key("task", "env") != without
+
+
+class _KeepsHidden(nn.Module):
+    """A recurrent cell that keeps its state in a plain tensor attribute, as KernelBench's level3/33
+    VanillaRNN does: functional_call swaps parameters and buffers, not such attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.Linear(16, 8)
+        self.hidden = torch.zeros(4, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.hidden = self.hidden.to(x.device)
+        self.hidden = torch.tanh(self.cell(torch.cat((x, self.hidden), dim=1)))
+        self.seen = self.hidden * 1.0  # an attribute only forward makes
+        return self.hidden
+
+
+def test_the_truth_leaves_a_models_tensor_attributes_as_it_found_them() -> None:
+    """Before the fix the truth's evaluation left a tracked `hidden` on the model, and the reference's
+    next plain forward raised Untrackable (level3/33_VanillaRNN on the H100, 2026-12-05)."""
+    model = _KeepsHidden()
+    x = torch.rand(4, 8)
+    before = model.hidden
+    truth = TruthModel(model).outputs([x])
+    assert truth is not None and truth[0] is not None and truth[0].value.dtype == torch.float64
+    assert model.hidden is before and not hasattr(model, "seen")
+    assert torch.isfinite(model(x)).all()

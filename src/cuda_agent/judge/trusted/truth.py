@@ -309,8 +309,12 @@ class TruthModel:
 
         state = self._tracked_state()
         args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, inputs)
-        with torch.no_grad(), TruthMode(self.unmodelled):
-            result = torch.func.functional_call(self.model, state, tuple(args))
+        kept = _tensor_attributes(self.model)
+        try:
+            with torch.no_grad(), TruthMode(self.unmodelled):
+                result = torch.func.functional_call(self.model, state, tuple(args))
+        finally:
+            _restore_tensor_attributes(self.model, kept)
         made = [_truth(t) for t in flatten_tensors(result)]
         return [dataclasses.replace(t, rows=rows) if t is not None and rows else t for t in made]
 
@@ -328,6 +332,25 @@ class TruthModel:
             self._state[name] = (tensor, tensor._version, made, made.value._version)
             state[name] = made
         return state
+
+
+def _tensor_attributes(model: torch.nn.Module) -> dict[tuple[int, str], torch.Tensor]:
+    """Plain tensor attributes of every submodule (neither parameters nor buffers: functional_call does
+    not swap them). A forward that assigns one (an RNN keeping `self.hidden`) would otherwise leave a
+    tracked tensor in the reference model after the truth's evaluation, and its next plain forward fails."""
+    return {(id(m), k): v for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)}
+
+
+def _restore_tensor_attributes(model: torch.nn.Module, kept: dict[tuple[int, str], torch.Tensor]) -> None:
+    """Puts back what `_tensor_attributes` saw; a tensor attribute the truth's forward added is removed."""
+    for m in model.modules():
+        for k, v in list(vars(m).items()):
+            if isinstance(v, Tracked):
+                before = kept.get((id(m), k))
+                if before is None:
+                    delattr(m, k)
+                else:
+                    setattr(m, k, before)
 
 
 def _truth(t: torch.Tensor) -> Truth | None:
