@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.trusted import cuts, layout, precision, truth
+from cuda_agent.judge.trusted import cuts, layout, precision, truth, truth_rows
 from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor
 
 
@@ -57,9 +57,8 @@ def judge_outputs(
         if not (precision_k and precision.auditable(ref)):
             continue
         found_truth = exact[k] if exact is not None and k < len(exact) else None
-        if found_truth is not None and found_truth.rows is not None:  # a block of the batch (truth_rows.py)
-            start, stop = found_truth.rows
-            ref, got = (ref[start:stop], got[start:stop]) if ref.dim() > 0 else (ref, got)
+        if found_truth is not None:  # held to the block of the batch's rows it covers, if one (truth_rows.py)
+            ref, got = truth_rows.on_rows(ref, found_truth.rows), truth_rows.on_rows(got, found_truth.rows)
         if found_truth is None or tuple(found_truth.value.shape) != tuple(ref.shape):
             missing.append(label)  # no truth: the parent fails closed (decide/reference_stage.py)
             continue

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from cuda_agent.judge.candidate.inputs import Signs, mix_signs, mixable
-from cuda_agent.judge.trusted import input_audit
+from cuda_agent.judge.trusted import input_audit, truth_rows
 from cuda_agent.judge.trusted.audit import all_finite, explained_by, outputs_or_none
 from cuda_agent.judge.trusted.compare import Tolerance
 from cuda_agent.judge.trusted.truth import Truth, TruthModel
@@ -101,8 +101,7 @@ def honest_share(truths: Sequence[Truth | None], outputs: Sequence[torch.Tensor]
     for found, out in zip(truths, outputs, strict=False):
         if found is None or found.sigma is None or not out.is_floating_point():
             continue
-        if found.rows is not None and out.dim() > 0:
-            out = out[found.rows[0] : found.rows[1]]
+        out = truth_rows.on_rows(out, found.rows)
         if not _broadcasts(found.sigma, out):
             continue
         sigma = found.sigma.to(out.device, torch.float64)

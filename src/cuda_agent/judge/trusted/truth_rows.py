@@ -79,6 +79,14 @@ def slice_inputs(inputs: list[Any], batch: int, rows: tuple[int, int]) -> list[A
     ]
 
 
+def on_rows(tensor: torch.Tensor, rows: tuple[int, int] | None) -> torch.Tensor:
+    """The rows of `tensor` a block's truth covers (a view), or `tensor` itself where the truth covers the
+    whole batch (`rows` None) or the tensor has no rows (0-d)."""
+    if rows is None or tensor.dim() == 0:
+        return tensor
+    return tensor[rows[0] : rows[1]]
+
+
 def agrees(truths: list[Any], outputs: list[torch.Tensor], tol: Tolerance) -> str | None:
     """None when each block truth matches the reference's full-batch output on its rows within `tol`
     (float comparison, NaN where the reference has NaN); else why the block's truth cannot stand for them."""
