@@ -11,7 +11,7 @@ WHAT=${1:-all}
 SERVER="fastapi uvicorn starlette pydantic pydantic_core annotated-types annotated-doc typing-inspection
 typing_extensions anyio sniffio h11 httpx httpcore idna certifi prometheus_client click opentelemetry-api
 rich pygments markdown-it-py mdurl"
-TRAIN="trl datasets dill multiprocess xxhash openai jiter"
+TRAIN="trl datasets dill multiprocess xxhash openai jiter httpx2 httpcore2 truststore"
 case "$WHAT" in
     server) names=$SERVER ;;
     train) names=$TRAIN ;;

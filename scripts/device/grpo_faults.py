@@ -7,7 +7,8 @@ judge on this GPU (the local JudgeService the command would open), except that o
   sees the GPU never go quiet).
 
 Neither may become a reward: each such rollout must be masked out of the loss and counted in its step's
-metrics, and the step must go on. Takes the arguments of `cuda-agent train grpo` after its own; prints the
+metrics, and the step must go on. A contended judgment that ends -1 is judged again on a quiet GPU: the -1
+stands only if the submission earns it there too (a build that fails, a wrong result). Takes the arguments of `cuda-agent train grpo` after its own; prints the
 command's JSON summary on one line, with `injected` (what was injected, judgment by judgment) added.
 
     python scripts/device/grpo_faults.py [--raise-every 4] [--contend-every 4] train grpo --tasks ... --json
@@ -86,9 +87,16 @@ class FaultyJudge:
                                       "final_status": "judge_error", "final_reward": None})  # fmt: skip
                 raise
             seen = training_signal(outcome, shared_gpus=True)  # what the rollout gets (the environment's rule)
-            self.injected.append({"judgment": n, "fault": "contention", "task": task.name, "status": outcome.status,
-                                  "reward": outcome.reward, "reason": outcome.reason[:300],
-                                  "final_status": seen.status, "final_reward": seen.reward})  # fmt: skip
+            entry = {"judgment": n, "fault": "contention", "task": task.name, "status": outcome.status,
+                     "reward": outcome.reward, "reason": outcome.reason[:300],
+                     "final_status": seen.status, "final_reward": seen.reward}  # fmt: skip
+            if seen.reward == -1:
+                # A -1 under contention is fair only if the submission earns it on a quiet GPU too (a build
+                # that fails, a wrong result): judge the same workspace again, uncontended, to tell which.
+                plain = self.inner(workspace, task)
+                entry.update(uncontended_status=plain.status, uncontended_reward=plain.reward,
+                             minus_1_from_contention=plain.reward != -1)  # fmt: skip
+            self.injected.append(entry)
             return outcome
         return self.inner(workspace, task)
 
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     known, rest = own.parse_known_args(argv)
     from cuda_agent.agent.judging import ServiceJudge
     from cuda_agent.commands.train import add_parser, grpo_settings
-    from cuda_agent.train.grpo import run_grpo
+    from cuda_agent.train.grpo import judge_processes, run_grpo
 
     cli = argparse.ArgumentParser()
     add_parser(cli.add_subparsers(dest="command"), "train")
@@ -114,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_grpo(settings, judge=judge)
     finally:
         judge.close()
+    # run_grpo leaves a judge it was given open (the caller's to close), so the leak check is made here, after.
+    summary["judge_processes_left"] = judge_processes()
     summary["injected"] = judge.injected
     print(json.dumps(summary, default=str), flush=True)
     return 0

@@ -214,7 +214,9 @@ def main() -> int:
             "at_least_the_steps_asked": (grpo.get("steps") or 0) >= args.steps,
             "faults_injected": bool(raised) and bool(contended),
             "every_fault_masked_and_counted": grpo.get("unjudged") == masked,
-            "contention_never_minus_1": all(i["final_reward"] != -1 for i in contended),
+            # -1 under contention only where the same workspace earns -1 on a quiet GPU (grpo_faults re-judges)
+            "contention_never_minus_1": not any(i.get("minus_1_from_contention", i["final_reward"] == -1)
+                                                for i in contended),
             "every_rollout_judged_for_real": judged > 0 and real == judged - len(raised)
                                              - sum(1 for i in contended if i["final_status"] == "judge_error"),
         })  # fmt: skip

@@ -69,3 +69,27 @@ def test_a_contention_that_cannot_start_is_recorded_and_masked(monkeypatch) -> N
     assert judge(Path("/nowhere"), task).status == "ok"  # judgment 2: plain
     (entry,) = judge.injected
     assert entry["judgment"] == 1 and entry["final_status"] == "judge_error" and entry["final_reward"] is None
+
+
+def test_a_minus_1_under_contention_stands_only_if_a_quiet_gpu_gives_it_too(monkeypatch) -> None:
+    """The H100 run of 2026-12-05: a contended judgment of a workspace with no kernels ended compile_error
+    (-1), which the check "contention never -1" counted as contention's doing. The judgment is now repeated
+    uncontended: a build that fails there too keeps its -1; a -1 that a quiet GPU turns into +2 is flagged."""
+    faults = _module()
+    monkeypatch.setattr(faults, "gpu_kept_busy", contextlib.nullcontext)
+    plain_calls: list[str] = []
+    verdicts = {"broken": [JudgeOutcome("compile_error", -1, "build failed: kernels/ has no .cu")] * 2,
+                "drained": [JudgeOutcome("incorrect", -1, "differs beyond"), JudgeOutcome("ok", 2, "correct")]}
+
+    def inner(workspace: Path, task: Task) -> JudgeOutcome:
+        plain_calls.append(workspace.name)
+        return verdicts[workspace.name][sum(1 for w in plain_calls if w == workspace.name) - 1]
+
+    judge = faults.FaultyJudge(inner, raise_every=0, contend_every=1)  # every judgment contended (n % 1 == 0)
+    task = Task(name="relu", source="import torch\n")
+    assert judge(Path("/w/broken"), task).reward == -1
+    assert judge(Path("/w/drained"), task).reward == -1
+    broken, drained = judge.injected
+    assert plain_calls == ["broken", "broken", "drained", "drained"]  # each -1 judged once more, quietly
+    assert broken["uncontended_status"] == "compile_error" and broken["minus_1_from_contention"] is False
+    assert drained["uncontended_reward"] == 2 and drained["minus_1_from_contention"] is True

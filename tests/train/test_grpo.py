@@ -193,7 +193,8 @@ def test_grpo_optimiser_steps_on_the_tiny_model(tiny_model: Path, tmp_path: Path
     assert sorted(r["reward"] for r in rollouts) == [-1.0, -1.0, 1.0, 1.0]
     assert (out / "grpo_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "config.json").is_file() and json.loads((out / "grpo_summary.json").read_text())["steps"] == 2
-    assert summary["judge_processes_left"] == [] and judge_processes() == []
+    # A judge passed in is the caller's to close, so run_grpo does not count its processes (None, not [])
+    assert summary["judge_processes_left"] is None and judge_processes() == []
 
 
 def test_a_workspace_that_cannot_be_opened_is_an_unjudged_rollout_not_a_crash(tmp_path: Path) -> None:

@@ -330,7 +330,7 @@ def run_grpo(settings: GRPOSettings, judge: Any = None) -> dict[str, Any]:
         factory.close()
         if own_judge and hasattr(judge, "close"):
             judge.close()
-    left = judge_processes()
+    left = judge_processes() if own_judge else None  # a judge passed in is still open: its caller checks
     records = callback.records
     summary = {
         "model": settings.model,
