@@ -58,7 +58,7 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
             record["prepare_s"] = round(time.monotonic() - began, 2)
             record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
                           degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"),
-                          sign_audit=reply.get("sign_audit"))  # fmt: skip
+                          stateful=reply.get("stateful"), sign_audit=reply.get("sign_audit"))  # fmt: skip
             if baselines:
                 timing = JudgeConfig().timing
                 plan = round_size(timing.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),

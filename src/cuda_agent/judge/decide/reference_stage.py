@@ -79,6 +79,8 @@ class ReferenceStage:
         return reply
 
     def _check_prepared(self, reply: dict) -> None:
+        if reply.get("stateful"):  # its output for the same inputs changes from call to call (trusted/stateful.py)
+            raise self.fail(Status.TASK_ERROR, f"task keeps state between calls: {reply['stateful']}")
         if reply["degenerate"]:
             raise self.fail(
                 Status.TASK_ERROR,

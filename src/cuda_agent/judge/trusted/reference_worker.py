@@ -45,6 +45,7 @@ from cuda_agent.judge.trusted import (
     reference_memory,
     response_probe,
     sign_audit,
+    stateful,
     truth,
 )
 from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
@@ -148,6 +149,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             self.input_prints.append(fingerprint(inputs))  # before forward: a task may modify its inputs
             pristine = degeneracy.snapshot(inputs)  # the audits see the inputs as drawn, not as updated
             exact = self.exact.outputs(inputs) if self.exact else None
+            before = stateful.snapshot(self.model) if index == 0 else None  # what forward may change
             with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
                 result = self.model(*inputs)
             torch.cuda.synchronize()
@@ -157,6 +159,9 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             self.aliases.append(self._reference_aliases(raw, inputs))
             outputs = [reference_memory.private_copy(t) for t in raw]
             del result, raw  # the private copies stand for them (a set's peak: docs/design/memory.md)
+            if before is not None and (kept_state := stateful.repeat_problem(self.model, before, outputs, lambda s=seed: (
+                    self._forward_again(s)), tol)):  # fmt: skip
+                return {"stateful": kept_state}  # the task's error (stateful.py): nothing below means anything
             exact = self.exact.confirm(exact, outputs, tol, pristine) if self.exact else None  # truth_rows.py
             no_truth = no_truth or (self.exact is not None and exact is None)
             alternatives = None
@@ -202,6 +207,10 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             "precision": precision_state, "response_probe": response,
             "kept_sets": len(input_seeds) if keep else 0,  # else each set's output is made again to compare
         }  # fmt: skip
+
+    def _forward_again(self, seed: int) -> list[torch.Tensor]:
+        with torch.no_grad():
+            return [t.clone() for t in flatten_tensors(self.model(*check_inputs(self._draw(seed), "again")))]
 
     def _audit_state_and_inputs(
         self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool, share: float,
