@@ -282,3 +282,38 @@ def test_the_truth_leaves_a_models_tensor_attributes_as_it_found_them() -> None:
     assert truth is not None and truth[0] is not None and truth[0].value.dtype == torch.float64
     assert model.hidden is before and not hasattr(model, "seen")
     assert torch.isfinite(model(x)).all()
+
+
+class _KeepsHistory(nn.Module):
+    """State in containers: a list of past states appended to, a dict of caches overwritten, a tuple holding
+    a list, and an empty list that only forward fills."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.Linear(8, 8)
+        self.history = [torch.zeros(4, 8)]
+        self.cache = {"last": torch.zeros(4, 8)}
+        self.pair = (torch.ones(1), [])
+        self.later: list[torch.Tensor] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.tanh(self.cell(x + self.history[-1]))
+        self.history.append(out)
+        self.cache["last"] = out
+        self.pair[1].append(out)
+        self.later.append(out)
+        return out
+
+
+def test_the_truth_puts_back_state_kept_in_lists_dicts_and_tuples() -> None:
+    model = _KeepsHistory()
+    history, cache, pair, later = model.history, model.cache, model.pair, model.later
+    first, last = model.history[0], model.cache["last"]
+    truth = TruthModel(model).outputs([torch.rand(4, 8)])
+    assert truth is not None and truth[0] is not None and truth[0].value.dtype == torch.float64
+    # the same containers, holding what they held: no tracked tensor of the truth's left anywhere
+    assert model.history is history and history == [first] and history[0] is first
+    assert model.cache is cache and cache == {"last": last} and cache["last"] is last
+    assert model.pair is pair and pair[1] == [] and model.later is later and later == []
+    out = model(torch.rand(4, 8))  # the plain forward works, and keeps its state as it would have
+    assert torch.isfinite(out).all() and len(model.history) == 2 and model.later == [out]

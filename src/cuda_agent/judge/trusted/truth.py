@@ -334,23 +334,71 @@ class TruthModel:
         return state
 
 
-def _tensor_attributes(model: torch.nn.Module) -> dict[tuple[int, str], torch.Tensor]:
-    """Plain tensor attributes of every submodule (neither parameters nor buffers: functional_call does
-    not swap them). A forward that assigns one (an RNN keeping `self.hidden`) would otherwise leave a
-    tracked tensor in the reference model after the truth's evaluation, and its next plain forward fails."""
-    return {(id(m), k): v for m in model.modules() for k, v in vars(m).items() if isinstance(v, torch.Tensor)}
+def _tensor_attributes(model: torch.nn.Module) -> dict[tuple[int, str], Any]:
+    """Plain attributes of every submodule that are tensors, lists, dicts or tuples (neither parameters
+    nor buffers: functional_call does not swap them), recorded with their containers' contents. A forward that assigns one (an RNN keeping `self.hidden`) or appends to one (a list of past
+    states) would otherwise leave tracked tensors in the reference model after the truth's evaluation,
+    and its next plain forward fails."""
+    return {(id(m), k): _record(v) for m in model.modules() for k, v in vars(m).items()
+            if k not in _MODULE_INTERNALS and isinstance(v, (torch.Tensor, list, dict, tuple))}  # fmt: skip
 
 
-def _restore_tensor_attributes(model: torch.nn.Module, kept: dict[tuple[int, str], torch.Tensor]) -> None:
-    """Puts back what `_tensor_attributes` saw; a tensor attribute the truth's forward added is removed."""
+def _restore_tensor_attributes(model: torch.nn.Module, kept: dict[tuple[int, str], Any]) -> None:
+    """Puts back what `_tensor_attributes` saw, containers with their contents as they were (the same
+    objects: other references to them see the restore too); an attribute holding a tensor of the truth's
+    that the forward added is removed."""
     for m in model.modules():
         for k, v in list(vars(m).items()):
-            if isinstance(v, Tracked):
-                before = kept.get((id(m), k))
-                if before is None:
-                    delattr(m, k)
-                else:
-                    setattr(m, k, before)
+            if k in _MODULE_INTERNALS:
+                continue
+            record = kept.get((id(m), k))
+            if record is not None:
+                restored = _restore(record)
+                if restored is not v:
+                    setattr(m, k, restored)
+            elif _holds(v, Tracked):
+                delattr(m, k)
+
+
+# nn.Module's own tables (parameters, buffers, submodules: functional_call swaps and restores them; hooks)
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+_DEPTH = 4  # containers deeper than this are not looked into (no model keeps tensors that deep)
+
+
+def _holds(value: Any, kind: type, depth: int = 0) -> bool:
+    if isinstance(value, kind):
+        return True
+    if depth >= _DEPTH:
+        return False
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, kind, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, kind, depth + 1) for v in value.values())
+    return False
+
+
+def _record(value: Any, depth: int = 0) -> tuple[Any, Any]:
+    """(the object, its contents recorded likewise) for lists, dicts and tuples; (the object, None) else."""
+    if depth < _DEPTH and isinstance(value, (list, tuple)):
+        return value, [_record(v, depth + 1) for v in value]
+    if depth < _DEPTH and isinstance(value, dict):
+        return value, {k: _record(v, depth + 1) for k, v in value.items()}
+    return value, None
+
+
+def _restore(record: tuple[Any, Any]) -> Any:
+    value, contents = record
+    if contents is None:
+        return value
+    if isinstance(value, list):
+        value[:] = [_restore(r) for r in contents]
+    elif isinstance(value, dict):
+        value.clear()
+        value.update({k: _restore(r) for k, r in contents.items()})
+    elif isinstance(value, tuple):  # immutable itself; lists and dicts inside it are put back in place
+        for r in contents:
+            _restore(r)
+    return value
 
 
 def _truth(t: torch.Tensor) -> Truth | None:
