@@ -56,23 +56,26 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
         with tempfile.TemporaryDirectory() as work:
             reply = worker.prepare(str(path), work, 1, SEEDS, SEEDS[-1] + 1, 1e-2, 1e-2)
             record["prepare_s"] = round(time.monotonic() - began, 2)
-            record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
-                          degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"),
-                          stateful=reply.get("stateful"), sign_audit=reply.get("sign_audit"))  # fmt: skip
-            if baselines:
-                timing = JudgeConfig().timing
-                plan = round_size(timing.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
-                                  reply.get("gpu_bytes"), timing.round_memory_share)  # fmt: skip
-                record["round_calls"] = plan.calls
-                worker.time_setup(["eager", "compile"], compile_builds=1, build_windows=1, samples=plan.calls)
-                # The candidate's last round stays alive while a baseline round runs (decide/round_size.py):
-                # the same inputs and outputs held here while one eager and one torch.compile round run.
-                with torch.no_grad():
-                    held = [(inputs, worker.model(*inputs)) for inputs in
-                            (worker._draw(seed) for seed in range(SEEDS[0], SEEDS[0] + plan.calls))]  # fmt: skip
-                worker.time_round("eager", plan.calls)
-                worker.time_round("compile", plan.calls)
-                del held
+            if reply.get("stateful"):  # trusted/stateful.py: its preparation stops there, with no timing sets
+                record.update(status="task_error", reason=reply["stateful"])
+            else:
+                record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
+                              degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"),
+                              sign_audit=reply.get("sign_audit"))  # fmt: skip
+                if baselines:
+                    timing = JudgeConfig().timing
+                    plan = round_size(timing.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
+                                      reply.get("gpu_bytes"), timing.round_memory_share)  # fmt: skip
+                    record["round_calls"] = plan.calls
+                    worker.time_setup(["eager", "compile"], compile_builds=1, build_windows=1, samples=plan.calls)
+                    # The candidate's last round stays alive while a baseline round runs (decide/round_size.py):
+                    # the same inputs and outputs held here while one eager and one torch.compile round run.
+                    with torch.no_grad():
+                        held = [(inputs, worker.model(*inputs)) for inputs in
+                                (worker._draw(seed) for seed in range(SEEDS[0], SEEDS[0] + plan.calls))]  # fmt: skip
+                    worker.time_round("eager", plan.calls)
+                    worker.time_round("compile", plan.calls)
+                    del held
     except TaskDoesNotFit as exc:
         record.update(status="task_error", reason=str(exc))
     except torch.cuda.OutOfMemoryError as exc:  # past the preparation: the baselines' warm-up or rounds

@@ -209,8 +209,9 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         }  # fmt: skip
 
     def _forward_again(self, seed: int) -> list[torch.Tensor]:
+        """The model on the input set of `seed`, drawn afresh (stateful.py's repeat)."""
         with torch.no_grad():
-            return [t.clone() for t in flatten_tensors(self.model(*check_inputs(self._draw(seed), "again")))]
+            return [t.clone() for t in flatten_tensors(self.model(*self._draw(seed)))]
 
     def _audit_state_and_inputs(
         self, first: list[Any], tol: Tolerance, seed: int, perturb_state: bool, audit_inputs: bool, share: float,
