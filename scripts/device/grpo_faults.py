@@ -8,8 +8,9 @@ judge on this GPU (the local JudgeService the command would open), except that o
 
 Neither may become a reward: each such rollout must be masked out of the loss and counted in its step's
 metrics, and the step must go on. A contended judgment that ends -1 is judged again on a quiet GPU: the -1
-stands only if the submission earns it there too (a build that fails, a wrong result). Takes the arguments of `cuda-agent train grpo` after its own; prints the
-command's JSON summary on one line, with `injected` (what was injected, judgment by judgment) added.
+stands only if the submission earns it there too (a build that fails, a wrong result). Takes the arguments
+of `cuda-agent train grpo` after its own; prints the command's JSON summary on one line, with `injected`
+(what was injected, judgment by judgment) added.
 
     python scripts/device/grpo_faults.py [--raise-every 4] [--contend-every 4] train grpo --tasks ... --json
 

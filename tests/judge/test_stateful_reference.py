@@ -128,7 +128,7 @@ def test_outputs_that_differ_only_within_the_tolerance_are_the_same_outputs() ->
     far = [torch.cat([torch.ones(99), torch.tensor([2.0])])]
     assert stateful.repeat_problem(model, before, first, lambda: near, Tolerance(1e-2, 1e-2)) is None
     problem = stateful.repeat_problem(model, before, first, lambda: far, Tolerance(1e-2, 1e-2))
-    assert problem is not None and "output 0: 1.0% of its elements beyond" in problem and "`last`" in problem
+    assert problem is not None and "output 0: 1 of 100 elements (1.00%) differ beyond" in problem and "`last`" in problem
 
 
 def test_the_judgment_ends_as_task_error_with_the_workers_reason() -> None:

@@ -6,9 +6,9 @@ each model a different number of times (the audits, the truth, the baselines' wa
 verification and timing run the candidate). A forward that updates the model as it goes (an RNN that
 assigns `self.hidden` on every call and reads it on the next, as KernelBench's level3/33_VanillaRNN did
 before its forward took the initial hidden state as an input) gives outputs that depend on that history:
-an honest kernel that reproduces the model exactly is still compared with a
-reference at another point of its history, and gets -1 for the task's fault. Such a task is the task's
-error, said as such, not a wrong result.
+an honest kernel that reproduces the model exactly is still compared with a reference at another point
+of its history, and gets -1 for the task's fault. Such a task is the task's error, said as such, not a
+wrong result.
 
 How, on evidence only. The first input set's forward is watched: every plain tensor attribute of every
 submodule (by identity and version counter), every buffer and parameter (version counter), and every
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.judge.trusted.compare import Tolerance
+from cuda_agent.judge.trusted.compare import Tolerance, compare_tensor
 
 
 def snapshot(model: torch.nn.Module) -> dict[str, Any]:
@@ -72,16 +72,10 @@ def repeat_problem(
 
 
 def _first_difference(first: list[torch.Tensor], second: list[torch.Tensor], tol: Tolerance) -> str | None:
+    """The first output of the repeat that the verification's own comparison tells from the first run's."""
     if len(first) != len(second):
         return f"{len(first)} outputs, then {len(second)}"
     for index, (a, b) in enumerate(zip(first, second, strict=True)):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {index} was {tuple(a.shape)} {a.dtype}, then {tuple(b.shape)} {b.dtype}"
-        if a.is_floating_point() or a.is_complex():
-            close = torch.isclose(a, b, atol=tol.atol, rtol=tol.rtol, equal_nan=True)
-        else:
-            close = a == b
-        if not bool(close.all()):
-            share = 1.0 - float(close.float().mean())
-            return f"output {index}: {share:.1%} of its elements beyond atol={tol.atol:g}, rtol={tol.rtol:g}"
+        if (problem := compare_tensor(a, b, tol, f"output {index}")) is not None:
+            return problem
     return None

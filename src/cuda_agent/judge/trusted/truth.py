@@ -309,12 +309,12 @@ class TruthModel:
 
         state = self._tracked_state()
         args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, inputs)
-        kept = _tensor_attributes(self.model)
+        kept = _plain_state(self.model)
         try:
             with torch.no_grad(), TruthMode(self.unmodelled):
                 result = torch.func.functional_call(self.model, state, tuple(args))
         finally:
-            _restore_tensor_attributes(self.model, kept)
+            _restore_plain_state(self.model, kept)
         made = [_truth(t) for t in flatten_tensors(result)]
         return [dataclasses.replace(t, rows=rows) if t is not None and rows else t for t in made]
 
@@ -334,17 +334,18 @@ class TruthModel:
         return state
 
 
-def _tensor_attributes(model: torch.nn.Module) -> dict[tuple[int, str], Any]:
+def _plain_state(model: torch.nn.Module) -> dict[tuple[int, str], Any]:
     """Plain attributes of every submodule that are tensors, lists, dicts or tuples (neither parameters
-    nor buffers: functional_call does not swap them), recorded with their containers' contents. A forward that assigns one (an RNN keeping `self.hidden`) or appends to one (a list of past
-    states) would otherwise leave tracked tensors in the reference model after the truth's evaluation,
-    and its next plain forward fails."""
+    nor buffers: functional_call does not swap them), recorded with their containers' contents. A forward
+    that assigns one (an RNN keeping `self.hidden`) or appends to one (a list of past states) would
+    otherwise leave tracked tensors in the reference model after the truth's evaluation, and its next
+    plain forward fails."""
     return {(id(m), k): _record(v) for m in model.modules() for k, v in vars(m).items()
             if k not in _MODULE_INTERNALS and isinstance(v, (torch.Tensor, list, dict, tuple))}  # fmt: skip
 
 
-def _restore_tensor_attributes(model: torch.nn.Module, kept: dict[tuple[int, str], Any]) -> None:
-    """Puts back what `_tensor_attributes` saw, containers with their contents as they were (the same
+def _restore_plain_state(model: torch.nn.Module, kept: dict[tuple[int, str], Any]) -> None:
+    """Puts back what `_plain_state` saw, containers with their contents as they were (the same
     objects: other references to them see the restore too); an attribute holding a tensor of the truth's
     that the forward added is removed."""
     for m in model.modules():
@@ -356,7 +357,7 @@ def _restore_tensor_attributes(model: torch.nn.Module, kept: dict[tuple[int, str
                 restored = _restore(record)
                 if restored is not v:
                     setattr(m, k, restored)
-            elif _holds(v, Tracked):
+            elif _holds_tracked(v):
                 delattr(m, k)
 
 
@@ -365,15 +366,15 @@ _MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
 _DEPTH = 4  # containers deeper than this are not looked into (no model keeps tensors that deep)
 
 
-def _holds(value: Any, kind: type, depth: int = 0) -> bool:
-    if isinstance(value, kind):
+def _holds_tracked(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, Tracked):
         return True
     if depth >= _DEPTH:
         return False
     if isinstance(value, (list, tuple)):
-        return any(_holds(v, kind, depth + 1) for v in value)
+        return any(_holds_tracked(v, depth + 1) for v in value)
     if isinstance(value, dict):
-        return any(_holds(v, kind, depth + 1) for v in value.values())
+        return any(_holds_tracked(v, depth + 1) for v in value.values())
     return False
 
 
