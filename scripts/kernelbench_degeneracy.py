@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +96,15 @@ def child(args: argparse.Namespace) -> int:
     try:
         record = audit_one(Path(args.one), args.task_id, args.device, args.sets, args.max_input_mb)
     except Exception as exc:  # the task's own failure (an op without a CPU kernel, out of memory): recorded
-        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
     print(json.dumps(record))
     return 0
+
+
+def _where(exc: BaseException, frames: int = 4) -> list[str]:
+    """The innermost frames of `exc` as 'file:line in function': an error on a task names where it was
+    raised, so that a judge bug (an allocation of its own) is told from the task's (an op without a kernel)."""
+    return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)[-frames:]]
 
 
 def run_task(script: Path, bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:

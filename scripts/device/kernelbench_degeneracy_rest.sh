@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 35's KernelBench degeneracy audit with the sign audit, finished across device calls: the H100 run
-# of 2026-12-05 (docs/data/kernelbench_degeneracy_h100_signs.json) audited 114 of 250 tasks before its
-# budget ended, and two of them ended in judge errors fixed since (level2/59: a truth on a block of rows;
-# level3/33: the truth's tracked tensor left in the model). Each call audits those two again once, then
-# resumes the rest (--resume keeps audited records, so the two are audited apart and joined with --merge,
-# where later files win per task), and writes the joined records and table to $OUT.
+# Issue 35's KernelBench degeneracy audit with the sign audit, finished across device calls: two H100
+# calls of 2026-12-05 (docs/data/kernelbench_degeneracy_h100_signs.json) audited 148 of 250 tasks; five
+# ended in out-of-memory errors of the audit (the four 7 GiB norms and Average_Pooling_2D). Each call
+# audits those again once with --only (RERUN; error records now name the raising frames), then resumes the
+# rest (--resume keeps audited records, errors included, so the five are joined with --merge, where later
+# files win per task), and writes the joined records and table to $OUT.
 #   run 1:   OUT=$OUT bash scripts/device/kernelbench_degeneracy_rest.sh     carry [".cache/kernelbench"]
 #   then, here: mkdir -p .cache/kb_degeneracy && cp <files_at>/state/*.json .cache/kb_degeneracy/
 #   run k:   the same command, carry [".cache/kernelbench", ".cache/kb_degeneracy"]; until it prints "all done"
@@ -19,7 +19,7 @@ KB=${KB:-.cache/kernelbench}; DEVICE=${DEVICE:-cuda}
 python3 -c "import sys, torch; sys.exit(0 if sys.argv[1] != 'cuda' or torch.cuda.is_available() else 1)" "$DEVICE" 2>/dev/null \
   || { echo "python3 has no torch$([ "$DEVICE" = cuda ] && echo ' with a GPU'): nothing audited"; exit 3; }
 [ -f "$D/kb_degeneracy.json" ] || cp docs/data/kernelbench_degeneracy_h100_signs.json "$D/kb_degeneracy.json"
-for task in ${RERUN:-59_Matmul_Swish_Scaling 33_VanillaRNN}; do
+for task in ${RERUN:-34_InstanceNorm 35_GroupNorm_ 36_RMSNorm_ 37_FrobeniusNorm_ 45_Average_Pooling_2D}; do
   [ -f "$D/rerun_$task.json" ] || python3 scripts/kernelbench_degeneracy.py "$KB" --device "$DEVICE" --only "$task" \
     --json "$D/rerun_$task.json" 2>&1 | tail -2
 done

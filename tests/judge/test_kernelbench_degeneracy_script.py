@@ -90,3 +90,17 @@ def test_a_resumed_run_keeps_audited_records_and_audits_what_was_skipped(tmp_pat
     assert records["level1/3_Abs_max_norm"].get("planted") is True  # taken, not audited again
     assert records["level1/1_Tiny_gelu"]["status"] == "degenerate"  # skipped before, audited now
     assert records["level1/2_Relu_in_place"]["status"] == "ok" and len(records) == 5
+
+
+def test_a_task_that_raises_is_recorded_with_the_frames_that_raised(tmp_path: Path) -> None:
+    """An error record names where it was raised (the task file's own line here), so that an audit's own
+    failure (an allocation in the judge's code) can be told from the task's without a second device run."""
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    (level / "1_Raises.py").write_text(TASK.format(body="torch.linalg.cholesky(-x @ x.T - 1.0)", shape="8, 8"))
+    out = tmp_path / "records.json"
+    done = _audit(tmp_path / "kb", out)
+    assert done.returncode == 0, done.stderr
+    (record,) = json.loads(out.read_text())["tasks"]
+    assert record["status"] == "error", record
+    assert any(frame.startswith("1_Raises.py:") and frame.endswith("in forward") for frame in record["where"]), record
