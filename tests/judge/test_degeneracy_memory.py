@@ -49,3 +49,63 @@ def test_the_constant_stand_ins_are_the_mean_and_a_sampled_median(monkeypatch: p
     assert mean_small == pytest.approx(mean, rel=1e-12)
     assert abs(sampled - float(finite.median())) < 0.15, "a 10% sample's median is near the whole one's"
     assert degeneracy._constants(torch.full((4,), float("nan"))) == ()
+
+
+def test_the_output_spec_is_the_whole_tensor_figures_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = torch.Generator().manual_seed(3)
+    out = torch.randn(6, 5, 4, 3, generator=gen)
+    out[1, 2, 3, 0], out[4, 0, 0, 2] = float("nan"), float("-inf")
+    finite = out[torch.isfinite(out)].double().abs()
+    monkeypatch.setattr(degeneracy, "CHUNK", 17)
+    spec = degeneracy._spec(out)
+    assert spec["shape"] == [6, 5, 4, 3] and spec["dtype"] == "float32"
+    assert spec["max_abs"] == pytest.approx(float(finite.max()), rel=1e-12)
+    assert spec["mean_abs"] == pytest.approx(float(finite.mean()), rel=1e-12)
+    assert "max_abs" not in degeneracy._spec(torch.full((3, 3), float("nan")))
+
+
+PEAK = """
+import resource, sys, torch
+sys.path.insert(0, {src!r})
+from cuda_agent.judge.trusted import degeneracy, precision
+from cuda_agent.judge.trusted.truth import Truth
+degeneracy.CHUNK = 1 << 20  # chunks far smaller than the output: what is left is what the form itself holds
+shape = {shape}
+gen = torch.Generator().manual_seed(0)
+out = torch.randn(shape, generator=gen)
+if {what!r} == "precision":
+    truth = Truth(out.double(), torch.full(shape, 1e-7, dtype=torch.float64), torch.float32)
+    candidate = out + 1e-7
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if {what!r} == "spec":
+    degeneracy._spec(out)
+else:
+    precision.audit(candidate, out, truth, 8.0)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024 / out.numel())
+"""
+
+
+def _peak_bytes_per_element(what: str, shape: tuple[int, ...]) -> float:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).parents[2] / "src")
+    code = PEAK.format(src=src, shape=shape, what=what)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_output_spec_holds_no_copy_of_a_4d_output() -> None:
+    """The spec's peak beyond the output: chunks, not the 32 bytes an element a 4-d boolean index's
+    indices take (56 GiB on KernelBench's 7 GiB norms; an 80 GB card ran out of memory, 2026-12-05)."""
+    assert _peak_bytes_per_element("spec", (8, 16, 512, 256)) < 8.0  # 37 with the boolean index
+
+
+def test_the_precision_audit_costs_a_4d_output_what_it_costs_a_flat_one() -> None:
+    """Its masks select from flat tensors: a 4-d output's audit peaks near a 1-d one's of the same size,
+    where an N-d mask's indices added 8 bytes an element for every dimension."""
+    flat = _peak_bytes_per_element("precision", (8 * 16 * 512 * 256,))
+    four = _peak_bytes_per_element("precision", (8, 16, 512, 256))
+    assert four < flat + 8.0, (four, flat)  # 4-d masks: 13 above

@@ -72,8 +72,8 @@ def allowance(truth: Truth) -> torch.Tensor:
 
 def z_scores(out: torch.Tensor, truth: Truth, keep: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     value = truth.value.to(torch.float64)
-    error = (out.detach().to(value.device, torch.float64) - value).abs()[keep]
-    return error / scale[keep]
+    error = (out.detach().to(value.device, torch.float64) - value).abs().reshape(-1)[keep]
+    return error / scale.reshape(-1)[keep]
 
 
 def statistic(z: torch.Tensor) -> float:
@@ -101,7 +101,9 @@ def audit(candidate: torch.Tensor, reference: torch.Tensor, truth: Truth, k: flo
     value = truth.value.to(torch.float64)
     scale = allowance(truth)
     ref = reference.detach().to(value.device, torch.float64)
-    keep = torch.isfinite(value) & torch.isfinite(scale) & torch.isfinite(ref)
+    # Flat, so that selecting with it indexes one dimension: an N-d mask's indices take 8 bytes per element
+    # and dimension (a 4-d output's: 32 bytes an element, four times its float64 copy; 56 GiB on a 7 GiB one).
+    keep = (torch.isfinite(value) & torch.isfinite(scale) & torch.isfinite(ref)).reshape(-1)
     n = int(keep.sum())
     left_out = value.numel() - n
     if n == 0:
@@ -109,7 +111,7 @@ def audit(candidate: torch.Tensor, reference: torch.Tensor, truth: Truth, k: flo
     # Elements no honest computation can err on (sigma 0: a ReLU's zeros, a clamp's saturated values) are
     # judged apart from those a computation reaches: mixed in, they diluted the root mean square, and an
     # output 50-98% saturated passed operands rounded to ~16 bits (a review, 2026-12-05).
-    moving = _moving(truth, value)[keep]
+    moving = _moving(truth, value).reshape(-1)[keep]
     z_cand, z_own = z_scores(candidate, truth, keep, scale), z_scores(reference, truth, keep, scale)
     cand, own, n, bound = 0.0, 0.0, 0, k
     for part in (moving, ~moving):
