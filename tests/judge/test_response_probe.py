@@ -4,6 +4,8 @@ not they correct the bias, and the statistic stays quiet where the change cannot
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from cuda_agent.judge.common import rounding_probe
@@ -313,3 +315,33 @@ def test_a_kernel_that_skips_the_tasks_own_cast_is_told_so() -> None:
     found = response_probe.respond(skipping(up[0]), skipping(down[0]), t_up[0].value, t_down[0].value, weights[0], 0)
     assert not found.passed and found.missing > 0, found
     assert "keep the task's casts" in response_probe.reason(found)
+
+
+def test_the_pair_staged_with_the_preparation_is_the_pair_written_before_each_call(cpu_reference, tmp_path) -> None:
+    """Where candidates run as another uid, the reference writes both changed sets with its preparation,
+    in a folder of mode 700 (reference_response.stage_changed); they are byte for byte what `write_changed`
+    writes before each call, with the same prints, so the judge may link them in instead."""
+    import stat
+
+    from cuda_agent.judge.common import tensorfile
+
+    task = tmp_path / "task.py"
+    task.write_text(LONG_K_TASK)
+    folder = tmp_path / "slot" / "changed"
+    folder.parent.mkdir(mode=0o700)
+    reply = cpu_reference.prepare(str(task), str(tmp_path), 1, [11, 12], 14, 1e-2, 1e-2, stage_dir=str(folder))
+    staged = reply["response_probe"]["staged"]
+    assert [entry["path"] for entry in staged] == [str(folder / "changed_0.tensors"), str(folder / "changed_1.tensors")]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert sorted(p.name for p in folder.iterdir()) == ["changed_0.tensors", "changed_1.tensors"]  # no partials
+    for which, entry in enumerate(staged):
+        written = cpu_reference.write_changed(which, str(tmp_path))
+        assert entry["print"] == written["print"]
+        assert Path(entry["path"]).read_bytes() == Path(written["path"]).read_bytes()
+        loaded = tensorfile.load(entry["path"], "cpu", trusted=False)
+        assert torch.equal(loaded[0], cpu_reference.response.inputs[which][0])
+    inode = Path(staged[0]["path"]).stat().st_ino
+    again = cpu_reference.prepare(str(task), str(tmp_path), 2, [21, 22], 24, 1e-2, 1e-2, stage_dir=str(folder))
+    assert Path(again["response_probe"]["staged"][0]["path"]).stat().st_ino != inode, "a new inode each time"
+    plain = cpu_reference.prepare(str(task), str(tmp_path), 3, [31, 32], 34, 1e-2, 1e-2)
+    assert "staged" not in plain["response_probe"], "nothing is staged unless the judge asks for it"

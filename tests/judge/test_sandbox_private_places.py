@@ -324,3 +324,57 @@ def test_private_places_and_own_uids_are_on_unless_turned_off(monkeypatch: pytes
         assert made.protections["private_places"].startswith("off:") and sb.PRIVATE_PLACES_ENV in (
             made.protections["private_places"])
         assert sb.candidates_share_no_place() is False
+
+
+READER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from cuda_agent.judge.common.judge_files import judge_file
+seen = {}
+for name, path in json.loads(sys.argv[2]).items():
+    try:
+        with open(judge_file(path)) as handle:
+            seen[name] = handle.read()
+    except OSError as exc:
+        seen[name] = type(exc).__name__
+print(json.dumps(seen))
+"""
+
+
+def test_a_candidate_reads_a_staged_changed_set_only_once_it_is_linked_in() -> None:
+    """The low-bit pair's changed sets are staged with the preparation in the reference slot's folder
+    (pool.py: mkdtemp, mode 700, under the judge's scratch root; reference_response.stage_changed): a
+    sandboxed candidate can read neither there, and reads set A through the link the judge puts in the
+    judgment's input folder just before its call (verify_stage.hand_changed), while set B stays out of reach."""
+    scratch = Path("/dev/shm")
+    if not scratch.is_dir():
+        pytest.skip("no /dev/shm")
+    reference_root = Path(tempfile.mkdtemp(prefix="cuda-agent-reference-", dir=scratch))
+    judgment = Path(tempfile.mkdtemp(prefix="cuda-agent-judge-", dir=scratch))
+    try:
+        staged = reference_root / "changed"
+        staged.mkdir(mode=0o700)
+        for which in (0, 1):
+            (staged / f"changed_{which}.tensors").write_text(f"changed set {which}")
+        io = judgment / "io"
+        io.mkdir()
+        for path in (judgment, io):
+            path.chmod(0o755)
+        os.link(staged / "changed_0.tensors", io / "changed_0.tensors")
+        paths = {"linked": str(io / "changed_0.tensors"), "staged_a": str(staged / "changed_0.tensors"),
+                 "staged_b": str(staged / "changed_1.tensors")}  # fmt: skip
+        with _slot(scratch) as (sandbox, root, folder):
+            assert sandbox.uid is not None
+            env = {"PATH": "/usr/bin:/bin", **sandbox.own(folder, root, scratch)}
+            done = subprocess.run(
+                [_python_for(sandbox.uid), "-I", "-c", READER, package_root(), json.dumps(paths)],
+                capture_output=True, text=True, env=env, cwd=folder, preexec_fn=sandbox.preexec(), timeout=120,
+            )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        assert seen["linked"] == "changed set 0", seen
+        assert seen["staged_a"] in ("PermissionError", "FileNotFoundError"), seen
+        assert seen["staged_b"] in ("PermissionError", "FileNotFoundError"), seen
+    finally:
+        shutil.rmtree(reference_root, ignore_errors=True)
+        shutil.rmtree(judgment, ignore_errors=True)

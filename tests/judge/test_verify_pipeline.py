@@ -125,3 +125,72 @@ def test_a_draw_unlike_the_references_is_refused_where_a_seed_reproduces_the_inp
     assert "input draw in the candidate's process was changed" in stopped.value.verdict.reason
     assert "save_inputs" not in ref.calls and not made.input_files
     assert sorted(ref.received) == sorted(ref.sent), "the comparison in flight was settled first"
+
+
+class PairReference(ScriptedReference):
+    """Matches every set; answers the low-bit pair's commands, writing a changed set when asked."""
+
+    def __init__(self, io_dir: Path) -> None:
+        super().__init__([True] * 6)
+        self.io_dir = io_dir
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        if command == "write_changed":
+            self.calls.append(command)
+            path = self.io_dir / f"changed_{payload['which']}.tensors"
+            path.write_text(f"written {payload['which']}")
+            return {"ok": True, "path": str(path), "print": f"print {payload['which']}"}
+        if command == "compare_changed":
+            self.calls.append(command)
+            return {"ok": True, "match": True, "response": [{"alignment": 0.01, "missing": 0.0}]}
+        return super().call(command, timeout, **payload)
+
+
+class PairCandidate(ScriptedCandidate):
+    """Records, at each call on a changed set, which changed files its input folder held."""
+
+    def __init__(self, io_dir: Path) -> None:
+        super().__init__()
+        self.io_dir = io_dir
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        reply = super().call(command, timeout, **payload)
+        path = payload.get("inputs_path")
+        if path:
+            self.seen.append((Path(path).read_text(), sorted(p.name for p in self.io_dir.glob("changed_*"))))
+            reply["input_print"] = "print " + Path(path).name.split("_")[1].split(".")[0]
+        return reply
+
+
+@pytest.mark.parametrize("separate_user", [True, False])
+def test_the_changed_sets_are_linked_in_where_staged_and_one_at_a_time(tmp_path: Path, separate_user: bool) -> None:
+    """Staged with the preparation (a candidate of another uid cannot read the slot's folder), each
+    changed set is linked into the input folder just before its call and gone after it, and the reference
+    writes nothing in the lane; where the candidate is the judge's own user the reference writes each set
+    before its call, as before. Either way the candidate's folder never holds the other set."""
+    (tmp_path / "io").mkdir()
+    made = judgment(tmp_path)
+    made.io_dir = made.out_dir = tmp_path / "io"
+    staged_dir = tmp_path / "slot" / "changed"
+    staged_dir.mkdir(parents=True)
+    made.staged_changed = []
+    for which in (0, 1):
+        (staged_dir / f"changed_{which}.tensors").write_text(f"staged {which}")
+        made.staged_changed.append({"path": str(staged_dir / f"changed_{which}.tensors"), "print": f"print {which}"})
+    made.candidate_separate_user = separate_user
+    made.response_sets = 2
+    ref, cand = PairReference(made.io_dir), PairCandidate(made.io_dir)
+    made.reference_slot = ReferenceSlot(ref, tmp_path / "slot")  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    made.verify(ref, cand)  # type: ignore[arg-type]
+    source = "staged" if separate_user else "written"
+    assert cand.seen == [(f"{source} 0", ["changed_0.tensors"]), (f"{source} 1", ["changed_1.tensors"])]
+    assert ref.calls.count("write_changed") == (0 if separate_user else 2)
+    assert ref.calls.count("compare_changed") == 2
+    assert not list(made.io_dir.glob("changed_*")), "each changed set leaves the input folder after its call"
+    assert sorted(p.name for p in staged_dir.iterdir()) == ["changed_0.tensors", "changed_1.tensors"], (
+        "the staged files stay for the group's next judgment"
+    )
+    assert made.checks["low_bit_response"].startswith("passed")
+    assert made.checks["changed_sets"].startswith("staged" if separate_user else "written")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from pathlib import Path
 from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerHandle
@@ -20,6 +21,7 @@ from cuda_agent.judge.decide.reference_group import describe, group_key, start_g
 from cuda_agent.judge.decide.round_size import round_size
 from cuda_agent.judge.decide.verdict import Environment, Status
 from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool
+from cuda_agent.judge.trusted.sandbox import candidates_separated
 
 
 class ReferenceStage:
@@ -70,6 +72,7 @@ class ReferenceStage:
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
             perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
             mix_signs=self.config.sign_audit, kept_share=self.config.reference_kept_share,
+            stage_dir=str(slot.root / "changed") if candidates_separated() else None,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -116,6 +119,14 @@ class ReferenceStage:
         self.inputs_reproducible = bool(reply.get("reproducible"))
         response = reply.get("response_probe") or {}
         self.response_sets = int(response.get("sets", 0)) if self.config.precision_audit else 0
+        # Written ahead by the reference where candidates run as another uid (reference_response.py), in
+        # the reference slot's own folder: used only from there.
+        staged = response.get("staged") if self.response_sets else None
+        folder = self.reference_slot.root / "changed"
+        self.staged_changed: list[dict[str, Any]] | None = (
+            staged if isinstance(staged, list) and len(staged) == 2
+            and all(Path(str(entry.get("path"))).parent == folder for entry in staged) else None
+        )  # fmt: skip
         self.checks["low_bit_response"] = (
             "pending" if self.response_sets else f"not made ({response.get('why', 'the precision audit is off')})"
         )  # fmt: skip

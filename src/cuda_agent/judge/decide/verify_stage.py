@@ -12,8 +12,10 @@ defence in depth and a readable reason, backed by the coverage gate's GPU eviden
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -141,7 +143,7 @@ class VerifyStage:
         compares the candidate's change between them with the exact one."""
         found: list[dict] = []
         for which, label in enumerate(("the changed input set A", "the changed input set B")):
-            written = self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
+            written = self.hand_changed(ref, which)
             output_path = self.out_dir / f"outputs_changed_{which}.tensors"
             try:
                 reply = self._candidate_call(
@@ -170,6 +172,28 @@ class VerifyStage:
             f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})" if worst
             else "passed (no floating output to weigh)"
         )  # fmt: skip
+
+    def hand_changed(self, ref: WorkerHandle, which: int) -> dict[str, Any]:
+        """Changed set `which` put in the candidate's input folder just before its call: linked from where
+        the reference staged it with its preparation (reference_response.py: a folder no candidate uid
+        reads), else written by the reference now. Either way the other set is not where the candidate
+        can read it while it runs."""
+        staged = getattr(self, "staged_changed", None)
+        if staged and getattr(self, "candidate_separate_user", False):
+            began, path = time.perf_counter(), self.io_dir / f"changed_{which}.tensors"
+            try:
+                try:
+                    os.link(staged[which]["path"], path)
+                except OSError:  # another file system
+                    shutil.copyfile(staged[which]["path"], path)
+                self.checks["changed_sets"] = "staged with the preparation, linked in before each call"
+                return {"path": str(path), "print": staged[which]["print"]}
+            except OSError:  # gone (a slot cleaned up): the reference writes it, as where nothing is staged
+                path.unlink(missing_ok=True)
+            finally:
+                self._note_call("judge", "link_changed", began)
+        self.checks["changed_sets"] = "written by the reference before each call"
+        return self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
 
     def refuse_forbidden(self, reply: dict) -> None:
         """The op gate's report of a call (a claim from the candidate's process; coverage_stage.py backs it)."""

@@ -5,6 +5,7 @@ truth, the draw, the comparison of a candidate's output file."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ class ResponseCheck:
     sizes: dict[str, int]
     has_cuts: bool
 
-    def _prepare_response(self, keep: bool, tol: Tolerance, share: float) -> dict[str, Any]:
+    def _prepare_response(self, keep: bool, tol: Tolerance, share: float, stage_dir: str | None = None) -> dict[str, Any]:
         """The low-bit response check's pair (response_probe.py): a base set from a fresh secret seed, never
         shown to the candidate, moved up and down in its inputs' low bits along the reference's gradient of
         a secret weighting of its outputs; the reference's outputs and truths on both. Where it cannot be
@@ -59,7 +60,13 @@ class ResponseCheck:
             prints=(fingerprint(pair[0]), fingerprint(pair[1])), aliases=(made[0][2], made[1][2]),
         )  # fmt: skip
         moved = sum(int(d.count_nonzero()) for d in directions if d is not None)
-        return {"sets": 2, "moved_elements": moved}
+        made_pair: dict[str, Any] = {"sets": 2, "moved_elements": moved}
+        if stage_dir:
+            try:
+                made_pair["staged"] = stage_changed(self.response, Path(stage_dir))
+            except OSError as exc:  # a full disk: the judge writes each set before its call instead
+                made_pair["staged_why"] = f"{type(exc).__name__}: {exc}"[:200]
+        return made_pair
 
     def write_changed(self, which: int, workdir: str) -> dict[str, Any]:
         """Write changed set `which` (0: moved up, 1: down) for the candidate's next call, just before it:
@@ -97,3 +104,21 @@ class ResponseCheck:
             if failed:
                 return {**verdict, "match": False, "reason": response_probe.reason(failed[0])}
         return verdict
+
+
+def stage_changed(pair: response_probe.Pair, folder: Path) -> list[dict[str, Any]]:
+    """Both changed sets written ahead, in `folder`: the reference slot's own (mode 700, under a root of
+    mode 700), which a candidate running as another uid cannot read. The judge links each into the
+    candidate's input folder just before its call (decide/verify_stage.py). The two writes (2 x 144 ms
+    a verdict on the H100, 2026-12-05) then go with the preparation, which a lone judgment overlaps with
+    its build and a group's later judgments skip, instead of sitting between the candidate's calls; the
+    other set still never reaches the candidate before its turn. Each file gets a new inode (written
+    aside, then renamed), never one an earlier judgment linked out."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    staged = []
+    for which in (0, 1):
+        path, partial = folder / f"changed_{which}.tensors", folder / f".changed_{which}.partial"
+        tensorfile.save(pair.inputs[which], partial)
+        os.replace(partial, path)
+        staged.append({"path": str(path), "print": pair.prints[which]})
+    return staged

@@ -108,6 +108,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
         audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE, mix_signs: bool = True,
+        stage_dir: str | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -186,7 +187,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         reproducible = fingerprint(self._draw(input_seeds[0])) == self.input_prints[0] if input_seeds else False
         self.reproducible = reproducible
         reference_memory.check_remakeable(keep, reproducible, self.sizes)
-        response = self._prepare_response(keep, tol, kept_share)
+        response = self._prepare_response(keep, tol, kept_share, stage_dir)
         # The baselines' warm-up sets (eager, torch.compile): they never reach the candidate, and timed
         # rounds draw inputs of their own (`_draw`), as the candidate's do.
         first = self._draw(timing_seed)
