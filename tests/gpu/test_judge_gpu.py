@@ -184,10 +184,16 @@ def test_a_group_of_one_task_shares_one_reference_preparation(tmp_path: Path) ->
     notes = [v.checks["reference_preparation"] for v in verdicts]
     print(f"candidates share no place: {shared}; {notes}; reference stage s: "
           f"{[v.stage_seconds.get('reference') for v in verdicts]}")
+    changed = [v.checks.get("changed_sets") for v in verdicts]
+    made_pair = [str(v.checks.get("low_bit_response", "")).startswith("passed") for v in verdicts]
+    print(f"low-bit pair: {made_pair}; changed sets: {changed}")
     if shared:
         assert notes[0].startswith("prepared for this judgment (may serve")
         assert notes[1].startswith("shared: judgment 2") and notes[2].startswith("shared: judgment 3")
         assert verdicts[2].stage_seconds["reference"] < verdicts[0].stage_seconds["reference"]
+        # The pair staged with the one preparation serves all three (reference_response.stage_changed).
+        assert all(c.startswith("staged with the preparation") for c, m in zip(changed, made_pair, strict=True) if m), changed
+        assert all("reference.write_changed" not in v.checks["worker_calls"] for v in verdicts)
     else:
         assert notes == ["prepared for this judgment"] * 3
 
