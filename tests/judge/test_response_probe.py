@@ -345,3 +345,30 @@ def test_the_pair_staged_with_the_preparation_is_the_pair_written_before_each_ca
     assert Path(again["response_probe"]["staged"][0]["path"]).stat().st_ino != inode, "a new inode each time"
     plain = cpu_reference.prepare(str(task), str(tmp_path), 3, [31, 32], 34, 1e-2, 1e-2)
     assert "staged" not in plain["response_probe"], "nothing is staged unless the judge asks for it"
+
+
+def test_a_pair_too_large_or_a_full_disk_stages_nothing_and_says_why(cpu_reference, tmp_path, monkeypatch) -> None:
+    """Above STAGE_MAX_BYTES a set (kept in /dev/shm for a group's lifetime) is written before its call as
+    before; a write that fails leaves no partial file and the judge falls back the same way."""
+    from cuda_agent.judge.trusted import reference_response
+
+    task = tmp_path / "task.py"
+    task.write_text(LONG_K_TASK)
+    folder = tmp_path / "changed"
+    limit = reference_response.STAGE_MAX_BYTES
+    monkeypatch.setattr(reference_response, "STAGE_MAX_BYTES", 1024)
+    reply = cpu_reference.prepare(str(task), str(tmp_path), 1, [11, 12], 14, 1e-2, 1e-2, stage_dir=str(folder))
+    probe = reply["response_probe"]
+    assert probe["sets"] == 2 and "staged" not in probe
+    assert "written before its call" in probe["staged_why"] and not folder.exists()
+    monkeypatch.setattr(reference_response, "STAGE_MAX_BYTES", limit)
+
+    def full_disk(obj, path) -> None:
+        Path(path).write_bytes(b"half a tensor file")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(reference_response.tensorfile, "save", full_disk)
+    reply = cpu_reference.prepare(str(task), str(tmp_path), 2, [21, 22], 24, 1e-2, 1e-2, stage_dir=str(folder))
+    probe = reply["response_probe"]
+    assert probe["sets"] == 2 and "staged" not in probe and "No space left" in probe["staged_why"]
+    assert list(folder.iterdir()) == [], "no partial file is left behind"

@@ -130,6 +130,7 @@ class ReferenceStage:
         self.checks["low_bit_response"] = (
             "pending" if self.response_sets else f"not made ({response.get('why', 'the precision audit is off')})"
         )  # fmt: skip
+        self.staged_why = str(response.get("staged_why", ""))
         self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
         self.checks["inputs"] = "drawn from secret seeds in each worker"
 

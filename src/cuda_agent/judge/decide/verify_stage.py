@@ -192,7 +192,8 @@ class VerifyStage:
                 path.unlink(missing_ok=True)
             finally:
                 self._note_call("judge", "link_changed", began)
-        self.checks["changed_sets"] = "written by the reference before each call"
+        why = getattr(self, "staged_why", "")
+        self.checks["changed_sets"] = "written by the reference before each call" + (f" ({why})" if why else "")
         return self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
 
     def refuse_forbidden(self, reply: dict) -> None:

@@ -16,7 +16,12 @@ from cuda_agent.judge.candidate.inputs import fingerprint
 from cuda_agent.judge.common import tensorfile
 from cuda_agent.judge.trusted import reference_memory, response_probe
 from cuda_agent.judge.trusted.compare import Tolerance
-from cuda_agent.task import flatten_tensors
+from cuda_agent.task import flatten_tensors, tensor_bytes
+
+# Changed sets up to this size are staged with the preparation (`stage_changed`): the scratch root is
+# /dev/shm by default, memory, where a group keeps both sets for its lifetime; larger ones, whose write is
+# small beside their comparisons, are written just before each call as before.
+STAGE_MAX_BYTES = 1 << 30
 
 
 class ResponseCheck:
@@ -61,11 +66,13 @@ class ResponseCheck:
         )  # fmt: skip
         moved = sum(int(d.count_nonzero()) for d in directions if d is not None)
         made_pair: dict[str, Any] = {"sets": 2, "moved_elements": moved}
-        if stage_dir:
+        if stage_dir and tensor_bytes(pair[0]) <= STAGE_MAX_BYTES:
             try:
                 made_pair["staged"] = stage_changed(self.response, Path(stage_dir))
             except OSError as exc:  # a full disk: the judge writes each set before its call instead
                 made_pair["staged_why"] = f"{type(exc).__name__}: {exc}"[:200]
+        elif stage_dir:
+            made_pair["staged_why"] = f"a changed set of {tensor_bytes(pair[0]):,} bytes is written before its call"
         return made_pair
 
     def write_changed(self, which: int, workdir: str) -> dict[str, Any]:
@@ -118,7 +125,11 @@ def stage_changed(pair: response_probe.Pair, folder: Path) -> list[dict[str, Any
     staged = []
     for which in (0, 1):
         path, partial = folder / f"changed_{which}.tensors", folder / f".changed_{which}.partial"
-        tensorfile.save(pair.inputs[which], partial)
-        os.replace(partial, path)
+        try:
+            tensorfile.save(pair.inputs[which], partial)
+            os.replace(partial, path)
+        except OSError:
+            partial.unlink(missing_ok=True)  # what a full disk left must not fill it for the next
+            raise
         staged.append({"path": str(path), "print": pair.prints[which]})
     return staged
