@@ -5,11 +5,18 @@ streamed to OUT/verdicts.jsonl as they come, then a table with each case's expec
 Exit code 0 only when every case met its expectation.
 
     python scripts/gpu_suite.py [--out DIR] [folders...]   (default: examples tests/adversarial)
+
+The whole suite is ~26 min of one H200, longer than a device call (10 min): `--part K/N` judges every N-th
+case from the K-th, one call each, and `--earlier` joins the parts judged before, refusing any judged by
+other judge code (a digest of src/ in every verdict line), so the last part's table covers the whole suite:
+    python scripts/gpu_suite.py --part 1/4 --out p1
+    python scripts/gpu_suite.py --part 2/4 --out p2 --earlier p1/verdicts.jsonl   ... and so on
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -32,6 +39,10 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("gpu-suite"))
     parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all visible)")
+    parser.add_argument("--part", default="1/1", help="K/N: judge only every N-th case from the K-th (one device call each)")
+    parser.add_argument("--earlier", type=Path, nargs="*", default=[],
+                        help="verdicts.jsonl of earlier parts, judged by this same judge code: their cases are "
+                             "not judged again, and the table covers them too")  # fmt: skip
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="judge with spares warming beside timing (issue 34's experiment, before it is the default)")  # fmt: skip
     args = parser.parse_args()
@@ -43,11 +54,23 @@ def main() -> int:
         {folder.resolve() for folder in args.folders if (folder / "expected.json").exists()}
         | {p.parent.resolve() for folder in args.folders for p in folder.glob("*/expected.json")}
     )
-    shares = [cases[i::gpus] for i in range(gpus)]
+    digest = judge_digest()
+    try:
+        earlier = read_earlier(args.earlier, digest)
+        part, parts = (int(x) for x in args.part.split("/"))
+        if not 1 <= part <= parts:
+            raise ValueError(f"--part {args.part}: K must be 1 to N")
+    except ValueError as exc:
+        print(f"gpu_suite: {exc}")
+        return 2
+    results: list[tuple[Path, dict, bool]] = [(ROOT / case, verdict, verdict["as_expected"]) for case, verdict in earlier.items()]
+    mine = [case for case in cases[part - 1 :: parts] if str(case.relative_to(ROOT)) not in earlier]
+    print(f"judge code {digest[:12]}; part {part}/{parts}: {len(mine)} cases to judge, {len(earlier)} from earlier parts",
+          flush=True)  # fmt: skip
+    shares = [mine[i::gpus] for i in range(gpus)]
     args.out.mkdir(parents=True, exist_ok=True)
     sink = open(args.out / "verdicts.jsonl", "w")  # noqa: SIM115
     lock = threading.Lock()
-    results: list[tuple[Path, dict, bool]] = []
 
     def serve(gpu: int, share: list[Path]) -> None:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu), "PYTHONPATH": str(ROOT / "src")}
@@ -64,7 +87,8 @@ def main() -> int:
             with lock:
                 results.append((case, verdict, good))
                 sink.write(
-                    json.dumps({"case": str(case.relative_to(ROOT)), "as_expected": good, **verdict}) + "\n"
+                    json.dumps({"case": str(case.relative_to(ROOT)), "as_expected": good, "judge_code": digest,
+                                **verdict}) + "\n"
                 )
                 sink.flush()
                 print(f"[gpu{gpu}] {'ok ' if good else 'BAD'} {case.parent.name}/{case.name:32s} "
@@ -77,7 +101,11 @@ def main() -> int:
         t.start()
     for t in threads:
         t.join()
-    missing = [c for c in cases if c not in {r[0] for r in results}]
+    judged = {r[0] for r in results}
+    missing = [c for c in cases if c not in judged and (parts == 1 or c in mine)]
+    if parts > 1:
+        left = [c for c in cases if c not in judged]
+        print(f"\nparts so far: {len(judged)} of {len(cases)} cases judged, {len(left)} left for the other parts")
     bad = [r for r in results if not r[2]]
     print(f"\n{len(results)}/{len(cases)} judged on {gpus} GPU(s) in {time.time() - start:.0f} s; "
           f"{len(results) - len(bad)} as expected, {len(bad)} not, {len(missing)} missing")  # fmt: skip
@@ -91,6 +119,28 @@ def main() -> int:
     if any("class" in json.loads((case / "expected.json").read_text()) for case, _, _ in results):
         print("\n" + class_table(results))
     return 0 if not bad and not missing else 1
+
+
+def judge_digest() -> str:
+    """A digest of the judge's code (every file under src/): verdicts of parts judged in other device
+    calls may be joined only where it is the same, so a table covers one judge, whatever the calls."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def read_earlier(files: list[Path], digest: str) -> dict[str, dict]:
+    """Case -> verdict from earlier parts' verdicts.jsonl; ValueError where one was judged by other code."""
+    earlier: dict[str, dict] = {}
+    for file in files:
+        for number, line in enumerate(file.read_text().splitlines(), 1):
+            record = json.loads(line)
+            if record.get("judge_code") != digest:
+                raise ValueError(f"{file}:{number}: judged by other judge code ({str(record.get('judge_code'))[:12]}, "
+                                 f"now {digest[:12]}): judge that part again")  # fmt: skip
+            earlier[record["case"]] = record
+    return earlier
 
 
 def family_table(results: list[tuple[Path, dict, bool]]) -> str:
