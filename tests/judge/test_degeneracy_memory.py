@@ -109,3 +109,36 @@ def test_the_precision_audit_costs_a_4d_output_what_it_costs_a_flat_one() -> Non
     flat = _peak_bytes_per_element("precision", (8 * 16 * 512 * 256,))
     four = _peak_bytes_per_element("precision", (8, 16, 512, 256))
     assert four < flat + 8.0, (four, flat)  # 4-d masks: 13 above
+    # One output's z-scores at a time, no float64 copy of the reference, the allowance in place: 64 before.
+    assert flat < 54.0, flat
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("with_sigma", [True, False])
+def test_the_in_place_allowance_and_z_scores_are_the_formulas_bit_for_bit(dtype: torch.dtype, with_sigma: bool) -> None:
+    """allowance = sqrt(sigma^2 + (roundoff |v|)^2 + floor^2) and z = |out - v| / allowance, as written in
+    the whole-tensor form; computed in place, they must give the same bits, and leave `out` (float64 in a
+    float64 task) and the truth as they were."""
+    from cuda_agent.judge.trusted import precision
+    from cuda_agent.judge.trusted.truth import Truth
+
+    gen = torch.Generator().manual_seed(5)
+    value = torch.randn(64, 33, generator=gen, dtype=torch.float64) * 10.0
+    value[0, :5] = 0.0
+    sigma = torch.rand(64, 33, generator=gen, dtype=torch.float64) * 1e-6 if with_sigma else None
+    if with_sigma:
+        sigma[1, :4] = 0.0
+        sigma[2, 0] = float("inf")
+    truth = Truth(value.clone(), None if sigma is None else sigma.clone(), dtype)
+    out = (value + torch.randn(64, 33, generator=gen, dtype=torch.float64) * 1e-5).to(torch.float64)
+    kept_out = out.clone()
+    rounding = precision.roundoff(dtype) * value.abs()
+    s = torch.zeros_like(value) if sigma is None else sigma
+    floor = precision.ABSOLUTE_FLOOR.get(dtype, 0.0)
+    expected_scale = torch.sqrt(s * s + rounding * rounding + floor * floor)
+    scale = precision.allowance(truth)
+    assert torch.equal(scale, expected_scale)
+    keep = torch.isfinite(scale).reshape(-1) & (torch.arange(value.numel()) % 3 != 0)
+    expected_z = (out - value).abs().reshape(-1)[keep] / expected_scale.reshape(-1)[keep]
+    assert torch.equal(precision.z_scores(out, truth, keep, scale), expected_z)
+    assert torch.equal(out, kept_out) and torch.equal(truth.value, value), "nothing handed in is changed"

@@ -63,17 +63,25 @@ class Audit:
 def allowance(truth: Truth) -> torch.Tensor:
     """Each element's honest error: its propagated standard error, at least the rounding of the exact
     value to the output dtype and the smallest magnitude that dtype keeps (float64)."""
+    # In place on one float64 copy, the same operations in the same order as sqrt(s*s + r*r + f*f) (adding
+    # is commutative in IEEE arithmetic, so r*r + s*s is s*s + r*r bit for bit): the whole-tensor form held
+    # five float64 copies of the output at its peak, this two.
     value = truth.value.to(torch.float64)
-    rounding = roundoff(truth.dtype) * value.abs()
+    variance = value.abs().mul_(roundoff(truth.dtype))
+    variance.mul_(variance)
+    if truth.sigma is not None:
+        sigma = truth.sigma.to(value.device, torch.float64)
+        variance.add_(sigma * sigma)
     floor = ABSOLUTE_FLOOR.get(truth.dtype, 0.0)
-    sigma = torch.zeros_like(value) if truth.sigma is None else truth.sigma.to(value.device, torch.float64)
-    return torch.sqrt(sigma * sigma + rounding * rounding + floor * floor)
+    return variance.add_(floor * floor).sqrt_()
 
 
 def z_scores(out: torch.Tensor, truth: Truth, keep: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """|out - exact| / scale on the kept elements: divided in place before selecting (the same values, one
+    float64 copy of the output instead of four), from a copy (`out` may itself be float64)."""
     value = truth.value.to(torch.float64)
-    error = (out.detach().to(value.device, torch.float64) - value).abs().reshape(-1)[keep]
-    return error / scale.reshape(-1)[keep]
+    error = out.detach().to(value.device, torch.float64, copy=True).sub_(value).abs_().div_(scale)
+    return error.reshape(-1)[keep]
 
 
 def statistic(z: torch.Tensor) -> float:
@@ -100,10 +108,12 @@ def trim_threshold(flat: torch.Tensor, drop: int) -> torch.Tensor:
 def audit(candidate: torch.Tensor, reference: torch.Tensor, truth: Truth, k: float) -> Audit:
     value = truth.value.to(torch.float64)
     scale = allowance(truth)
-    ref = reference.detach().to(value.device, torch.float64)
     # Flat, so that selecting with it indexes one dimension: an N-d mask's indices take 8 bytes per element
     # and dimension (a 4-d output's: 32 bytes an element, four times its float64 copy; 56 GiB on a 7 GiB one).
-    keep = (torch.isfinite(value) & torch.isfinite(scale) & torch.isfinite(ref)).reshape(-1)
+    # The reference's finiteness is read in its own dtype (a float64 copy only for this held one more).
+    finite_ref = torch.isfinite(reference.detach()).to(value.device)
+    keep = (torch.isfinite(value) & torch.isfinite(scale) & finite_ref).reshape(-1)
+    del finite_ref
     n = int(keep.sum())
     left_out = value.numel() - n
     if n == 0:
@@ -112,13 +122,18 @@ def audit(candidate: torch.Tensor, reference: torch.Tensor, truth: Truth, k: flo
     # judged apart from those a computation reaches: mixed in, they diluted the root mean square, and an
     # output 50-98% saturated passed operands rounded to ~16 bits (a review, 2026-12-05).
     moving = _moving(truth, value).reshape(-1)[keep]
-    z_cand, z_own = z_scores(candidate, truth, keep, scale), z_scores(reference, truth, keep, scale)
+    parts = (moving, ~moving)
+    counts = [int(part.sum()) for part in parts]
+
+    def statistics(out: torch.Tensor) -> list[float]:  # one output's z-scores held at a time
+        z = z_scores(out, truth, keep, scale)
+        return [statistic(z[part]) if count else 0.0 for part, count in zip(parts, counts, strict=True)]
+
+    cands, owns = statistics(candidate), statistics(reference)
     cand, own, n, bound = 0.0, 0.0, 0, k
-    for part in (moving, ~moving):
-        count = int(part.sum())
+    for count, c, o in zip(counts, cands, owns, strict=True):
         if count == 0:
             continue
-        c, o = statistic(z_cand[part]), statistic(z_own[part])
         limit = max(k * (1.0 + SMALL_SAMPLE / math.sqrt(count)), REFERENCE_FACTOR * o)
         if n == 0 or c / limit > cand / bound:
             cand, own, n, bound = c, o, count, limit
