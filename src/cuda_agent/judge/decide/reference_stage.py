@@ -72,7 +72,7 @@ class ReferenceStage:
             atol=self.config.atol, rtol=self.config.rtol, precision_audit=self.config.precision_audit,
             perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
             mix_signs=self.config.sign_audit, kept_share=self.config.reference_kept_share,
-            stage_dir=str(slot.root / "changed") if candidates_separated() else None,
+            stage_dir=str(_stage_folder(slot)) if candidates_separated() else None,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)
@@ -122,7 +122,7 @@ class ReferenceStage:
         # Written ahead by the reference where candidates run as another uid (reference_response.py), in
         # the reference slot's own folder: used only from there.
         staged = response.get("staged") if self.response_sets else None
-        folder = self.reference_slot.root / "changed"
+        folder = _stage_folder(self.reference_slot)
         self.staged_changed: list[dict[str, Any]] | None = (
             staged if isinstance(staged, list) and len(staged) == 2
             and all(Path(str(entry.get("path"))).parent == folder for entry in staged) else None
@@ -175,3 +175,9 @@ class ReferenceStage:
         self.reference_slot.group = None  # input files are this candidate's: the group ends (reference_group.py)
         self.input_files = True
         self.checks["inputs"] = f"files written by the reference (the candidate worker drew different {what})"
+
+
+def _stage_folder(slot: ReferenceSlot) -> Path:
+    """Where the reference stages the low-bit pair's changed sets: its slot's own folder (mode 700), the
+    one place the parent takes them from (reference_response.stage_changed)."""
+    return slot.root / "changed"

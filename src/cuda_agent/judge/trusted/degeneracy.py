@@ -138,15 +138,22 @@ def fit_polynomial(x: torch.Tensor, y: torch.Tensor, degree: int) -> Polynomial 
 MEDIAN_SAMPLE = 1 << 24  # elements the median is taken over (an even stride through the output)
 
 
+def _finite_chunks(t: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """`t` flattened, CHUNK elements at a time as float64, each with its mask of finite values: sums over
+    the finite elements without a boolean index or a float64 copy of the whole tensor."""
+    flat = t.detach().reshape(-1)
+    for start in range(0, flat.numel(), CHUNK):
+        part = flat[start : start + CHUNK].double()
+        yield part, torch.isfinite(part)
+
+
 def _constants(ref: torch.Tensor) -> tuple[float, ...]:
     """The mean and the median of the finite elements: the mean summed in float64 CHUNK at a time, the
     median over an even stride of at most MEDIAN_SAMPLE elements. The whole-tensor median sorted a float64
     copy with its indices: 13 times an 8 GiB output, over an H200's memory (KernelBench's L1Norm)."""
     flat = ref.reshape(-1)
     total, count = 0.0, 0
-    for start in range(0, flat.numel(), CHUNK):
-        part = flat[start : start + CHUNK].double()
-        finite = torch.isfinite(part)
+    for part, finite in _finite_chunks(ref):
         total += float(torch.where(finite, part, 0.0).sum())
         count += int(finite.sum())
     if not count:
@@ -233,12 +240,10 @@ def _spec(t: torch.Tensor) -> dict[str, Any]:
     spec: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
     if not t.is_floating_point() or not t.numel():
         return spec
-    # CHUNK at a time and without a boolean index: a mask's indices on a 4-d output take 32 bytes an element
+    # Chunk by chunk, without a boolean index: a mask's indices on a 4-d output take 32 bytes an element
     # (56 GiB on KernelBench's 7 GiB norms, out of memory on an 80 GB card).
-    flat, largest, total, count = t.detach().reshape(-1), 0.0, 0.0, 0
-    for start in range(0, flat.numel(), CHUNK):
-        part = flat[start : start + CHUNK].double()
-        finite = torch.isfinite(part)
+    largest, total, count = 0.0, 0.0, 0
+    for part, finite in _finite_chunks(t):
         magnitude = torch.where(finite, part.abs(), 0.0)
         largest, total, count = max(largest, float(magnitude.max())), total + float(magnitude.sum()), count + int(finite.sum())
     if count:
