@@ -25,6 +25,7 @@ class ScriptedReference:
         self.sent: list[str] = []
         self.received: list[str] = []
         self.calls: list[str] = []
+        self.commands: list[str] = []  # of the requests sent, in order
         self.ids = (f"r{k}" for k in itertools.count())
         self.pid = 1
 
@@ -32,6 +33,7 @@ class ScriptedReference:
         assert not (set(self.sent) - set(self.received)), "one request at a time"
         request = next(self.ids)
         self.sent.append(request)
+        self.commands.append(command)
         return request
 
     def receive(self, command: str, request_id: str, timeout: float) -> dict[str, Any]:
@@ -130,20 +132,25 @@ def test_a_draw_unlike_the_references_is_refused_where_a_seed_reproduces_the_inp
 class PairReference(ScriptedReference):
     """Matches every set; answers the low-bit pair's commands, writing a changed set when asked."""
 
-    def __init__(self, io_dir: Path) -> None:
-        super().__init__([True] * 6)
+    def __init__(self, io_dir: Path, changed_match: tuple[bool, bool] = (True, True)) -> None:
+        super().__init__([True] * 6 + list(changed_match))
         self.io_dir = io_dir
 
     def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
         if command == "write_changed":
+            assert not (set(self.sent) - set(self.received)), "write_changed sent while a comparison is in flight"
             self.calls.append(command)
             path = self.io_dir / f"changed_{payload['which']}.tensors"
             path.write_text(f"written {payload['which']}")
             return {"ok": True, "path": str(path), "print": f"print {payload['which']}"}
-        if command == "compare_changed":
-            self.calls.append(command)
-            return {"ok": True, "match": True, "response": [{"alignment": 0.01, "missing": 0.0}]}
         return super().call(command, timeout, **payload)
+
+    def receive(self, command: str, request_id: str, timeout: float) -> dict[str, Any]:
+        reply = super().receive(command, request_id, timeout)
+        if self.commands[self.sent.index(request_id)] == "compare_changed":
+            assert command == "compare_changed", "a reply is read as the command it answers"
+            reply["response"] = [{"alignment": 0.01, "missing": 0.0}]
+        return reply
 
 
 class PairCandidate(ScriptedCandidate):
@@ -187,10 +194,44 @@ def test_the_changed_sets_are_linked_in_where_staged_and_one_at_a_time(tmp_path:
     source = "staged" if separate_user else "written"
     assert cand.seen == [(f"{source} 0", ["changed_0.tensors"]), (f"{source} 1", ["changed_1.tensors"])]
     assert ref.calls.count("write_changed") == (0 if separate_user else 2)
-    assert ref.calls.count("compare_changed") == 2
+    assert ref.commands == ["compare"] * 6 + ["compare_changed"] * 2
+    assert sorted(ref.received) == sorted(ref.sent)
     assert not list(made.io_dir.glob("changed_*")), "each changed set leaves the input folder after its call"
     assert sorted(p.name for p in staged_dir.iterdir()) == ["changed_0.tensors", "changed_1.tensors"], (
         "the staged files stay for the group's next judgment"
     )
     assert made.checks["low_bit_response"].startswith("passed")
     assert made.checks["changed_sets"].startswith("staged" if separate_user else "written")
+
+
+def test_the_pairs_comparisons_run_while_the_candidate_computes_the_next_call(tmp_path: Path) -> None:
+    """Linked changed sets need no reference call, so the repeated set's comparison is still in flight
+    while the candidate runs on changed set A, and A's while it runs on B; a wrong output on A ends the
+    judgment after B's call at most, with every reply read once."""
+    (tmp_path / "io").mkdir()
+    made = judgment(tmp_path)
+    made.io_dir = made.out_dir = tmp_path / "io"
+    staged_dir = tmp_path / "slot" / "changed"
+    staged_dir.mkdir(parents=True)
+    made.staged_changed = []
+    for which in (0, 1):
+        (staged_dir / f"changed_{which}.tensors").write_text(f"staged {which}")
+        made.staged_changed.append({"path": str(staged_dir / f"changed_{which}.tensors"), "print": f"print {which}"})
+    made.candidate_separate_user, made.response_sets = True, 2
+    ref = PairReference(made.io_dir, changed_match=(False, True))
+    in_flight: list[int] = []
+
+    class Watching(PairCandidate):
+        def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+            in_flight.append(len(set(ref.sent) - set(ref.received)))
+            return super().call(command, timeout, **payload)
+
+    cand = Watching(made.io_dir)
+    made.reference_slot = ReferenceSlot(ref, tmp_path / "slot")  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    with pytest.raises(Stop) as stopped:
+        made.verify(ref, cand)  # type: ignore[arg-type]
+    assert "wrong result on the changed input set A" in stopped.value.verdict.reason
+    assert in_flight == [0, 1, 1, 1, 1, 1, 1, 1], "from the second call on, one comparison is always in flight"
+    assert sorted(ref.received) == sorted(ref.sent) and ref.commands[-1] == "compare_changed"
+    assert not list(made.io_dir.glob("changed_*"))

@@ -5,9 +5,12 @@ reference worker on the handed-over bytes; the candidate only computes), the sam
 output (a repeat of set 1 from a fresh draw), the outputs came from the candidate worker's own buffers
 (`_owns`: a `/proc/<its pid>/fd/N` path, checked here), GPU memory held (NVML from outside, else the
 device-wide drop the reference measures), and no thread or process outlives a call (counted from /proc,
-outside the candidate). Then the low-bit response check's two sets (trusted/response_probe.py), written
-by the reference just before each call, so the second is not on disk while the first runs. The op-gate report (`forbidden`) is a claim from the candidate's process: it is
-defence in depth and a readable reason, backed by the coverage gate's GPU evidence (coverage_stage.py).
+outside the candidate). Then the low-bit response check's two sets (trusted/response_probe.py), each put
+in the candidate's input folder just before its call (linked from where the preparation staged it, or
+written by the reference), so the second is not readable while the first runs. Every comparison runs in
+the reference worker while the candidate computes the next call. The op-gate report (`forbidden`) is a
+claim from the candidate's process: it is defence in depth and a readable reason, backed by the coverage
+gate's GPU evidence (coverage_stage.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,21 +79,25 @@ class VerifyStage:
         return {"path": path, "shared": True}
 
     def verify(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
-        """Run the input sets; the reference compares output k while the candidate computes k + 1."""
+        """Run the input sets, then the low-bit pair's two changed sets; the reference compares output k
+        while the candidate computes k + 1 (it takes one request at a time, so a call it must answer first,
+        such as writing a changed set, settles the comparison in flight)."""
         start = time.monotonic()
         n = self.config.input_sets
         traced: list[dict[str, float]] = []  # the kernels of every verification call (coverage gate)
         # The five sets, then the first again from a fresh copy: the same input must give the same output.
         order = [*range(n), 0]
-        pending: tuple[str, str] | None = None  # (request id, label) of the comparison in flight
+        changed = 2 if getattr(self, "response_sets", 0) else 0
+        pending: tuple[str, str, str] | None = None  # (request id, label, command) of the comparison in flight
+        response: list[dict] = []  # the low-bit pair's findings, from its second comparison
 
         def settle() -> None:
             """Take the comparison in flight out of `pending`, then wait for it: a verdict it raises must
             not leave it there for the drain below, which would wait for a reply already read."""
-            nonlocal pending
+            nonlocal pending, response
             done, pending = pending, None
             if done:
-                self._settle_comparison(ref, done)
+                response = self._settle_comparison(ref, done).get("response") or response
 
         try:
             for run_index, set_index in enumerate(order):
@@ -107,71 +115,73 @@ class VerifyStage:
                     self.switch_to_input_files(ref, "inputs")
                 if not traced:  # CUPTI starts its threads with the first traced call: count from here on
                     self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
-                traced.append(reply.get("kernels") or {})
-                self.refuse_forbidden(reply)
-                own = process_gpu_bytes(cand.pid)
-                if own is None:  # the fallback asks the reference: settle its comparison first
-                    settle()
-                # Before comparing: a memory hog must not starve the reference worker.
-                self.check_memory(ref, cand, own)
-                settle()
-                request = self._reference_send(
-                    ref, "compare", ref_index=set_index, **self.handed_over(cand, reply, output_path),
-                    atol=self.config.atol, rtol=self.config.rtol, aliases=reply.get("aliases"),
-                    precision_k=self.precision_k(),
-                )  # fmt: skip
-                pending = (request, label)
+                pending = self._checked_then_compared(
+                    ref, cand, reply, traced, settle, ("compare", label, output_path), ref_index=set_index
+                )
+            for which in range(changed):
+                label = f"the changed input set {'AB'[which]}"
+                if not self._links_changed():
+                    settle()  # the reference writes the set: it must be free
+                written = self.hand_changed(ref, which)
+                output_path = self.out_dir / f"outputs_changed_{which}.tensors"
+                try:
+                    reply = self._candidate_call(
+                        cand, "run", self.config.forward_timeout_s, f"forward on {label}",
+                        output_path=str(output_path), poison=True, shared=self.shared_outputs, trace=True,
+                        inputs_path=written["path"],
+                    )  # fmt: skip
+                finally:
+                    Path(written["path"]).unlink(missing_ok=True)
+                if reply["input_print"] != written["print"]:
+                    raise self.fail(Status.REJECTED, f"the candidate worker reported other inputs than the file of {label}")
+                pending = self._checked_then_compared(
+                    ref, cand, reply, traced, settle, ("compare_changed", label, output_path), which=which
+                )
             settle()
-            if getattr(self, "response_sets", 0):
-                self.verify_response(ref, cand, traced)
         finally:
             if pending:  # the judgment ended with a comparison in flight: drain it or retire the worker
                 try:
-                    ref.receive("compare", pending[0], self.config.prepare_timeout_s)
+                    ref.receive(pending[2], pending[0], self.config.prepare_timeout_s)
                 except WorkerFailure:
                     self.reference_slot.broken = True
         self.checks["verified_input_sets"] = n
         self.checks["repeat_determinism"] = "passed"
         self.checks["op_gate"] = "passed"
+        if changed:
+            worst = max(response, key=lambda f: abs(f["alignment"]), default=None)
+            self.checks["low_bit_response"] = (
+                f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})" if worst
+                else "passed (no floating output to weigh)"
+            )  # fmt: skip
         self.check_leftovers(cand, "its forward calls")
         self.check_coverage(traced)
         self.stages["verify"] = time.monotonic() - start
 
-    def verify_response(self, ref: WorkerHandle, cand: WorkerHandle, traced: list[dict[str, float]]) -> None:
-        """The low-bit response check (trusted/response_probe.py): two more calls, on input files the
-        reference writes just before each, each compared as any set; after the second, the reference
-        compares the candidate's change between them with the exact one."""
-        found: list[dict] = []
-        for which, label in enumerate(("the changed input set A", "the changed input set B")):
-            written = self.hand_changed(ref, which)
-            output_path = self.out_dir / f"outputs_changed_{which}.tensors"
-            try:
-                reply = self._candidate_call(
-                    cand, "run", self.config.forward_timeout_s, f"forward on {label}", output_path=str(output_path),
-                    poison=True, shared=self.shared_outputs, trace=True, inputs_path=written["path"],
-                )  # fmt: skip
-            finally:
-                Path(written["path"]).unlink(missing_ok=True)
-            if reply["input_print"] != written["print"]:
-                raise self.fail(Status.REJECTED, f"the candidate worker reported other inputs than the file of {label}")
-            traced.append(reply.get("kernels") or {})
-            self.refuse_forbidden(reply)
-            self.check_memory(ref, cand, process_gpu_bytes(cand.pid))
-            with self.timed("compare_wait"):
-                verdict = self._reference_call(
-                    ref, "compare_changed", self.config.prepare_timeout_s, which=which,
-                    **self.handed_over(cand, reply, output_path), atol=self.config.atol, rtol=self.config.rtol,
-                    aliases=reply.get("aliases"), precision_k=self.precision_k(),
-                )  # fmt: skip
-            self.note_error_ratio(verdict)
-            found = verdict.get("response") or found
-            if not verdict["match"]:
-                raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
-        worst = max(found, key=lambda f: abs(f["alignment"]), default=None)
-        self.checks["low_bit_response"] = (
-            f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})" if worst
-            else "passed (no floating output to weigh)"
+    def _checked_then_compared(
+        self, ref: WorkerHandle, cand: WorkerHandle, reply: dict, traced: list[dict[str, float]],
+        settle: Callable[[], None], what: tuple[str, str, Path], **target: Any,
+    ) -> tuple[str, str, str]:
+        """After a candidate call: its kernels noted, its op-gate report and GPU memory checked, the
+        comparison in flight settled, and this call's comparison sent (returned as the one in flight)."""
+        command, label, output_path = what
+        traced.append(reply.get("kernels") or {})
+        self.refuse_forbidden(reply)
+        own = process_gpu_bytes(cand.pid)
+        if own is None:  # the fallback asks the reference: settle its comparison first
+            settle()
+        # Before comparing: a memory hog must not starve the reference worker.
+        self.check_memory(ref, cand, own)
+        settle()
+        request = self._reference_send(
+            ref, command, **target, **self.handed_over(cand, reply, output_path), atol=self.config.atol,
+            rtol=self.config.rtol, aliases=reply.get("aliases"), precision_k=self.precision_k(),
         )  # fmt: skip
+        return (request, label, command)
+
+    def _links_changed(self) -> bool:
+        """Whether the changed sets are linked in from where the preparation staged them (no reference
+        call), rather than written by the reference before each call."""
+        return bool(getattr(self, "staged_changed", None)) and bool(getattr(self, "candidate_separate_user", False))
 
     def hand_changed(self, ref: WorkerHandle, which: int) -> dict[str, Any]:
         """Changed set `which` put in the candidate's input folder just before its call: linked from where
@@ -179,7 +189,7 @@ class VerifyStage:
         reads), else written by the reference now. Either way the other set is not where the candidate
         can read it while it runs."""
         staged = getattr(self, "staged_changed", None)
-        if staged and getattr(self, "candidate_separate_user", False):
+        if staged and self._links_changed():
             began, path = time.perf_counter(), self.io_dir / f"changed_{which}.tensors"
             try:
                 try:
@@ -206,15 +216,16 @@ class VerifyStage:
                 "cuda_extension calls are allowed: implement these in your kernels",
             )
 
-    def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str]) -> None:
-        request, label = pending
+    def _settle_comparison(self, ref: WorkerHandle, pending: tuple[str, str, str]) -> dict:
+        request, label, command = pending
         with self.timed("compare_wait"):  # what the pipelining did not hide
             verdict = self._reference_result(
-                "compare", lambda: ref.receive("compare", request, self.config.prepare_timeout_s)
+                command, lambda: ref.receive(command, request, self.config.prepare_timeout_s)
             )
         self.note_error_ratio(verdict)  # refused ones too: the record shows how far off they were
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
+        return verdict
 
     def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None) -> None:
         """GPU memory the candidate holds after a call: its own (NVML, context included) where NVML can
