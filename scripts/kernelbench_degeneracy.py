@@ -1,7 +1,8 @@
 """The judge's degeneracy audit over KernelBench: which tasks, at their current sizes, a trivial answer
 passes on every input set (the judge's `task_error`), and why.
 
-Each task runs in a child process of its own (a timeout and a crash cost that task only), the judge's way
+Each task runs in a child process of its own (a timeout and a crash cost that task only; forked from a
+server that imported torch once, so a child does not pay the import), the judge's way
 (`cuda_agent.judge.trusted.degeneracy.audit_task`: the model built and its parameters made to matter, five
 input sets drawn from seeds with the task's own `get_inputs()`, each copied before the forward, one
 `Audit`). On a GPU when there is one, else on the CPU, where tasks whose inputs and outputs exceed
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
 import sys
 import time
 import traceback
@@ -107,22 +107,55 @@ def _where(exc: BaseException, frames: int = 4) -> list[str]:
     return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)[-frames:]]
 
 
-def run_task(script: Path, bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:
-    command = [sys.executable, str(script), "--one", str(bench.path), "--task-id", bench.task_id,
-               "--device", device, "--sets", str(args.sets)]  # fmt: skip
-    if args.max_input_mb is not None:
-        command += ["--max-mb", str(args.max_input_mb)]
+# Modules every task's child needs, imported once in the fork server (torch alone is ~3 s a child on the
+# device's host); the server never touches CUDA, so each child still makes its own context.
+PRELOAD = ["torch", "cuda_agent.task", "cuda_agent.judge.trusted.degeneracy", "cuda_agent.judge.trusted.compare",
+           "cuda_agent.judge.common.math_policy"]  # fmt: skip
+_forks: Any = None
+
+
+def _forks_context() -> Any:
+    """A forkserver with the audit's modules preloaded: each task still gets a process of its own (a
+    crash, an out-of-memory error or a timeout costs that task only), without importing torch again."""
+    global _forks
+    if _forks is None:
+        import multiprocessing
+
+        _forks = multiprocessing.get_context("forkserver")
+        _forks.set_forkserver_preload(PRELOAD)
+    return _forks
+
+
+def _audit_in_child(conn: Any, path: str, task_id: str, device: str, sets: int, max_input_mb: float | None) -> None:
+    sys.stdout = sys.stderr  # stdout is the parent's table
+    try:
+        record = audit_one(Path(path), task_id, device, sets, max_input_mb)
+    except Exception as exc:  # the task's own failure (an op without a CPU kernel, out of memory): recorded
+        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
+    conn.send(record)
+    conn.close()
+
+
+def run_task(bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:
+    """Audit `bench` in a child forked from the preloaded server; its record, or why there is none."""
+    forks = _forks_context()
     began = time.monotonic()
+    ours, theirs = forks.Pipe(duplex=False)
+    child_process = forks.Process(target=_audit_in_child, daemon=True,
+                                  args=(theirs, str(bench.path), bench.task_id, device, args.sets, args.max_input_mb))  # fmt: skip
+    child_process.start()
+    theirs.close()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
-    lines = done.stdout.strip().splitlines()
-    try:
-        record = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        record = {"status": "error", "reason": f"the child ended without a result: {tail[0][:300]}"}
+        if not ours.poll(args.timeout):
+            child_process.kill()
+            return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
+        record = ours.recv()
+    except (EOFError, OSError):  # the child died without a record (a crash, the kernel's OOM killer)
+        child_process.join(10)
+        record = {"status": "error", "reason": f"the child ended without a result: exit {child_process.exitcode}"}
+    finally:
+        ours.close()
+        child_process.join(30)
     record.setdefault("seconds", round(time.monotonic() - began, 2))
     return record
 
@@ -292,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         return records
 
     def run(bench: Any) -> dict[str, Any]:
-        return run_task(Path(__file__).resolve(), bench, args, device)
+        return run_task(bench, args, device)
 
     def on_record(bench: Any, record: dict[str, Any], finished: dict[str, dict[str, Any]]) -> None:
         record["task"] = bench.task_id

@@ -104,3 +104,25 @@ def test_a_task_that_raises_is_recorded_with_the_frames_that_raised(tmp_path: Pa
     (record,) = json.loads(out.read_text())["tasks"]
     assert record["status"] == "error", record
     assert any(frame.startswith("1_Raises.py:") and frame.endswith("in forward") for frame in record["where"]), record
+
+
+def test_a_task_that_kills_its_process_or_hangs_costs_that_task_only(tmp_path: Path) -> None:
+    """Children are forked from a server that preloaded torch: a task that ends its own process (as a
+    segfault or the kernel's OOM killer would) or never returns gets a record saying so, and the task
+    after it is audited as usual."""
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    (level / "1_Exits.py").write_text(TASK.format(body="__import__('os')._exit(9)", shape="8, 8"))
+    (level / "2_Hangs.py").write_text(TASK.format(body="__import__('time').sleep(600)", shape="8, 8"))
+    (level / "3_Tiny_gelu.py").write_text(TASK.format(body="torch.nn.functional.gelu(x) * 1e-4", shape="64, 256"))
+    out = tmp_path / "records.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--device", "cpu", "--timeout", "20",
+         "--json", str(out)], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert records["level1/1_Exits"]["status"] == "error"
+    assert "without a result: exit 9" in records["level1/1_Exits"]["reason"]
+    assert records["level1/2_Hangs"]["status"] == "timeout" and "over 20 s" in records["level1/2_Hangs"]["reason"]
+    assert records["level1/3_Tiny_gelu"]["status"] == "degenerate"
