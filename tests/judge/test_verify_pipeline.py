@@ -170,12 +170,8 @@ class PairCandidate(ScriptedCandidate):
         return reply
 
 
-@pytest.mark.parametrize("separate_user", [True, False])
-def test_the_changed_sets_are_linked_in_where_staged_and_one_at_a_time(tmp_path: Path, separate_user: bool) -> None:
-    """Staged with the preparation (a candidate of another uid cannot read the slot's folder), each
-    changed set is linked into the input folder just before its call and gone after it, and the reference
-    writes nothing in the lane; where the candidate is the judge's own user the reference writes each set
-    before its call, as before. Either way the candidate's folder never holds the other set."""
+def staged_judgment(tmp_path: Path) -> tuple[Judgment, Path]:
+    """A judgment whose two changed sets were staged with the preparation in the slot's folder."""
     (tmp_path / "io").mkdir()
     made = judgment(tmp_path)
     made.io_dir = made.out_dir = tmp_path / "io"
@@ -185,6 +181,16 @@ def test_the_changed_sets_are_linked_in_where_staged_and_one_at_a_time(tmp_path:
     for which in (0, 1):
         (staged_dir / f"changed_{which}.tensors").write_text(f"staged {which}")
         made.staged_changed.append({"path": str(staged_dir / f"changed_{which}.tensors"), "print": f"print {which}"})
+    return made, staged_dir
+
+
+@pytest.mark.parametrize("separate_user", [True, False])
+def test_the_changed_sets_are_linked_in_where_staged_and_one_at_a_time(tmp_path: Path, separate_user: bool) -> None:
+    """Staged with the preparation (a candidate of another uid cannot read the slot's folder), each
+    changed set is linked into the input folder just before its call and gone after it, and the reference
+    writes nothing in the lane; where the candidate is the judge's own user the reference writes each set
+    before its call, as before. Either way the candidate's folder never holds the other set."""
+    made, staged_dir = staged_judgment(tmp_path)
     made.candidate_separate_user = separate_user
     made.response_sets = 2
     ref, cand = PairReference(made.io_dir), PairCandidate(made.io_dir)
@@ -208,15 +214,7 @@ def test_the_pairs_comparisons_run_while_the_candidate_computes_the_next_call(tm
     """Linked changed sets need no reference call, so the repeated set's comparison is still in flight
     while the candidate runs on changed set A, and A's while it runs on B; a wrong output on A ends the
     judgment after B's call at most, with every reply read once."""
-    (tmp_path / "io").mkdir()
-    made = judgment(tmp_path)
-    made.io_dir = made.out_dir = tmp_path / "io"
-    staged_dir = tmp_path / "slot" / "changed"
-    staged_dir.mkdir(parents=True)
-    made.staged_changed = []
-    for which in (0, 1):
-        (staged_dir / f"changed_{which}.tensors").write_text(f"staged {which}")
-        made.staged_changed.append({"path": str(staged_dir / f"changed_{which}.tensors"), "print": f"print {which}"})
+    made, _ = staged_judgment(tmp_path)
     made.candidate_separate_user, made.response_sets = True, 2
     ref = PairReference(made.io_dir, changed_match=(False, True))
     in_flight: list[int] = []
