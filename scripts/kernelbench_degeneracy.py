@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from cuda_agent.eval.kernelbench import benchmark_root, discover, parse_levels  # noqa: E402
-from cuda_agent.eval.kernelbench_runs import run_tasks  # noqa: E402
+from cuda_agent.eval.kernelbench_runs import run_in_fork, run_tasks  # noqa: E402
 
 SEEDS_BASE = 20_350_000  # fixed seeds, so a run can be repeated; the judge's are secret
 
@@ -93,11 +93,7 @@ def _size_or_inf(bench: Any) -> float:
 
 
 def child(args: argparse.Namespace) -> int:
-    try:
-        record = audit_one(Path(args.one), args.task_id, args.device, args.sets, args.max_input_mb)
-    except Exception as exc:  # the task's own failure (an op without a CPU kernel, out of memory): recorded
-        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
-    print(json.dumps(record))
+    print(json.dumps(_audit_or_error(args.one, args.task_id, args.device, args.sets, args.max_input_mb)))
     return 0
 
 
@@ -107,57 +103,24 @@ def _where(exc: BaseException, frames: int = 4) -> list[str]:
     return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)[-frames:]]
 
 
-# Modules every task's child needs, imported once in the fork server (torch alone is ~3 s a child on the
-# device's host); the server never touches CUDA, so each child still makes its own context.
-PRELOAD = ["torch", "cuda_agent.task", "cuda_agent.judge.trusted.degeneracy", "cuda_agent.judge.trusted.compare",
-           "cuda_agent.judge.common.math_policy"]  # fmt: skip
-_forks: Any = None
+# Modules every task's child needs, imported once in the fork server (eval/kernelbench_runs.py).
+PRELOAD = ("torch", "cuda_agent.task", "cuda_agent.judge.trusted.degeneracy", "cuda_agent.judge.trusted.compare",
+           "cuda_agent.judge.common.math_policy")  # fmt: skip
 
 
-def _forks_context() -> Any:
-    """A forkserver with the audit's modules preloaded: each task still gets a process of its own (a
-    crash, an out-of-memory error or a timeout costs that task only), without importing torch again."""
-    global _forks
-    if _forks is None:
-        import multiprocessing
-
-        _forks = multiprocessing.get_context("forkserver")
-        _forks.set_forkserver_preload(PRELOAD)
-    return _forks
-
-
-def _audit_in_child(conn: Any, path: str, task_id: str, device: str, sets: int, max_input_mb: float | None) -> None:
-    sys.stdout = sys.stderr  # stdout is the parent's table
+def _audit_or_error(path: str, task_id: str, device: str, sets: int, max_input_mb: float | None) -> dict[str, Any]:
+    """`audit_one` in the child; an exception is the task's own failure (an op without a CPU kernel, out of
+    memory), recorded with the frames that raised it."""
     try:
-        record = audit_one(Path(path), task_id, device, sets, max_input_mb)
-    except Exception as exc:  # the task's own failure (an op without a CPU kernel, out of memory): recorded
-        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
-    conn.send(record)
-    conn.close()
+        return audit_one(Path(path), task_id, device, sets, max_input_mb)
+    except Exception as exc:
+        return {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
 
 
 def run_task(bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:
     """Audit `bench` in a child forked from the preloaded server; its record, or why there is none."""
-    forks = _forks_context()
-    began = time.monotonic()
-    ours, theirs = forks.Pipe(duplex=False)
-    child_process = forks.Process(target=_audit_in_child, daemon=True,
-                                  args=(theirs, str(bench.path), bench.task_id, device, args.sets, args.max_input_mb))  # fmt: skip
-    child_process.start()
-    theirs.close()
-    try:
-        if not ours.poll(args.timeout):
-            child_process.kill()
-            return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
-        record = ours.recv()
-    except (EOFError, OSError):  # the child died without a record (a crash, the kernel's OOM killer)
-        child_process.join(10)
-        record = {"status": "error", "reason": f"the child ended without a result: exit {child_process.exitcode}"}
-    finally:
-        ours.close()
-        child_process.join(30)
-    record.setdefault("seconds", round(time.monotonic() - began, 2))
-    return record
+    return run_in_fork(_audit_or_error, (str(bench.path), bench.task_id, device, args.sets, args.max_input_mb),
+                       args.timeout, PRELOAD)  # fmt: skip
 
 
 def explain(record: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """The judge's reference preparation over KernelBench at its current sizes: for every task, the GPU memory
 it peaks at, how long it takes, and the task_error a task that does not fit gets (issue 29 item 1).
 
-Each task runs in a child process of its own (a timeout, a crash or an out-of-memory cost that task only).
+Each task runs in a child process of its own (a timeout, a crash or an out-of-memory cost that task only),
+forked from a server that imported torch and the judge once.
 The child runs the judge's own code, `ReferenceWorker.prepare` (trusted/reference_worker.py: the model
 built, its parameters made to matter and moved to a generic point, the input audit, five input sets with
 their outputs and float64 truths, the degeneracy audit) and, unless `--no-baselines`, `time_setup` (the
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -147,19 +147,17 @@ def estimate_one(path: Path, gpu_gb: float) -> dict[str, Any]:
             "round_calls": plan.calls}  # fmt: skip
 
 
+# Modules every task's child needs, imported once in the fork server (eval/kernelbench_runs.py).
+PRELOAD = ("torch", "cuda_agent.judge.config", "cuda_agent.judge.decide.round_size",
+           "cuda_agent.judge.trusted.reference_worker")  # fmt: skip
+
+
 def run_child(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--one", str(bench.path)]
-    command += ["--memory-gb", str(args.memory_gb)] if args.memory_gb else []
-    command += ["--no-baselines"] if args.no_baselines else []
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "reason": f"over {args.timeout:g} s", "seconds": args.timeout}
-    try:
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        return {"status": "error", "reason": f"the child ended without a result: {tail[0][:300]}"}
+    """`prepare_one` of `bench` in a child forked from the preloaded server (a crash, an out-of-memory error
+    or a timeout costs that task only)."""
+    from cuda_agent.eval.kernelbench_runs import run_in_fork
+
+    return run_in_fork(prepare_one, (bench.path, args.memory_gb, not args.no_baselines), args.timeout, PRELOAD)
 
 
 def table(records: list[dict[str, Any]]) -> list[str]:

@@ -1,6 +1,6 @@
 """eval/kernelbench_runs.py, the task runner of the KernelBench sweeps: the side-by-side tasks really run
 at once, the others one at a time after them, a task past the budget is skipped without running, and
-the callback sees every record."""
+the callback sees every record; `run_in_fork` brings back a forked child's record or why there is none."""
 
 from __future__ import annotations
 
@@ -43,3 +43,37 @@ def test_a_task_not_started_within_the_budget_is_skipped_not_run() -> None:
     results = run_tasks([Bench("a"), Bench("b")], lambda b: ran.append(b.task_id) or {"status": "ok"},
                         budget_s=10.0, began=time.monotonic() - 11.0)  # fmt: skip
     assert ran == [] and all(r["status"] == "skipped" and "--budget of 10 s" in r["reason"] for r in results.values())
+
+
+def _record_of(value: int) -> dict:
+    return {"status": "ok", "value": value * 2}
+
+
+def _exits() -> dict:
+    import os
+
+    os._exit(7)
+
+
+def _sleeps() -> dict:
+    time.sleep(60)
+    return {"status": "ok"}
+
+
+def _raises() -> dict:
+    raise ValueError("the task's own failure")
+
+
+def test_run_in_fork_returns_the_childs_record_or_why_there_is_none() -> None:
+    """A forked child's record comes back; one that exits without a record, hangs or raises gets a record
+    saying so, and the server forks the next child as usual."""
+    from cuda_agent.eval.kernelbench_runs import run_in_fork
+
+    got = run_in_fork(_record_of, (21,), 60, preload=("json",))
+    assert got["status"] == "ok" and got["value"] == 42 and got["seconds"] >= 0
+    assert run_in_fork(_exits, (), 60, preload=("json",))["reason"] == "the child ended without a result: exit 7"
+    hung = run_in_fork(_sleeps, (), 2, preload=("json",))
+    assert hung["status"] == "timeout" and hung["reason"] == "over 2 s"
+    raised = run_in_fork(_raises, (), 60, preload=("json",))
+    assert raised["status"] == "error" and raised["reason"] == "ValueError: the task's own failure"
+    assert run_in_fork(_record_of, (1,), 60, preload=("json",))["value"] == 2
