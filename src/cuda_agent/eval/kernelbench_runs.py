@@ -61,17 +61,22 @@ def run_tasks(
     return results
 
 
-_servers: dict[tuple[str, ...], Any] = {}
+_server_lock = threading.Lock()  # run_tasks calls run_in_fork from several threads
+_server_preload: list[str] | None = None
 
 
 def _fork_context(preload: Sequence[str]) -> Any:
-    """A forkserver context that preloads `preload` (one per preload list, started on first use)."""
-    key = tuple(preload)
-    if key not in _servers:
+    """The forkserver context, its preload set on first use. There is one fork server per process, so a
+    later call with other modules to preload is refused rather than silently served without them."""
+    global _server_preload
+    with _server_lock:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(list(key))
-        _servers[key] = context
-    return _servers[key]
+        if _server_preload is None:
+            _server_preload = list(preload)
+            context.set_forkserver_preload(_server_preload)
+        elif _server_preload != list(preload):
+            raise ValueError(f"the fork server already preloads {_server_preload}, not {list(preload)}")
+        return context
 
 
 def _child(conn: Any, target: Callable[..., Record], args: tuple[Any, ...]) -> None:
