@@ -24,7 +24,6 @@ import datetime
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -92,35 +91,17 @@ def _size_or_inf(bench: Any) -> float:
         return float("inf")
 
 
-def child(args: argparse.Namespace) -> int:
-    print(json.dumps(_audit_or_error(args.one, args.task_id, args.device, args.sets, args.max_input_mb)))
-    return 0
-
-
-def _where(exc: BaseException, frames: int = 4) -> list[str]:
-    """The innermost frames of `exc` as 'file:line in function': an error on a task names where it was
-    raised, so that a judge bug (an allocation of its own) is told from the task's (an op without a kernel)."""
-    return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)[-frames:]]
-
-
 # Modules every task's child needs, imported once in the fork server (eval/kernelbench_runs.py).
 PRELOAD = ("torch", "cuda_agent.task", "cuda_agent.judge.trusted.degeneracy", "cuda_agent.judge.trusted.compare",
            "cuda_agent.judge.common.math_policy")  # fmt: skip
 
 
-def _audit_or_error(path: str, task_id: str, device: str, sets: int, max_input_mb: float | None) -> dict[str, Any]:
-    """`audit_one` in the child; an exception is the task's own failure (an op without a CPU kernel, out of
-    memory), recorded with the frames that raised it."""
-    try:
-        return audit_one(Path(path), task_id, device, sets, max_input_mb)
-    except Exception as exc:
-        return {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": _where(exc)}
-
-
 def run_task(bench: Any, args: argparse.Namespace, device: str) -> dict[str, Any]:
-    """Audit `bench` in a child forked from the preloaded server; its record, or why there is none."""
-    return run_in_fork(_audit_or_error, (str(bench.path), bench.task_id, device, args.sets, args.max_input_mb),
-                       args.timeout, PRELOAD)  # fmt: skip
+    """Audit `bench` in a child forked from the preloaded server: its record, or why there is none (an
+    exception is the task's own failure, an op without a CPU kernel or out of memory, recorded with the
+    frames that raised it)."""
+    return run_in_fork(audit_one, (bench.path, bench.task_id, device, args.sets, args.max_input_mb), args.timeout,
+                       PRELOAD)  # fmt: skip
 
 
 def explain(record: dict[str, Any]) -> str:
@@ -254,11 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="one input set and its outputs under this many MB (meta device) to run beside others")
     parser.add_argument("--resume", type=Path, default=None,
                         help="keep this --json file's audited tasks as they are and audit the rest (runs cut by a time limit)")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
-    parser.add_argument("--task-id", default="task", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one:
-        return child(args)
     if args.merge:
         return merge(args)
     if args.kernelbench is None:

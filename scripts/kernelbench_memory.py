@@ -263,11 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --memory-gb: the whole-GPU run's --json; its tasks prepared with a peak below "
                              "--cap-share of the cap are recorded as fitting (inferred_under_cap), not run again")  # fmt: skip
     parser.add_argument("--cap-share", type=float, default=0.8)
-    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one:
-        print(json.dumps(prepare_one(Path(args.one), args.memory_gb, not args.no_baselines)))
-        return 0
     if args.kernelbench is None:
         parser.error("give the KernelBench checkout")
     benches = [b for b in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in b.task_id]

@@ -17,8 +17,10 @@ import multiprocessing
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 Record = dict[str, Any]
@@ -84,9 +86,15 @@ def _child(conn: Any, target: Callable[..., Record], args: tuple[Any, ...]) -> N
     try:
         record = target(*args)
     except Exception as exc:  # the target's own failure: a record, as any other
-        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        record = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}", "where": where(exc)}
     conn.send(record)
     conn.close()
+
+
+def where(exc: BaseException, frames: int = 4) -> list[str]:
+    """The innermost frames of `exc` as 'file:line in function': an error on a task names where it was
+    raised, so that a judge bug (an allocation of its own) is told from the task's (an op without a kernel)."""
+    return [f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in traceback.extract_tb(exc.__traceback__)[-frames:]]
 
 
 def run_in_fork(target: Callable[..., Record], args: tuple[Any, ...], timeout_s: float,

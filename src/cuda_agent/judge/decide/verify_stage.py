@@ -188,9 +188,8 @@ class VerifyStage:
         the reference staged it with its preparation (reference_response.py: a folder no candidate uid
         reads), else written by the reference now. Either way the other set is not where the candidate
         can read it while it runs."""
-        staged = getattr(self, "staged_changed", None)
-        if staged and self._links_changed():
-            began, path = time.perf_counter(), self.io_dir / f"changed_{which}.tensors"
+        if self._links_changed():
+            staged, began, path = self.staged_changed, time.perf_counter(), self.io_dir / f"changed_{which}.tensors"
             try:
                 try:
                     os.link(staged[which]["path"], path)
