@@ -186,6 +186,20 @@ def test_every_entry_moves_in_every_dtype(dtype: torch.dtype) -> None:
         assert bool(torch.isfinite(moved).all())
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e-25])
+def test_a_structure_at_an_extreme_scale_is_moved_by_that_scale(scale: float) -> None:
+    """The noise follows the tensor's own scale even where its square leaves float32's range: a
+    permutation scaled by 1e20 once kept its structure under noise of size 1 (rms overflowed to inf)."""
+    torch.manual_seed(8)
+    generator = torch.Generator().manual_seed(9)
+    value = torch.eye(256)[torch.randperm(256)] * scale
+    moved = perturb.perturbed(value, 0.5, generator)
+    off = moved[value == 0].abs()
+    rms = scale / 256**0.5
+    assert bool(torch.isfinite(moved).all())
+    assert 0.1 * rms < float(off.median()) < 10 * rms, "the zeros did not move by the tensor's own scale"
+
+
 def test_sign_domains_are_kept() -> None:
     generator = torch.Generator().manual_seed(6)
     positive = torch.rand(1000) + 1e-3

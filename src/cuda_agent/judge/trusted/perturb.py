@@ -89,12 +89,25 @@ def parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
     return found
 
 
+def root_mean_square(p: torch.Tensor) -> float:
+    """The tensor's rms without overflow or underflow: p**2 overflows float32 from |p| ~ 1.8e19, and an
+    rms of inf or 0 fell back to 1.0, so entries of 1e20 kept their structure under noise of size 1 (a
+    permutation scaled by 1e20 survived; white-box review, 2026-12-06). Scaled by the largest entry
+    first; 1.0 only where every entry is zero or the tensor holds no finite scale."""
+    finite = p[torch.isfinite(p)] if not bool(torch.isfinite(p).all()) else p
+    if finite.numel() == 0:
+        return 1.0
+    largest = float(finite.abs().max())
+    if not 0 < largest < float("inf"):
+        return 1.0
+    return largest * float((finite / largest).square().mean().sqrt())
+
+
 def perturbed(value: torch.Tensor, level: float, generator: torch.Generator) -> torch.Tensor:
     """A generic point near `value` (see the module's table), every entry moved, in `value`'s dtype."""
     p = value.detach().to(torch.float32)
     z = torch.randn(p.shape, generator=generator, device=p.device, dtype=torch.float32)
-    rms = float(p.square().mean().sqrt())
-    rms = rms if 0 < rms < float("inf") else 1.0
+    rms = root_mean_square(p)
     nonneg, nonpos = bool((p >= 0).all()), bool((p <= 0).all())
     if nonneg or nonpos:
         z2 = torch.randn(p.shape, generator=generator, device=p.device, dtype=torch.float32)
