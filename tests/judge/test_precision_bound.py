@@ -189,3 +189,40 @@ def test_only_winograd_shaped_convolutions_are_widened(monkeypatch: pytest.Monke
             sigmas[amplification] = TruthModel(conv.eval()).outputs(inputs)[0].sigma
         ratio = float((sigmas[8.0] / sigmas[1.0]).median())
         assert (ratio > 4) == widened, (name, ratio)
+
+
+def test_a_plain_running_mean_of_probed_one_signed_inputs_passes_and_lowered_ones_do_not() -> None:
+    """The rounding probe's bits make an honest fp32 running sum of one-signed inputs drift one way (the
+    sign audit cannot mix a mean's signs): KernelBench level1/48's natural kernel, one thread per output
+    looping over the reduced dimension, was refused at K = 4096-16384 (statistic up to 20 against 3.4).
+    The truth now adds that order's worked-out error (truth_drift.py); inputs rounded to bf16 or fp16 and a
+    half-precision accumulator are still refused at K = 8192."""
+    import torch
+
+    from cuda_agent.judge.common import rounding_probe
+    from cuda_agent.judge.trusted import precision
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    class RowMean(torch.nn.Module):
+        def forward(self, a: torch.Tensor) -> torch.Tensor:
+            return a.mean(dim=1)
+
+    def running(x: torch.Tensor, accumulator: torch.dtype = torch.float32) -> torch.Tensor:
+        total = torch.zeros(x.shape[0], dtype=accumulator)
+        for k in range(x.shape[1]):
+            total = total + x[:, k].to(accumulator)
+        return total.float() / x.shape[1]
+
+    for count in (4096, 16384):
+        torch.manual_seed(count)
+        x = rounding_probe.settle(torch.rand(32, count))
+        model = RowMean()
+        reference, truth = model(x), TruthModel(model).outputs([x])[0]
+        honest = precision.audit(running(x), reference, truth, K)
+        assert honest.passed, f"K={count}: the honest running mean is refused ({honest.statistic:.3g} vs {honest.bound:.3g})"
+        if count == 16384:
+            continue
+        for name, lowered in (("fp16 inputs", running(x.half().float())), ("bf16 inputs", running(x.bfloat16().float())),
+                              ("fp16 accumulator", running(x, torch.float16))):  # fmt: skip
+            audit = precision.audit(lowered, reference, truth, K)
+            assert not audit.passed, f"{name} passed at K={count}: {audit.statistic:.3g} vs {audit.bound:.3g}"

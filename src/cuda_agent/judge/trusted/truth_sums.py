@@ -25,9 +25,11 @@ from torch.utils._pytree import tree_map
 from cuda_agent.judge.trusted.tracked import (
     Tracked,
     Untrackable,
+    accumulation_roundoff,
     payload,
     var_of,
 )
+from cuda_agent.judge.trusted.truth_drift import running_sum_drift
 from cuda_agent.judge.trusted.truth_ops import (
     accumulated,
     add_terms,
@@ -198,6 +200,9 @@ def reduction(func: Any, args: Any, kwargs: Any) -> Any:
     s = y / scale
     m2 = torch.sum(vv * vv, dim=dims, keepdim=keepdim) if v.dim() else vv * vv
     var = accumulated(s, m2, count, dtype) * scale * scale + local_rounding(y, dtype)
+    if v.is_floating_point():  # the rounding probe's drift in the plain running sum (truth_drift.py)
+        drift = running_sum_drift(v, dims, keepdim, accumulation_roundoff(dtype))
+        var = var if drift is None else var + drift * drift * (scale * scale)
     var_x = var_of(x)
     if var_x is not None and v.is_floating_point():
         var = var + torch.sum(finite(var_x), dim=dims, keepdim=keepdim) * scale * scale
