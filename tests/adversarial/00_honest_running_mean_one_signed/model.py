@@ -1,0 +1,28 @@
+"""Adversarial-suite task (one-signed data, a mean, long reduction): x.mean(dim=1) for x = torch.rand(8,
+16384, 512), fp32, the shape of KernelBench's level1/48 (a mean over dim 1 of torch.rand) with a smaller
+batch and width. The sign audit cannot give a mean's input random signs (its outputs would shrink to zero),
+so the inputs stay positive and carry the rounding probe's bits.
+"""
+
+import torch
+import torch.nn as nn
+
+B = 8
+K = 16384
+N = 512
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=1)
+
+
+def get_inputs():
+    return [torch.rand(B, K, N)]
+
+
+def get_init_inputs():
+    return []
