@@ -127,6 +127,34 @@ def test_dtype_arguments_and_float32_tensors_made_in_forward_are_promoted() -> N
     assert torch.allclose(truth.value, exact, rtol=1e-12, atol=1e-14)
 
 
+class PlainAttribute(nn.Module):
+    """A weight kept as a plain tensor attribute made in __init__ (a pre-transposed copy), neither a
+    parameter nor a buffer: KernelBench's level-3 RNNs keep their initial states this way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(64, 64) / 8)
+        self.weight_t = self.weight.detach().t().contiguous()
+        self.h0 = torch.randn(1, 64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight_t + self.h0
+
+
+def test_a_plain_tensor_attribute_is_promoted_with_the_rest() -> None:
+    """It met a float64 payload in a matmul and the truth failed ("double != float"): no truth, so an
+    honest kernel's reward was capped (white-box probe, 2026-12-06)."""
+    torch.manual_seed(2)
+    model = PlainAttribute().eval()
+    x = torch.randn(16, 64)
+    truth_model = TruthModel(model)
+    (truth,) = truth_model.outputs([x]) or [None]
+    assert truth is not None, truth_model.problem
+    exact = x.double() @ model.weight_t.double() + model.h0.double()
+    assert torch.allclose(truth.value, exact, rtol=1e-12, atol=1e-14)
+    assert model.weight_t.dtype == torch.float32, "the model's own attribute was changed"
+
+
 def test_a_half_cast_inside_the_model_is_kept_as_a_rounding() -> None:
     torch.manual_seed(2)
     model = KeepsHalf().eval()

@@ -135,6 +135,12 @@ class TruthMode(TorchDispatchMode):
         flat, _ = tree_flatten((args, kwargs))
         if not any(isinstance(a, Tracked) for a in flat):
             return _fresh(func(*args, **kwargs))
+        if not func._schema.is_mutable and any(_plain_float(a) for a in flat):
+            # A floating tensor the truth has not seen (an attribute the model made in __init__, neither a
+            # parameter nor a buffer): exact as it is, promoted like the others. Left in float32 it met a
+            # float64 payload in a matmul and the truth failed ("double != float"), capping honest kernels. (An op
+            # that writes one keeps its own handling: in_place.)
+            args, kwargs = tree_map(lambda a: exact(a) if _plain_float(a) else a, (args, kwargs))
         if name in _SCALAR:
             return call_payload(func, args, kwargs)
         if name in _ATTENTION:
@@ -238,6 +244,10 @@ def _view(func: Any, args: Any, kwargs: Any) -> Any:
     dtypes = iter(nominal_dtypes(func, args, kwargs, out))
     made = [Tracked.view_of(o, next(dtypes), base) if isinstance(o, torch.Tensor) else o for o in flat]
     return tree_unflatten(made, spec)
+
+
+def _plain_float(a: Any) -> bool:
+    return isinstance(a, torch.Tensor) and not isinstance(a, Tracked) and a.is_floating_point()
 
 
 class TruthModel:
