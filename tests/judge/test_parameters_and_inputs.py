@@ -186,6 +186,46 @@ def test_every_entry_moves_in_every_dtype(dtype: torch.dtype) -> None:
         assert bool(torch.isfinite(moved).all())
 
 
+class ThresholdRead(torch.nn.Module):
+    """A structured parameter read through a threshold: round(W), `mask > 0.5`, relu(W - 0.9)."""
+
+    def __init__(self, read: str, n: int = 256) -> None:
+        super().__init__()
+        self.read = read
+        band = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs() <= 2
+        self.w = torch.nn.Parameter(band.float() if read == "mask" else torch.eye(n))
+        self.v = torch.nn.Parameter(torch.randn(n, n) / n**0.5)
+
+    def seen(self) -> torch.Tensor:
+        if self.read == "round":
+            return torch.round(self.w)
+        if self.read == "mask":
+            return torch.where(self.w > 0.5, self.v, torch.zeros_like(self.v))
+        return torch.relu(self.w - 0.9)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.seen()
+
+    def shortcut(self, x: torch.Tensor) -> torch.Tensor:
+        """What a kernel assuming the initial structure computes (a diagonal scale, or a band of 5)."""
+        with torch.no_grad():
+            if self.read == "mask":
+                band = (torch.arange(self.w.shape[0])[:, None] - torch.arange(self.w.shape[0])[None, :]).abs() <= 2
+                return x @ torch.where(band, self.v, torch.zeros_like(self.v))
+            return x * torch.diagonal(self.seen())
+
+
+@pytest.mark.parametrize("read", ["round", "mask", "relu"])
+def test_a_structure_read_through_a_threshold_does_not_survive(read: str) -> None:
+    """The zeros move by the scale of the nonzero entries, which crosses the threshold: by the rms of all
+    entries (0.022 for an identity of 256) they stayed below it, and the shortcut was exact."""
+    torch.manual_seed(10)
+    model = ThresholdRead(read)
+    x = torch.randn(32, 256)
+    _moved(model, x)
+    assert differs(_out(model, x), [model.shortcut(x)], TOL), f"the {read} shortcut still matches"
+
+
 @pytest.mark.parametrize("scale", [1e20, 1e-25])
 def test_a_structure_at_an_extreme_scale_is_moved_by_that_scale(scale: float) -> None:
     """The noise follows the tensor's own scale even where its square leaves float32's range: a
@@ -262,14 +302,14 @@ def test_a_weak_perturbation_grows_until_it_matters() -> None:
             self.w = torch.nn.Parameter(torch.eye(n))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + 0.005 * (x @ self.w)
+            return x + 0.0005 * (x @ self.w)
 
     torch.manual_seed(9)
     model = SmallMix(256)
     x = torch.randn(64, 256)
     report = perturb.move_parameters(model, [x], TOL, seed=2)
     assert report.levels["w"] > perturb.ADDITIVE_LEVELS[0]
-    assert differs(_out(model, x), [x + 0.005 * x], Tolerance(4e-2, 4e-2))
+    assert differs(_out(model, x), [x + 0.0005 * x], Tolerance(4e-3, 4e-3))
 
 
 def test_buffers_stay_unless_all_equal_and_the_point_follows_the_seed() -> None:

@@ -26,8 +26,9 @@ tiny, and a kernel that dropped them (a band of a decaying mixing matrix, the mi
 Gaussian filter: 2-3x less work) passed the comparison and the precision audit (found by a white-box
 review, 2026-12-04).
 
-z, z' are standard normal per entry; rms(p) is the tensor's root mean square, so the noise has the scale of
-the tensor, not of each entry (noise proportional to each entry keeps every zero, and with it identity,
+z, z' are standard normal per entry; rms(p) is the root mean square of the tensor's nonzero entries, so
+the noise has the scale of the tensor (zeros moved by a share of what its entries are, so that a threshold
+in the forward cannot hide the move), not of each entry (noise proportional to each entry keeps every zero, and with it identity,
 permutation, block and mask structure). An entry that rounds back to its old value in its own dtype
 (fp16, bf16) is moved by one representable step: every entry changes, in every dtype.
 
@@ -90,17 +91,22 @@ def parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
 
 
 def root_mean_square(p: torch.Tensor) -> float:
-    """The tensor's rms without overflow or underflow: p**2 overflows float32 from |p| ~ 1.8e19, and an
-    rms of inf or 0 fell back to 1.0, so entries of 1e20 kept their structure under noise of size 1 (a
-    permutation scaled by 1e20 survived; white-box review, 2026-12-06). Scaled by the largest entry
-    first; 1.0 only where every entry is zero or the tensor holds no finite scale."""
+    """The root mean square of the tensor's nonzero entries: its scale, without overflow or underflow.
+
+    Nonzero entries only: over all entries, a sparse structure's zeros moved by a small share of its
+    scale (an identity of 512: 0.022), which no threshold in the forward crosses, so round(W), a mask read
+    as `mask > 0.5` and relu(W - 0.9) kept the structure a kernel could assume (white-box probe,
+    2026-12-06). Scaled by the largest entry first: p**2 overflows float32 from |p| ~ 1.8e19, where the
+    rms fell back to 1.0 and a permutation scaled by 1e20 kept its structure under noise of size 1. 1.0
+    only where every entry is zero or the tensor holds no finite scale."""
     finite = p[torch.isfinite(p)] if not bool(torch.isfinite(p).all()) else p
-    if finite.numel() == 0:
+    nonzero = int(torch.count_nonzero(finite))
+    if nonzero == 0:
         return 1.0
     largest = float(finite.abs().max())
     if not 0 < largest < float("inf"):
         return 1.0
-    return largest * float((finite / largest).square().mean().sqrt())
+    return largest * float((finite / largest).square().sum().div(nonzero).sqrt())
 
 
 def perturbed(value: torch.Tensor, level: float, generator: torch.Generator) -> torch.Tensor:
