@@ -27,9 +27,9 @@ Gaussian filter: 2-3x less work) passed the comparison and the precision audit (
 review, 2026-12-04).
 
 z, z' are standard normal per entry; rms(p) is the root mean square of the tensor's nonzero entries, so
-the noise has the scale of the tensor (zeros moved by a share of what its entries are, so that a threshold
-in the forward cannot hide the move), not of each entry (noise proportional to each entry keeps every zero, and with it identity,
-permutation, block and mask structure). An entry that rounds back to its old value in its own dtype
+the noise has the scale of the tensor, not of each entry (noise proportional to each entry keeps every
+zero, and with it identity, permutation, block and mask structure), and zeros move by a share of what the
+entries are (so that a threshold in the forward, round(W) or mask > 0.5, cannot undo the move). An entry that rounds back to its old value in its own dtype
 (fp16, bf16) is moved by one representable step: every entry changes, in every dtype.
 
 The moved values then get the rounding probe's low mantissa bits (common/rounding_probe.py), as every

@@ -138,8 +138,8 @@ class TruthMode(TorchDispatchMode):
         if not func._schema.is_mutable and any(_plain_float(a) for a in flat):
             # A floating tensor the truth has not seen (an attribute the model made in __init__, neither a
             # parameter nor a buffer): exact as it is, promoted like the others. Left in float32 it met a
-            # float64 payload in a matmul and the truth failed ("double != float"), capping honest kernels. (An op
-            # that writes one keeps its own handling: in_place.)
+            # float64 payload in a matmul and the truth failed ("double != float"), capping honest kernels.
+            # An op that writes one keeps its own handling (in_place).
             args, kwargs = tree_map(lambda a: exact(a) if _plain_float(a) else a, (args, kwargs))
         if name in _SCALAR:
             return call_payload(func, args, kwargs)

@@ -11,13 +11,13 @@ term, the term's bit 12 is the accumulator's half ulp, and every such addition r
 bits give 0.7-0.8. The sign audit cannot mix a mean's signs (its outputs would shrink to zero), so the
 inputs stay one-signed and the drift adds up.
 
-What. The error of that running sum, worked out rather than modelled: with A_k the exact sum of the terms
-before term k (float64) and ulp_k the accumulation precision's unit in the last place at |A_k + t_k| (u 2^e for a
-frexp exponent e), the
-addition of t_k rounds it to a multiple of ulp_k, an error of round(t_k / ulp_k) ulp_k - t_k (ties to
-even, as the hardware). The sum of these errors over k is the running sum's error in the reduction's own
-order, vectorised (no loop over K). Random bits give a walk the model already allows; the probe's bits
-give the drift, which the model did not. Its square joins the sum's variance (truth_sums.reduction).
+What. The error of that running sum, worked out rather than modelled. With A_k the exact sum of the terms
+before term k (float64) and ulp_k the accumulation precision's unit in the last place at |A_k + t_k|
+(u 2^e for a frexp exponent e), adding t_k rounds it to a multiple of ulp_k: an error of
+round(t_k / ulp_k) ulp_k - t_k (ties to even, as the hardware). The sum of these errors over k is the
+running sum's error in the reduction's own order, vectorised (no loop over K). Random bits give a walk the
+model already allows; the probe's bits give the drift, which the model did not. Its square joins the
+sum's variance (truth_sums.reduction).
 
 Where not. A sum over every element (dim None): no kernel takes one running sum over a whole tensor (a
 grid of threads takes short ones and combines them), and its cumsum would double the largest tensor in
