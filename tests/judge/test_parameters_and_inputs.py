@@ -192,8 +192,8 @@ class ThresholdRead(torch.nn.Module):
     def __init__(self, read: str, n: int = 256) -> None:
         super().__init__()
         self.read = read
-        band = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs() <= 2
-        self.w = torch.nn.Parameter(band.float() if read == "mask" else torch.eye(n))
+        self.band = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs() <= 2  # the mask's initial band
+        self.w = torch.nn.Parameter(self.band.float() if read == "mask" else torch.eye(n))
         self.v = torch.nn.Parameter(torch.randn(n, n) / n**0.5)
 
     def seen(self) -> torch.Tensor:
@@ -210,8 +210,7 @@ class ThresholdRead(torch.nn.Module):
         """What a kernel assuming the initial structure computes (a diagonal scale, or a band of 5)."""
         with torch.no_grad():
             if self.read == "mask":
-                band = (torch.arange(self.w.shape[0])[:, None] - torch.arange(self.w.shape[0])[None, :]).abs() <= 2
-                return x @ torch.where(band, self.v, torch.zeros_like(self.v))
+                return x @ torch.where(self.band, self.v, torch.zeros_like(self.v))
             return x * torch.diagonal(self.seen())
 
 
@@ -238,9 +237,9 @@ def test_a_structure_at_an_extreme_scale_is_moved_by_that_scale(scale: float) ->
     value = torch.eye(256)[torch.randperm(256)] * scale
     moved = perturb.perturbed(value, 0.5, generator)
     off = moved[value == 0].abs()
-    rms = scale / 256**0.5
+    # every nonzero entry is `scale`, so the zeros move by 0.5 * scale * |z|: a median of about 0.34 * scale
     assert bool(torch.isfinite(moved).all())
-    assert 0.1 * rms < float(off.median()) < 10 * rms, "the zeros did not move by the tensor's own scale"
+    assert 0.2 * scale < float(off.median()) < 0.5 * scale, "the zeros did not move by the tensor's own scale"
 
 
 def test_sign_domains_are_kept() -> None:

@@ -99,7 +99,8 @@ def root_mean_square(p: torch.Tensor) -> float:
     2026-12-06). Scaled by the largest entry first: p**2 overflows float32 from |p| ~ 1.8e19, where the
     rms fell back to 1.0 and a permutation scaled by 1e20 kept its structure under noise of size 1. 1.0
     only where every entry is zero or the tensor holds no finite scale."""
-    finite = p[torch.isfinite(p)] if not bool(torch.isfinite(p).all()) else p
+    kept = torch.isfinite(p)
+    finite = p if bool(kept.all()) else p[kept]
     nonzero = int(torch.count_nonzero(finite))
     if nonzero == 0:
         return 1.0

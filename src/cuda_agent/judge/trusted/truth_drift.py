@@ -43,9 +43,9 @@ def running_sum_drift(
     """|error| of a running sum of `values` (the truth's payload) over `dims` in index order, in an
     accumulator of unit roundoff `unit_roundoff`, shaped as the sum's result; None for a sum over every
     dimension or of no elements."""
-    if values.dim() == 0 or len(set(dims)) >= values.dim() or values.numel() == 0:
-        return None
     dims = sorted(set(dims))
+    if values.dim() == 0 or len(dims) >= values.dim() or values.numel() == 0:
+        return None
     kept = [d for d in range(values.dim()) if d not in dims]
     view = values.permute(*kept, *dims)  # no copy: blocks of the leading kept dimension are copied below
     rest_shape = view.shape[: len(kept)]
