@@ -233,3 +233,80 @@ def test_the_pairs_comparisons_run_while_the_candidate_computes_the_next_call(tm
     assert in_flight == [0, 1, 1, 1, 1, 1, 1, 1], "from the second call on, one comparison is always in flight"
     assert sorted(ref.received) == sorted(ref.sent) and ref.commands[-1] == "compare_changed"
     assert not list(made.io_dir.glob("changed_*"))
+
+
+class VariantReference(PairReference):
+    """Also answers the weight pair: writes the second point's state file when asked, and compares the
+    second ModelNew's output as scripted (`variant_match`)."""
+
+    def __init__(self, io_dir: Path, variant_match: bool = True) -> None:
+        super().__init__(io_dir)
+        self.matches.append(variant_match)
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        if command == "write_variant":
+            assert not (set(self.sent) - set(self.received)), "write_variant sent while a comparison is in flight"
+            self.calls.append(command)
+            path = self.io_dir / "variant_state.pt"
+            path.write_text("written variant")
+            return {"ok": True, "path": str(path)}
+        return super().call(command, timeout, **payload)
+
+    def receive(self, command: str, request_id: str, timeout: float) -> dict[str, Any]:
+        reply = super().receive(command, request_id, timeout)
+        if self.commands[self.sent.index(request_id)] == "compare_variant" and reply["match"]:
+            reply["weight_response"] = [{"alignment": -0.4, "missing": 0.0007}]
+        return reply
+
+
+class VariantCandidate(PairCandidate):
+    """Records what its input folder held during the second ModelNew's call."""
+
+    def __init__(self, io_dir: Path) -> None:
+        super().__init__(io_dir)
+        self.variant_seen: list[tuple[str, str, list[str]]] = []
+
+    def call(self, command: str, timeout: float, **payload: Any) -> dict[str, Any]:
+        if command != "run_variant":
+            return super().call(command, timeout, **payload)
+        held = sorted(p.name for p in self.io_dir.iterdir() if p.name.startswith(("changed_", "variant_")))
+        self.variant_seen.append((Path(payload["inputs_path"]).read_text(), Path(payload["state_path"]).read_text(), held))
+        return {"ok": True, "forbidden": {}, "captured": {}, "input_print": "print 1"}
+
+
+@pytest.mark.parametrize("separate_user", [True, False])
+def test_the_weight_pair_runs_set_b_in_a_second_model_with_its_files_only_for_that_call(
+    tmp_path: Path, separate_user: bool
+) -> None:
+    """After both changed sets, set B again with the second point's state file: linked in from the slot's
+    folder where staged (a candidate of another uid), else written by the reference; both files in the
+    input folder only for that call, and the comparison's finding recorded."""
+    made, staged_dir = staged_judgment(tmp_path)
+    (staged_dir / "variant_state.pt").write_text("staged variant")
+    made.staged_variant = str(staged_dir / "variant_state.pt")
+    made.candidate_separate_user, made.response_sets, made.variant_made = separate_user, 2, True
+    ref, cand = VariantReference(made.io_dir), VariantCandidate(made.io_dir)
+    made.reference_slot = ReferenceSlot(ref, tmp_path / "slot")  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    made.verify(ref, cand)  # type: ignore[arg-type]
+    source = "staged" if separate_user else "written"
+    assert cand.variant_seen == [(f"{source} 1", f"{source} variant", ["changed_1.tensors", "variant_state.pt"])]
+    assert ref.commands == ["compare"] * 6 + ["compare_changed"] * 2 + ["compare_variant"]
+    assert ref.calls.count("write_variant") == (0 if separate_user else 1)
+    assert sorted(ref.received) == sorted(ref.sent)
+    assert not [p for p in made.io_dir.iterdir() if p.name.startswith(("changed_", "variant_"))]
+    assert (staged_dir / "variant_state.pt").exists(), "the staged file stays for the group's next judgment"
+    assert made.checks["weight_response"] == "passed (largest alignment -0.4, missing share 0.0007)"
+
+
+def test_a_second_model_that_does_not_respond_ends_the_judgment(tmp_path: Path) -> None:
+    made, _ = staged_judgment(tmp_path)
+    made.candidate_separate_user, made.response_sets, made.variant_made = True, 2, True
+    ref, cand = VariantReference(made.io_dir, variant_match=False), VariantCandidate(made.io_dir)
+    made.reference_slot = ReferenceSlot(ref, tmp_path / "slot")  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    with pytest.raises(Stop) as stopped:
+        made.verify(ref, cand)  # type: ignore[arg-type]
+    assert "wrong result on the changed input set B, run by a second ModelNew" in stopped.value.verdict.reason
+    assert stopped.value.verdict.reward == -1 and sorted(ref.received) == sorted(ref.sent)
+    assert ref.calls.count("write_variant") == 1, "nothing staged here: the reference writes it"

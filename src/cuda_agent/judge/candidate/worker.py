@@ -120,15 +120,23 @@ class CandidateWorker:
         self.inputs.transforms = state.get("input_transforms")
         self.inputs.signs = state.get("input_signs")
         self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
-        # The candidate's whole life before its first call -- import, construction, load_state_dict -- runs
-        # under the capture gate: PyTorch ops captured into a CUDA graph there would replay in forward with
-        # no dispatch at call time (opgate.CaptureGate).
+        self.init_inputs = state["init_inputs"]
+        model, gate = self._construct(state["state_dict"], first=True)
+        self.model = model
+        self.check_settings("loading model_new and cuda_extension")
+        return {"captured": dict(gate.forbidden)}
+
+    def _construct(self, state_dict: dict[str, Any], first: bool) -> tuple[torch.nn.Module, CaptureGate]:
+        """A ModelNew built and given `state_dict`, its whole life before its first call -- import (the
+        first time), construction, load_state_dict -- under the capture gate: PyTorch ops captured into a
+        CUDA graph there would replay in forward with no dispatch at call time (opgate.CaptureGate)."""
         gate = CaptureGate()
         with gate:
-            try:
-                importlib.import_module("cuda_extension")
-            except Exception as exc:
-                raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
+            if first:
+                try:
+                    importlib.import_module("cuda_extension")
+                except Exception as exc:
+                    raise CandidateError(f"import cuda_extension failed: {type(exc).__name__}: {exc}") from exc
             try:
                 model_new = importlib.import_module("model_new")
             except Exception as exc:
@@ -136,25 +144,50 @@ class CandidateWorker:
             if not hasattr(model_new, "ModelNew"):
                 raise CandidateError("model_new.py defines no class ModelNew")
             try:
-                model = model_new.ModelNew(*state["init_inputs"])
+                model = model_new.ModelNew(*self.init_inputs)
             except Exception as exc:
                 raise CandidateError(
-                    f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}; "
-                    "ModelNew must take the same constructor arguments as Model"
+                    f"ModelNew(*get_init_inputs()) failed{'' if first else ' the second time'}: "
+                    f"{type(exc).__name__}: {exc}; ModelNew must take the same constructor arguments as Model"
+                    + ("" if first else ", and be constructible more than once (the weight pair)")
                 ) from exc
             if not isinstance(model, torch.nn.Module):
                 raise CandidateError("ModelNew must be a torch.nn.Module")
             model = model.cuda()
             try:
-                model.load_state_dict(state["state_dict"], strict=True)
+                model.load_state_dict(state_dict, strict=True)
             except Exception as exc:
                 raise CandidateError(
                     f"ModelNew cannot load the reference's state_dict: {exc}; keep Model's parameters and "
                     "buffers (same names and shapes) so the judge can copy the reference weights"
                 ) from exc
-        self.model = model.eval()
-        self.check_settings("loading model_new and cuda_extension")
-        return {"captured": dict(gate.forbidden)}
+        return model.eval(), gate
+
+    def run_variant(self, state_path: str, inputs_path: str, output_path: str, shared: bool = False) -> dict[str, Any]:
+        """The weight pair (trusted/response_probe.py): a second ModelNew, given the state at `state_path`
+        (the loaded parameters with their lowest mantissa bits moved), run once on the inputs at
+        `inputs_path`, its outputs handed over, then dropped. The first ModelNew stays as it was."""
+        state = torch.load(judge_file(state_path), map_location="cuda", weights_only=True)
+        model, capture = self._construct(state["state_dict"], first=False)
+        del state
+        self.check_settings("constructing a second ModelNew")
+        inputs = self._inputs(None, inputs_path)
+        drawn = fingerprint(inputs)
+        gate = OpGate(poison=True)
+        with torch.no_grad(), gate:
+            result = model(*inputs)
+        torch.cuda.synchronize()
+        self.check_settings("the second ModelNew's forward")
+        outputs = flatten_tensors(result)
+        for k, t in enumerate(outputs):
+            if type(t) is not torch.Tensor:
+                raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        aliases = aliasing.aliases(outputs, list(inputs))
+        handed = self._hand_over(outputs, output_path, shared)
+        del model, result, outputs, inputs
+        torch.cuda.empty_cache()
+        return {"forbidden": dict(gate.forbidden), "captured": dict(capture.forbidden), "input_print": drawn,
+                "aliases": aliases, **handed}  # fmt: skip
 
     def check_settings(self, when: str) -> None:
         now = math_settings()
@@ -312,6 +345,7 @@ def main() -> None:
             "warm": worker.warm,
             "load": worker.load,
             "run": worker.run,
+            "run_variant": worker.run_variant,
             "profile": worker.profile,
             "dump_call": worker.dump_call,
             "share_probe": worker.share_probe,

@@ -16,6 +16,9 @@ import json
 import os
 
 JUDGE_FILES_ENV = "CUDA_AGENT_JUDGE_FILES"
+# The weight pair's second point (trusted/response_probe.py), a state_dict for the candidate's second
+# ModelNew: written by the reference, put in the candidate's folder by the judge just before its call.
+VARIANT_FILE = "variant_state.pt"
 
 
 def judge_file(path: str) -> str:

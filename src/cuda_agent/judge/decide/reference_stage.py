@@ -131,6 +131,15 @@ class ReferenceStage:
             "pending" if self.response_sets else f"not made ({response.get('why', 'the precision audit is off')})"
         )  # fmt: skip
         self.staged_why = str(response.get("staged_why", ""))
+        # The weight pair (trusted/response_probe.py): a second ModelNew on changed set B, its parameters'
+        # lowest bits moved; its state file staged in the same folder as the changed sets, or written later.
+        weights = (response.get("weights") or {}) if self.response_sets else {}
+        self.variant_made = bool(weights.get("made"))
+        staged_variant = str((weights.get("staged") or {}).get("path", ""))
+        self.staged_variant = staged_variant if staged_variant and Path(staged_variant).parent == folder else None
+        self.checks["weight_response"] = (
+            "pending" if self.variant_made else f"not made ({weights.get('why', 'no low-bit response pair')})"
+        )  # fmt: skip
         self.input_files = False  # inputs drawn from seeds by the candidate worker (inputs.py)
         self.checks["inputs"] = "drawn from secret seeds in each worker"
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
+from cuda_agent.judge.common.judge_files import VARIANT_FILE
 from cuda_agent.judge.decide.calls import _thread_count
 from cuda_agent.judge.decide.verdict import Status
 from cuda_agent.judge.trusted.gpumem import process_gpu_bytes
@@ -42,14 +43,18 @@ class VerifyStage:
             module_dir=str(self.candidate_dir), state_path=str(self.io_dir / "state.pt"),
             task_path=str(self.task_file),
         )  # fmt: skip
-        if loaded.get("captured"):  # a claim (candidate/opgate.py: CaptureGate); the replay is attributed too
-            ops = ", ".join(f"{k} x{v}" for k, v in sorted(dict(loaded["captured"]).items())[:6])
-            raise self.fail(Status.REJECTED, f"loading the model captured PyTorch compute ops into a CUDA graph "
-                            f"({ops}): a graph replayed in forward runs PyTorch's kernels; capture only your "
-                            "own kernels (cuda_extension calls)")  # fmt: skip
+        self.refuse_captured(loaded, "loading the model")
         self.threads_after_load = _thread_count(cand.pid)
         self.checks["candidate_threads_after_load"] = self.threads_after_load
         self.stages["load"] = time.monotonic() - start
+
+    def refuse_captured(self, reply: dict, when: str) -> None:
+        """The capture gate's report (a claim: candidate/opgate.py CaptureGate; the replay is attributed too)."""
+        if reply.get("captured"):
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(dict(reply["captured"]).items())[:6])
+            raise self.fail(Status.REJECTED, f"{when} captured PyTorch compute ops into a CUDA graph ({ops}): a "
+                            "graph replayed in forward runs PyTorch's kernels; capture only your own kernels "
+                            "(cuda_extension calls)")  # fmt: skip
 
     def choose_output_channel(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """Shared memory when both workers can use it on this machine (probed with a secret nonce before
@@ -90,14 +95,17 @@ class VerifyStage:
         changed = 2 if getattr(self, "response_sets", 0) else 0
         pending: tuple[str, str, str] | None = None  # (request id, label, command) of the comparison in flight
         response: list[dict] = []  # the low-bit pair's findings, from its second comparison
+        weight: list[dict] = []  # the weight pair's, from the second ModelNew's comparison
 
         def settle() -> None:
             """Take the comparison in flight out of `pending`, then wait for it: a verdict it raises must
             not leave it there for the drain below, which would wait for a reply already read."""
-            nonlocal pending, response
+            nonlocal pending, response, weight
             done, pending = pending, None
             if done:
-                response = self._settle_comparison(ref, done).get("response") or response
+                settled = self._settle_comparison(ref, done)
+                response = settled.get("response") or response
+                weight = settled.get("weight_response") or weight
 
         try:
             for run_index, set_index in enumerate(order):
@@ -137,6 +145,8 @@ class VerifyStage:
                 pending = self._checked_then_compared(
                     ref, cand, reply, traced, settle, ("compare_changed", label, output_path), which=which
                 )
+            if changed and getattr(self, "variant_made", False):
+                pending = self.run_variant(ref, cand, settle)
             settle()
         finally:
             if pending:  # the judgment ended with a comparison in flight: drain it or retire the worker
@@ -153,6 +163,9 @@ class VerifyStage:
                 f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})" if worst
                 else "passed (no floating output to weigh)"
             )  # fmt: skip
+        if weight:
+            worst = max(weight, key=lambda f: abs(f["alignment"]))
+            self.checks["weight_response"] = f"passed (largest alignment {worst['alignment']}, missing share {worst['missing']})"
         self.check_leftovers(cand, "its forward calls")
         self.check_coverage(traced)
         self.stages["verify"] = time.monotonic() - start
@@ -204,6 +217,50 @@ class VerifyStage:
         why = getattr(self, "staged_why", "")
         self.checks["changed_sets"] = "written by the reference before each call" + (f" ({why})" if why else "")
         return self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
+
+    def run_variant(self, ref: WorkerHandle, cand: WorkerHandle, settle: Callable[[], None]) -> tuple[str, str, str]:
+        """The weight pair (trusted/response_probe.py): changed set B again, run by a second ModelNew given
+        the parameters' second point; both files put in the candidate's folder just before the call and
+        removed after it. Returns the comparison sent (in flight)."""
+        label = "the changed input set B, run by a second ModelNew whose parameters' lowest bits were moved"
+        if not (self._links_changed() and self._links_variant()):
+            settle()  # the reference writes a file: it must be free
+        written = self.hand_changed(ref, 1)
+        state_path = self.io_dir / VARIANT_FILE
+        output_path = self.out_dir / "outputs_variant.tensors"
+        try:
+            state_path = Path(self.hand_variant(ref))
+            reply = self._candidate_call(
+                cand, "run_variant", self.config.startup_timeout_s + self.config.forward_timeout_s,
+                f"a second ModelNew on {label}", state_path=str(state_path), inputs_path=written["path"],
+                output_path=str(output_path), shared=self.shared_outputs,
+            )  # fmt: skip
+        finally:
+            Path(written["path"]).unlink(missing_ok=True)
+            state_path.unlink(missing_ok=True)
+        self.refuse_captured(reply, "constructing a second ModelNew")
+        if reply["input_print"] != written["print"]:
+            raise self.fail(Status.REJECTED, f"the candidate worker reported other inputs than the file of {label}")
+        return self._checked_then_compared(ref, cand, reply, [], settle, ("compare_variant", label, output_path))
+
+    def _links_variant(self) -> bool:
+        """Whether the weight pair's state file is linked in from where the preparation staged it."""
+        return bool(getattr(self, "staged_variant", None)) and bool(getattr(self, "candidate_separate_user", False))
+
+    def hand_variant(self, ref: WorkerHandle) -> str:
+        """The parameters' second point put in the candidate's folder just before its call: linked from the
+        reference slot's own folder where staged, else written by the reference now."""
+        path = self.io_dir / VARIANT_FILE
+        if self._links_variant():
+            try:
+                try:
+                    os.link(self.staged_variant, path)
+                except OSError:  # another file system
+                    shutil.copyfile(self.staged_variant, path)
+                return str(path)
+            except OSError:  # gone (a slot cleaned up): the reference writes it
+                path.unlink(missing_ok=True)
+        return str(self._reference_call(ref, "write_variant", 60, workdir=str(self.io_dir))["path"])
 
     def refuse_forbidden(self, reply: dict) -> None:
         """The op gate's report of a call (a claim from the candidate's process; coverage_stage.py backs it)."""

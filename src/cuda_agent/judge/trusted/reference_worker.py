@@ -134,8 +134,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
         audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share,
-                                             precision_audit and mix_signs)  # fmt: skip
-        audit["varied"] = varied
+                                             precision_audit and mix_signs) | {"varied": varied}  # fmt: skip
+        self._aim_pairs(precision_audit)  # the weight pair's first point is the state handed over (reference_response.py)
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms, "input_signs": self.signs.signs}, out / "state.pt")  # fmt: skip
@@ -364,8 +364,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         mapped buffers) and keep the preparation (model, inputs, outputs, truth, audits) for the next
         judgment of the task's group (decide/reference_group.py): nothing after `prepare` writes to it."""
         self.samplers, self.round_sets = {}, {}
-        if self.response is not None:
-            self.response.received.clear()
+        self._forget_received()
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -380,7 +379,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self.input_transforms, self.reproducible, self.signs = None, False, sign_audit.SignAudit()
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
         self.cut_alternatives, self.has_cuts = [], False
-        self.response = None
+        self.response, self.weight_pair = None, None
         self.shared.close()
         torch.cuda.empty_cache()
         return {}
@@ -431,6 +430,8 @@ def main() -> None:
             "compare_timing": worker.compare_timing,
             "write_changed": worker.write_changed,
             "compare_changed": worker.compare_changed,
+            "write_variant": worker.write_variant,
+            "compare_variant": worker.compare_variant,
             "draw_round": worker.draw_round,
             "free_memory": worker.free_memory,
             "time_setup": worker.time_setup,

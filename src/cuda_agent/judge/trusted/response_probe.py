@@ -48,6 +48,9 @@ from cuda_agent.judge.common.rounding_probe import PATTERNS
 # dtype -> the bits a move may change (below the lowest bit TF32/fp16/bf16 keep, and below the rounding
 # probe's bits: rounding to those formats gives the same number before and after a move).
 MOVABLE_BITS: dict[torch.dtype, int] = {torch.float32: 12, torch.float64: 28}
+# ... and for the weight pair's parameters: bits 0-5 of an fp32 value, below what any layout of 16 or fewer
+# mantissa bits keeps (24-bit packings, bf16 pairs), and below the half-bit that rounds to it (bit 6).
+WEIGHT_BITS: dict[torch.dtype, int] = {torch.float32: 6, torch.float64: 28}
 # |t| above this is an alignment no honest rounding noise reaches (P < 2 exp(-ALIGNMENT^2 / 2)).
 ALIGNMENT = 6.0
 # ... and the candidate must miss at least this share of the exact change along w to fail.
@@ -75,33 +78,62 @@ def output_weights(outputs: list[torch.Tensor], generator: torch.Generator) -> l
     return weights
 
 
-def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any) -> tuple[
+def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any,
+        parameters: dict[str, torch.Tensor] | None = None) -> tuple[
         list[torch.Tensor | None], list[torch.Tensor | None]]:  # fmt: skip
     """(the direction of each input's move, the output weights): signs of the gradient of <w, model(inputs)>
     with respect to each probed input, less its median along the last axis. Raises ValueError where the
     reference gives no gradient to any probed input (a task whose outputs do not depend differentiably on
-    its fp32 inputs: the check has nothing to aim at)."""
+    its fp32 inputs: the check has nothing to aim at). Where `parameters` (name -> the model's parameter)
+    are given, the same backward gives theirs: each entry is replaced by its direction, or dropped where
+    the outputs do not depend on it (the weight pair's moves, `weight_moves`)."""
     leaves = [t.detach().clone().requires_grad_(True) if probed(t) else None for t in inputs]
     if not any(leaf is not None for leaf in leaves):
         raise ValueError("no fp32 or float64 input")
     args = [leaf.clone() if leaf is not None else (t.clone() if isinstance(t, torch.Tensor) else t)
             for leaf, t in zip(leaves, inputs, strict=True)]  # fmt: skip
-    with torch.enable_grad():
-        outputs = flatten(model(*args))
-        weights = output_weights(outputs, generator)
-        terms = [(o * w).sum() for o, w in zip(outputs, weights, strict=True) if w is not None and o.requires_grad]
-        if not terms:
-            raise ValueError("no floating output depends differentiably on the inputs")
-        wanted = [leaf for leaf in leaves if leaf is not None]
-        grads = torch.autograd.grad(torch.stack([t.double() for t in terms]).sum(), wanted, allow_unused=True)
+    named = dict(parameters or {})
+    asked = {name: p.requires_grad for name, p in named.items()}
+    try:
+        for p in named.values():
+            p.requires_grad_(True)
+        with torch.enable_grad():
+            outputs = flatten(model(*args))
+            weights = output_weights(outputs, generator)
+            terms = [(o * w).sum() for o, w in zip(outputs, weights, strict=True) if w is not None and o.requires_grad]
+            if not terms:
+                raise ValueError("no floating output depends differentiably on the inputs")
+            wanted = [leaf for leaf in leaves if leaf is not None] + list(named.values())
+            grads = torch.autograd.grad(torch.stack([t.double() for t in terms]).sum(), wanted, allow_unused=True)
+    finally:
+        for name, p in named.items():
+            p.requires_grad_(asked[name])
     found = iter(grads)
     directions: list[torch.Tensor | None] = []
     for leaf in leaves:
         grad = next(found) if leaf is not None else None
         directions.append(None if grad is None else _balanced_sign(grad.detach()))
+    if parameters is not None:
+        parameters.clear()
+        for name, grad in zip(named, found, strict=True):
+            if grad is not None and bool(grad.any()):
+                parameters[name] = _balanced_sign(grad.detach())
     if all(d is None or not bool(d.any()) for d in directions):
         raise ValueError("the outputs' gradient is zero on every fp32 input")
     return directions, weights
+
+
+def weighed_parameters(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The parameters the weight pair moves: floating fp32 or float64 ones with elements (buffers are the
+    model's constants and stay as they are)."""
+    return {name: p for name, p in model.named_parameters() if probed(p)}
+
+
+def weight_moves(directions: dict[str, torch.Tensor], parameters: dict[str, torch.Tensor], up: bool,
+                 generator: torch.Generator) -> dict[str, torch.Tensor]:  # fmt: skip
+    """One of the weight pair's points: each parameter's bits below `WEIGHT_BITS` moved `up` (or down)
+    along its direction. The candidate loads the first point; the base is never handed over."""
+    return {name: moved(parameters[name].detach(), d, up, generator, WEIGHT_BITS) for name, d in directions.items()}
 
 
 def _balanced_sign(grad: torch.Tensor) -> torch.Tensor:
@@ -116,7 +148,8 @@ def _balanced_sign(grad: torch.Tensor) -> torch.Tensor:
     return torch.where(g == 0, torch.zeros_like(sign), sign).to(torch.int8)
 
 
-def moved(t: torch.Tensor, direction: torch.Tensor | None, up: bool, generator: torch.Generator) -> torch.Tensor:
+def moved(t: torch.Tensor, direction: torch.Tensor | None, up: bool, generator: torch.Generator,
+          bits: dict[torch.dtype, int] = MOVABLE_BITS) -> torch.Tensor:  # fmt: skip
     """A copy of `t` with each generic value moved in the direction given (`up`; the other way for not
     `up`): its movable low bits toward all-ones where that raises the value (toward one where it lowers
     it: negative values), by a uniform share of the room left; the bits above, and values that are not
@@ -126,7 +159,7 @@ def moved(t: torch.Tensor, direction: torch.Tensor | None, up: bool, generator: 
     if direction is None:
         return out
     view, _, low, exponent = PATTERNS[t.dtype]
-    span = (1 << MOVABLE_BITS[t.dtype]) - 1
+    span = (1 << bits[t.dtype]) - 1
     ints = out.view(view)
     power = ints & exponent
     generic = ((ints & low) != 0) & (power != 0) & (power != exponent)
@@ -221,17 +254,59 @@ class Pair:
 
     def findings(self) -> list[Finding]:
         """Every floating output's response (the candidate's two outputs are both in)."""
-        up, down = self.received[0], self.received[1]
-        found = []
-        for k, w in enumerate(self.weights):
-            t_up, t_down = self.truths[0][k], self.truths[1][k]
-            if w is None or t_up is None or t_down is None or k >= len(up) or k >= len(down):
-                continue
-            if up[k].shape != w.shape or down[k].shape != w.shape or t_up.rows != t_down.rows:
-                continue  # a wrong shape is refused by each set's comparison; blocks must be the same rows
-            got_up, got_down, weights = up[k], down[k], w
-            if t_up.rows is not None:  # truths of a block of the batch (truth_rows.py): its rows only
-                start, stop = t_up.rows
-                got_up, got_down, weights = got_up[start:stop], got_down[start:stop], weights[start:stop]
-            found.append(respond(got_up, got_down, t_up.value, t_down.value, weights, k))
-        return found
+        return responses(self.received[0], self.received[1], self.truths[0], self.truths[1], self.weights)
+
+
+@dataclass
+class WeightPair:
+    """The weight pair (docs/design/precision.md): changed set B run again by a second ModelNew whose
+    parameters differ from the loaded ones only in bits below `WEIGHT_BITS`. `state` is that second point
+    (the moved parameters by name); `expected`, `truths` and `aliases` are the reference's on B there, and
+    `first` what the current candidate returned for B with the parameters it loaded."""
+
+    state: dict[str, torch.Tensor]
+    expected: list[torch.Tensor]
+    truths: list[Any]
+    aliases: list[list[str]]
+    alternatives: Any = None
+    first: list[torch.Tensor] | None = None
+
+
+def responses(up: list[torch.Tensor], down: list[torch.Tensor], truths_up: list[Any], truths_down: list[Any],
+              weights: list[torch.Tensor | None]) -> list[Finding]:  # fmt: skip
+    """Every floating output's response: the candidate's outputs at the two points against the truths there."""
+    found = []
+    for k, w in enumerate(weights):
+        t_up, t_down = truths_up[k], truths_down[k]
+        if w is None or t_up is None or t_down is None or k >= len(up) or k >= len(down):
+            continue
+        if up[k].shape != w.shape or down[k].shape != w.shape or t_up.rows != t_down.rows:
+            continue  # a wrong shape is refused by each set's comparison; blocks must be the same rows
+        got_up, got_down, weighed = up[k], down[k], w
+        if t_up.rows is not None:  # truths of a block of the batch (truth_rows.py): its rows only
+            start, stop = t_up.rows
+            got_up, got_down, weighed = got_up[start:stop], got_down[start:stop], weighed[start:stop]
+        found.append(respond(got_up, got_down, t_up.value, t_down.value, weighed, k))
+    return found
+
+
+def weight_reason(found: Finding) -> str:
+    """What the weight pair found and what a kernel writer can do."""
+    setup = (
+        "between two loads of the model whose parameters differ only in their mantissa bits 0-5 (alignment "
+        f"{found.alignment:.1f} with a secret direction over {found.elements} elements, where honest rounding "
+        f"noise stays below {ALIGNMENT:g})"
+    )
+    if found.missing < 0:
+        share = "all" if found.missing <= -0.995 else f"{min(-found.missing, 1.0):.0%}"
+        return (
+            f"weight response check: output {found.output} missed {share} of the change of the exact value {setup}: "
+            "the kernel stores or uses the model's fp32 parameters in fewer mantissa bits (a packed or rounded copy "
+            "made at load or in forward), which a bias correction does not undo; keep parameters in fp32 "
+            "(pre-transposed or re-laid-out copies are fine; each ModelNew must use its own parameters)"
+        )
+    return (
+        f"weight response check: output {found.output} changed {min(found.missing, 99.0):.2g} times more than the "
+        f"exact value {setup}: the kernel uses parameter bits the reference's own computation drops (a cast of "
+        "a weight to fp16 or bf16 in the task, for instance); keep the task's casts"
+    )
