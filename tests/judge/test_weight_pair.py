@@ -240,3 +240,20 @@ def test_a_model_that_cannot_be_built_twice_is_told_why(tmp_path, monkeypatch) -
     worker._construct({"weight": torch.zeros(8, 4)}, first=False)
     with pytest.raises(worker_module.CandidateError, match="constructible more than once"):
         worker._construct({"weight": torch.zeros(8, 4)}, first=False)
+
+
+def test_the_benchmark_passes_honest_orders_and_catches_packed_parameters() -> None:
+    """benchmarks/weight_pair.py on one catalogue case: every honest order passes both checks, and the
+    reference's own forward with parameters packed to 16 or 15 bits is refused by the pair."""
+    from tests.benchmark_module import load_benchmark
+
+    bench = load_benchmark("weight_pair")
+    case = next(c for c in bench.pv.cases("cpu") if c.name == "Linear fp32, K=1024")
+    rows, cost = bench.run_case(case, 3.0, "cpu", 0)
+    assert "why" not in cost and rows
+    honest = [r for r in rows if r["honest"]]
+    assert honest and all(r["response_passed"] and r["audit_passed"] for r in honest), honest
+    packed = {r["variant"]: r for r in rows if r["variant"].startswith("parameters packed")}
+    for bits in (16, 15):
+        row = packed[f"parameters packed to {bits} bits"]
+        assert not row["response_passed"] and row["missing"] < -0.9, row

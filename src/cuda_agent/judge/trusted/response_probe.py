@@ -28,12 +28,24 @@ is aligned with `w` by construction: t grows like the square root of the output'
 systematic errors (an approximation whose error is a smooth function of the input, 3xTF32's last bits) do
 align, but by a tiny share of d; `MISSING` (10%) keeps them out. The check fails when both hold.
 
-What it does not see (stated in docs/design/precision.md): parameters are not changed (a kernel that keeps
-its inputs exact but rounds its weights, with a measured correction, passes it, and the weights' rounding
-probe leaves a bias only the correction removes); an intermediate rounded to fp16 responds to a change in
-expectation (stochastic-rounding-like), so a lowered intermediate passes it as it passes the audit. A
-kernel keeping state across calls that recognises the second copy and computes it exactly still fails:
-the first copy's missing response stays in E (the base set, which it could key on, is never run).
+The weight pair. Parameters reach the candidate once, in the state dict, so the pair above cannot move
+them. Before the state is written, each fp32 parameter's direction is taken from the same backward (the
+gradient of the same secret weighting, at the same base set), and the parameters are moved up in their
+bits 0-5 (`WEIGHT_BITS`: below what any layout of 16 or fewer mantissa bits keeps, and below its rounding
+bit): that is the state the candidate loads, and the base is never handed over. After the pair, set B runs
+again in a second ModelNew given the parameters moved down instead (candidate/worker.py `run_variant`);
+the same statistic between the first model's output on B and the second's (`responses`) refuses weights
+stored or used in fewer bits, corrected or not. Because the loaded point is itself moved, a rounding of
+the loaded weights errs along the secret direction, which the precision audit sees too, and a kernel exact
+only in its second instance still fails.
+
+What it does not see (stated in docs/design/precision.md): an intermediate rounded to fp16 responds to a
+change in expectation (stochastic-rounding-like), so a lowered intermediate passes it as it passes the
+audit. A kernel keeping state across calls that recognises the second copy and computes it exactly still
+fails: the first copy's missing response stays in E (the base set, which it could key on, is never run).
+One that keeps the first copy's inputs and output and adds the exact change to get the second's does not,
+and likewise a second ModelNew that keeps the first's parameters (one process) and adds the exact change;
+each pays one exact computation of the difference per judgment and still meets the spot checks' audit.
 """
 
 from __future__ import annotations
