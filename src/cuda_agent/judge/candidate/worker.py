@@ -85,6 +85,15 @@ def math_settings() -> dict[str, Any]:
     }
 
 
+def _plain_outputs(result: Any) -> list[torch.Tensor]:
+    """A forward's outputs, each a plain torch.Tensor (a subclass could run code when the judge reads it)."""
+    outputs = flatten_tensors(result)
+    for k, t in enumerate(outputs):
+        if type(t) is not torch.Tensor:
+            raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+    return outputs
+
+
 class CandidateWorker:
     def __init__(self) -> None:
         self.model: Any = None
@@ -178,10 +187,7 @@ class CandidateWorker:
             result = model(*inputs)
         torch.cuda.synchronize()
         self.check_settings("the second ModelNew's forward")
-        outputs = flatten_tensors(result)
-        for k, t in enumerate(outputs):
-            if type(t) is not torch.Tensor:
-                raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        outputs = _plain_outputs(result)
         aliases = aliasing.aliases(outputs, list(inputs))
         handed = self._hand_over(outputs, output_path, shared)
         del model, result, outputs, inputs
@@ -236,10 +242,7 @@ class CandidateWorker:
                 result = self.model(*inputs)
         torch.cuda.synchronize()  # surfaces asynchronous kernel faults here, not later
         self.check_settings("forward")
-        outputs = flatten_tensors(result)
-        for k, t in enumerate(outputs):
-            if type(t) is not torch.Tensor:
-                raise CandidateError(f"output {k} is a {type(t).__name__}; return plain torch.Tensor outputs")
+        outputs = _plain_outputs(result)
         aliases = aliasing.aliases(outputs, list(inputs))
         handed = self._hand_over(outputs, output_path, shared)
         return {"forbidden": dict(gate.forbidden), "input_print": drawn, "kernels": kernels, "aliases": aliases,

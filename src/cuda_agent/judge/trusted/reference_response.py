@@ -212,7 +212,7 @@ class ResponseCheck:
         verdict["weight_response"] = [f.record() for f in findings]
         failed = [f for f in findings if not f.passed]
         if failed:
-            return {**verdict, "match": False, "reason": response_probe.weight_reason(failed[0])}
+            return {**verdict, "match": False, "reason": response_probe.reason(failed[0], "weights")}
         return verdict
 
     def _forget_received(self) -> None:

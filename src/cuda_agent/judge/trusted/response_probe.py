@@ -228,26 +228,43 @@ def respond(up: torch.Tensor, down: torch.Tensor, exact_up: torch.Tensor, exact_
     return Finding(output, alignment, missing, int(error.numel()))
 
 
-def reason(found: Finding) -> str:
-    """What was found and what a kernel writer can do: too little response (inputs rounded), or too much
-    (bits the reference's own computation drops, such as a cast of its inputs to fp16, were used)."""
+# What each check changed, how it names itself, and what a kernel writer does about each finding.
+CHECKS: dict[str, dict[str, str]] = {
+    "inputs": {
+        "name": "low-bit response check",
+        "changed": "when only the inputs' mantissa bits below TF32's, fp16's and bf16's precision were changed",
+        "missed": "the kernel rounds its fp32 inputs to fewer mantissa bits before using them, which a measured bias "
+        "correction does not undo; compute with fp32 operands (splitting each into a TF32 high and low part, "
+        "3xTF32, keeps the low bits and is fine)",
+        "more": "the kernel uses bits the reference's own computation drops (a cast of an input to fp16 or bf16 in "
+        "the task, for instance); keep the task's casts",
+    },
+    "weights": {
+        "name": "weight response check",
+        "changed": "between two loads of the model whose parameters differ only in their mantissa bits 0-5",
+        "missed": "the kernel stores or uses the model's fp32 parameters in fewer mantissa bits (a packed or rounded "
+        "copy made at load or in forward), which a bias correction does not undo; keep parameters in fp32 "
+        "(pre-transposed or re-laid-out copies are fine; each ModelNew must use its own parameters)",
+        "more": "the kernel uses parameter bits the reference's own computation drops (a cast of a weight to fp16 "
+        "or bf16 in the task, for instance); keep the task's casts",
+    },
+}
+
+
+def reason(found: Finding, check: str = "inputs") -> str:
+    """What was found and what a kernel writer can do: too little response (operands rounded), or too much
+    (bits the reference's own computation drops, such as a cast to fp16, were used)."""
+    said = CHECKS[check]
     setup = (
-        "when only the inputs' mantissa bits below TF32's, fp16's and bf16's precision were changed (alignment "
-        f"{found.alignment:.1f} with a secret direction over {found.elements} elements, where honest rounding "
-        f"noise stays below {ALIGNMENT:g})"
+        f"{said['changed']} (alignment {found.alignment:.1f} with a secret direction over {found.elements} "
+        f"elements, where honest rounding noise stays below {ALIGNMENT:g})"
     )
     if found.missing < 0:
         share = "all" if found.missing <= -0.995 else f"{min(-found.missing, 1.0):.0%}"
-        return (
-            f"low-bit response check: output {found.output} missed {share} of the change of the exact value {setup}: "
-            "the kernel rounds its fp32 inputs to fewer mantissa bits before using them, which a measured bias "
-            "correction does not undo; compute with fp32 operands (splitting each into a TF32 high and low part, "
-            "3xTF32, keeps the low bits and is fine)"
-        )
+        return f"{said['name']}: output {found.output} missed {share} of the change of the exact value {setup}: {said['missed']}"
     return (
-        f"low-bit response check: output {found.output} changed {min(found.missing, 99.0):.2g} times more than the "
-        f"exact value {setup}: the kernel uses bits the reference's own computation drops (a cast of an input "
-        "to fp16 or bf16 in the task, for instance); keep the task's casts"
+        f"{said['name']}: output {found.output} changed {min(found.missing, 99.0):.2g} times more than the exact "
+        f"value {setup}: {said['more']}"
     )
 
 
@@ -300,25 +317,3 @@ def responses(up: list[torch.Tensor], down: list[torch.Tensor], truths_up: list[
             got_up, got_down, weighed = got_up[start:stop], got_down[start:stop], weighed[start:stop]
         found.append(respond(got_up, got_down, t_up.value, t_down.value, weighed, k))
     return found
-
-
-def weight_reason(found: Finding) -> str:
-    """What the weight pair found and what a kernel writer can do."""
-    setup = (
-        "between two loads of the model whose parameters differ only in their mantissa bits 0-5 (alignment "
-        f"{found.alignment:.1f} with a secret direction over {found.elements} elements, where honest rounding "
-        f"noise stays below {ALIGNMENT:g})"
-    )
-    if found.missing < 0:
-        share = "all" if found.missing <= -0.995 else f"{min(-found.missing, 1.0):.0%}"
-        return (
-            f"weight response check: output {found.output} missed {share} of the change of the exact value {setup}: "
-            "the kernel stores or uses the model's fp32 parameters in fewer mantissa bits (a packed or rounded copy "
-            "made at load or in forward), which a bias correction does not undo; keep parameters in fp32 "
-            "(pre-transposed or re-laid-out copies are fine; each ModelNew must use its own parameters)"
-        )
-    return (
-        f"weight response check: output {found.output} changed {min(found.missing, 99.0):.2g} times more than the "
-        f"exact value {setup}: the kernel uses parameter bits the reference's own computation drops (a cast of "
-        "a weight to fp16 or bf16 in the task, for instance); keep the task's casts"
-    )
