@@ -257,3 +257,15 @@ def test_the_benchmark_passes_honest_orders_and_catches_packed_parameters() -> N
     for bits in (16, 15):
         row = packed[f"parameters packed to {bits} bits"]
         assert not row["response_passed"] and row["missing"] < -0.9, row
+
+
+def test_inputs_a_seed_does_not_reproduce_keep_the_low_bit_pair_and_say_why_there_is_no_weight_pair(
+    cpu_reference, tmp_path
+) -> None:
+    """The parameters are aimed at the base set before the verification sets; where drawing it again from
+    its seed gives other inputs, the aim does not fit them: the low-bit pair is made on the new draw, the
+    weight pair is not, and the verdict says why."""
+    source = LONG_K_TASK.replace("return [torch.randn(16, 32768)]", "import time\n    return [torch.randn(16, 32768) + (time.perf_counter_ns() % 7)]")
+    probe = _prepare(cpu_reference, tmp_path, source)["response_probe"]
+    assert probe["sets"] == 2, probe
+    assert not probe["weights"]["made"] and "differ when drawn again" in probe["weights"]["why"], probe["weights"]
