@@ -265,7 +265,11 @@ def test_inputs_a_seed_does_not_reproduce_keep_the_low_bit_pair_and_say_why_ther
     """The parameters are aimed at the base set before the verification sets; where drawing it again from
     its seed gives other inputs, the aim does not fit them: the low-bit pair is made on the new draw, the
     weight pair is not, and the verdict says why."""
-    source = LONG_K_TASK.replace("return [torch.randn(16, 32768)]", "import time\n    return [torch.randn(16, 32768) + (time.perf_counter_ns() % 7)]")
+    source = LONG_K_TASK.replace(  # each draw shifted by how many came before it
+        "def get_inputs():\n    return [torch.randn(16, 32768)]",
+        "DRAWS = [0]\n\ndef get_inputs():\n    DRAWS[0] += 1\n    return [torch.randn(16, 32768) + DRAWS[0]]",
+    )
+    assert "DRAWS[0] += 1" in source
     probe = _prepare(cpu_reference, tmp_path, source)["response_probe"]
     assert probe["sets"] == 2, probe
     assert not probe["weights"]["made"] and "differ when drawn again" in probe["weights"]["why"], probe["weights"]

@@ -39,7 +39,7 @@ class ResponseCheck:
     has_cuts: bool
     aimed: dict[str, Any] | None = None
 
-    def _aim_pairs(self, precision_audit: bool) -> None:
+    def _aim_pairs(self, precision_audit: bool, share: float) -> None:
         """Before the state goes to the candidate: the pairs' secret base set (its seed, drawn again when the
         pair is made) and output weighting (a generator's seed), and each parameter's direction at that base.
         The parameters are moved up along theirs in place: the state the candidate loads is the weight
@@ -52,6 +52,12 @@ class ResponseCheck:
         self.aimed = aimed
         parameters = response_probe.weighed_parameters(self.model)
         if not parameters:
+            return
+        # A forward with autograd holds the activations: only where an input set and the parameters are small
+        # beside the memory the kept sets may use (the low-bit pair's own condition, reference_memory.py).
+        held = 4 * self.sizes.get("one input set", 0) + 3 * tensor_bytes(list(parameters.values()))
+        if not reference_memory.keeps_every_set(held, 1, share):
+            aimed["weights_why"] = "the inputs and parameters are too large for a backward of the reference"
             return
         try:
             base = self._draw(aimed["base"])

@@ -135,7 +135,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
         audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share,
                                              precision_audit and mix_signs) | {"varied": varied}  # fmt: skip
-        self._aim_pairs(precision_audit)  # the weight pair's first point is the state handed over (reference_response.py)
+        self._aim_pairs(precision_audit, kept_share)  # the weight pair's loaded point (reference_response.py)
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms, "input_signs": self.signs.signs}, out / "state.pt")  # fmt: skip
