@@ -177,7 +177,8 @@ def test_a_group_of_one_task_shares_one_reference_preparation(tmp_path: Path) ->
         for name in ("a", "b", "c"):
             verdicts.append(service.judge(_variant("row_softmax", tmp_path, name)))
             if name == "a":
-                assert service.judge(ROOT / "examples" / "segfault").reward == -1  # another task between
+                # another task between (segfault's model.py is row_softmax's: the same task, a group use)
+                assert service.judge(ROOT / "examples" / "wrong_result").reward == -1
         shared = pool.candidates_share_no_place()
     for verdict in verdicts:
         assert verdict.status.value == "ok" and verdict.reward == verdicts[0].reward, verdict.reason
