@@ -19,7 +19,7 @@ from cuda_agent.judge.trusted.build import BuildConfig
 SUITE = Path(__file__).parents[2] / "tests" / "adversarial"
 
 
-def judge_cases(cases: list[str], results_name: str, **switches: bool) -> dict[str, dict[str, Any]]:
+def judge_cases(cases: list[str], results_name: str, **switches: Any) -> dict[str, dict[str, Any]]:
     """Each case's verdict as a dict, judged in order by one service; `switches` are JudgeConfig fields."""
     from cuda_agent.judge.decide.service import JudgeService
 
