@@ -310,3 +310,21 @@ def test_a_second_model_that_does_not_respond_ends_the_judgment(tmp_path: Path) 
     assert "wrong result on the changed input set B, run by a second ModelNew" in stopped.value.verdict.reason
     assert stopped.value.verdict.reward == -1 and sorted(ref.received) == sorted(ref.sent)
     assert ref.calls.count("write_variant") == 1, "nothing staged here: the reference writes it"
+
+
+def test_staged_files_gone_are_written_by_the_reference_after_the_comparison_in_flight(tmp_path: Path) -> None:
+    """A staged file that is gone when its call comes (a slot cleaned up) is written by the reference
+    instead; the reference answers one request at a time, so the comparison in flight is settled first
+    (a call beside it would read that comparison's reply as its own and fail the judgment)."""
+    made, staged_dir = staged_judgment(tmp_path)
+    made.staged_variant = str(staged_dir / "variant_state.pt")  # never written: gone
+    for entry in made.staged_changed:
+        Path(entry["path"]).unlink()
+    made.candidate_separate_user, made.response_sets, made.variant_made = True, 2, True
+    ref, cand = VariantReference(made.io_dir), VariantCandidate(made.io_dir)
+    made.reference_slot = ReferenceSlot(ref, tmp_path / "slot")  # type: ignore[arg-type]
+    made.check_coverage = lambda cand: None  # type: ignore[method-assign]
+    made.verify(ref, cand)  # type: ignore[arg-type]  (ScriptedReference asserts one request at a time)
+    assert ref.calls.count("write_changed") == 3 and ref.calls.count("write_variant") == 1
+    assert cand.variant_seen == [("written 1", "written variant", ["changed_1.tensors", "variant_state.pt"])]
+    assert sorted(ref.received) == sorted(ref.sent)

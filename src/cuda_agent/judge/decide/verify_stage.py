@@ -128,9 +128,7 @@ class VerifyStage:
                 )
             for which in range(changed):
                 label = f"the changed input set {'AB'[which]}"
-                if not self._links_changed():
-                    settle()  # the reference writes the set: it must be free
-                written = self.hand_changed(ref, which)
+                written = self.hand_changed(ref, which, settle)  # settles first where the reference writes
                 output_path = self.out_dir / f"outputs_changed_{which}.tensors"
                 try:
                     reply = self._candidate_call(
@@ -196,7 +194,7 @@ class VerifyStage:
         call), rather than written by the reference before each call."""
         return bool(getattr(self, "staged_changed", None)) and bool(getattr(self, "candidate_separate_user", False))
 
-    def hand_changed(self, ref: WorkerHandle, which: int) -> dict[str, Any]:
+    def hand_changed(self, ref: WorkerHandle, which: int, settle: Callable[[], None] = lambda: None) -> dict[str, Any]:
         """Changed set `which` put in the candidate's input folder just before its call: linked from where
         the reference staged it with its preparation (reference_response.py: a folder no candidate uid
         reads), else written by the reference now. Either way the other set is not where the candidate
@@ -216,6 +214,7 @@ class VerifyStage:
                 self._note_call("judge", "link_changed", began)
         why = getattr(self, "staged_why", "")
         self.checks["changed_sets"] = "written by the reference before each call" + (f" ({why})" if why else "")
+        settle()  # the reference answers one request at a time: a comparison in flight first
         return self._reference_call(ref, "write_changed", 60, which=which, workdir=str(self.io_dir))
 
     def run_variant(self, ref: WorkerHandle, cand: WorkerHandle, settle: Callable[[], None]) -> tuple[str, str, str]:
@@ -223,13 +222,11 @@ class VerifyStage:
         the parameters' second point; both files put in the candidate's folder just before the call and
         removed after it. Returns the comparison sent (in flight)."""
         label = "the changed input set B, run by a second ModelNew whose parameters' lowest bits were moved"
-        if not (self._links_changed() and self._links_variant()):
-            settle()  # the reference writes a file: it must be free
-        written = self.hand_changed(ref, 1)
+        written = self.hand_changed(ref, 1, settle)
         state_path = self.io_dir / VARIANT_FILE
         output_path = self.out_dir / "outputs_variant.tensors"
         try:
-            state_path = Path(self.hand_variant(ref))
+            state_path = Path(self.hand_variant(ref, settle))
             reply = self._candidate_call(
                 cand, "run_variant", self.config.startup_timeout_s + self.config.forward_timeout_s,
                 f"a second ModelNew on {label}", state_path=str(state_path), inputs_path=written["path"],
@@ -247,9 +244,10 @@ class VerifyStage:
         """Whether the weight pair's state file is linked in from where the preparation staged it."""
         return bool(getattr(self, "staged_variant", None)) and bool(getattr(self, "candidate_separate_user", False))
 
-    def hand_variant(self, ref: WorkerHandle) -> str:
+    def hand_variant(self, ref: WorkerHandle, settle: Callable[[], None]) -> str:
         """The parameters' second point put in the candidate's folder just before its call: linked from the
-        reference slot's own folder where staged, else written by the reference now."""
+        reference slot's own folder where staged, else written by the reference now (after the comparison
+        in flight: it answers one request at a time)."""
         path = self.io_dir / VARIANT_FILE
         if self._links_variant():
             try:
@@ -260,6 +258,7 @@ class VerifyStage:
                 return str(path)
             except OSError:  # gone (a slot cleaned up): the reference writes it
                 path.unlink(missing_ok=True)
+        settle()
         return str(self._reference_call(ref, "write_variant", 60, workdir=str(self.io_dir))["path"])
 
     def refuse_forbidden(self, reply: dict) -> None:
