@@ -201,17 +201,11 @@ class VerifyStage:
         can read it while it runs."""
         if self._links_changed():
             staged, began, path = self.staged_changed, time.perf_counter(), self.io_dir / f"changed_{which}.tensors"
-            try:
-                try:
-                    os.link(staged[which]["path"], path)
-                except OSError:  # another file system
-                    shutil.copyfile(staged[which]["path"], path)
+            linked = _link_in(staged[which]["path"], path)
+            self._note_call("judge", "link_changed", began)
+            if linked:
                 self.checks["changed_sets"] = "staged with the preparation, linked in before each call"
                 return {"path": str(path), "print": staged[which]["print"]}
-            except OSError:  # gone (a slot cleaned up): the reference writes it, as where nothing is staged
-                path.unlink(missing_ok=True)
-            finally:
-                self._note_call("judge", "link_changed", began)
         why = getattr(self, "staged_why", "")
         self.checks["changed_sets"] = "written by the reference before each call" + (f" ({why})" if why else "")
         settle()  # the reference answers one request at a time: a comparison in flight first
@@ -249,15 +243,8 @@ class VerifyStage:
         reference slot's own folder where staged, else written by the reference now (after the comparison
         in flight: it answers one request at a time)."""
         path = self.io_dir / VARIANT_FILE
-        if self._links_variant():
-            try:
-                try:
-                    os.link(self.staged_variant, path)
-                except OSError:  # another file system
-                    shutil.copyfile(self.staged_variant, path)
-                return str(path)
-            except OSError:  # gone (a slot cleaned up): the reference writes it
-                path.unlink(missing_ok=True)
+        if self._links_variant() and _link_in(self.staged_variant, path):
+            return str(path)
         settle()
         return str(self._reference_call(ref, "write_variant", 60, workdir=str(self.io_dir))["path"])
 
@@ -325,3 +312,17 @@ class VerifyStage:
                 f"the candidate started {threads - baseline} thread(s) that outlived {when}: all work must "
                 "finish inside forward, on the current stream",
             )
+
+
+def _link_in(staged: str, path: Path) -> bool:
+    """A file the reference staged, put at `path` in the candidate's input folder: a hard link, a copy on
+    another file system; False where it is gone (a slot cleaned up), for the reference to write it."""
+    try:
+        try:
+            os.link(staged, path)
+        except OSError:  # another file system
+            shutil.copyfile(staged, path)
+        return True
+    except OSError:
+        path.unlink(missing_ok=True)
+        return False

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ class ResponseCheck:
         a secret weighting of its outputs; the reference's outputs and truths on both; then the weight pair.
         Where they cannot be made, why (the verdict records it; the precision audit still stands)."""
         self.response, self.weight_pair = None, None
-        aimed = getattr(self, "aimed", None)
+        aimed = self.aimed
         if self.exact is None or aimed is None:
             return {"sets": 0, "why": "the precision audit is off"}
         # what a pair keeps: two sets' outputs and truths (as the first verification set's) and inputs
@@ -181,14 +181,8 @@ class ResponseCheck:
         assert self.weight_pair is not None
         if staged:
             path.parent.mkdir(mode=0o700, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        try:
-            with self._parameters_at(self.weight_pair.state):
-                torch.save({"state_dict": self.model.state_dict()}, partial)
-            os.replace(partial, path)
-        except OSError:
-            partial.unlink(missing_ok=True)
-            raise
+        with self._parameters_at(self.weight_pair.state):
+            _write_aside(path, lambda partial: torch.save({"state_dict": self.model.state_dict()}, partial))
         return {"path": str(path)}
 
     def write_variant(self, workdir: str) -> dict[str, Any]:
@@ -279,12 +273,19 @@ def stage_changed(pair: response_probe.Pair, folder: Path) -> list[dict[str, Any
     folder.mkdir(mode=0o700, exist_ok=True)
     staged = []
     for which in (0, 1):
-        path, partial = folder / f"changed_{which}.tensors", folder / f".changed_{which}.partial"
-        try:
-            tensorfile.save(pair.inputs[which], partial)
-            os.replace(partial, path)
-        except OSError:
-            partial.unlink(missing_ok=True)  # what a full disk left must not fill it for the next
-            raise
+        path = folder / f"changed_{which}.tensors"
+        _write_aside(path, lambda partial, which=which: tensorfile.save(pair.inputs[which], partial))
         staged.append({"path": str(path), "print": pair.prints[which]})
     return staged
+
+
+def _write_aside(path: Path, write: Callable[[Path], Any]) -> None:
+    """`write` into a partial file beside `path`, then renamed over it: a new inode each time, never one
+    an earlier judgment linked out; what a full disk left is removed, not left to fill it for the next."""
+    partial = path.with_name(f".{path.stem}.partial")
+    try:
+        write(partial)
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
