@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from cuda_agent.judge.candidate import aliasing, kernel_trace
+from cuda_agent.judge.candidate.init_skip import random_init_skipped
 from cuda_agent.judge.candidate.inputs import draw_inputs, fingerprint
 from cuda_agent.judge.candidate.opgate import CaptureGate, OpGate
 from cuda_agent.judge.candidate.sampler import Sampler
@@ -153,7 +154,8 @@ class CandidateWorker:
             if not hasattr(model_new, "ModelNew"):
                 raise CandidateError("model_new.py defines no class ModelNew")
             try:
-                model = model_new.ModelNew(*self.init_inputs)
+                with random_init_skipped():  # load_state_dict replaces them: no draws (init_skip.py)
+                    model = model_new.ModelNew(*self.init_inputs)
             except Exception as exc:
                 raise CandidateError(
                     f"ModelNew(*get_init_inputs()) failed{'' if first else ' the second time'}: "
