@@ -6,8 +6,9 @@
 # 2. the suite case fixed after its H100 run (00_honest_running_mean_one_signed: scale per output);
 # 3. the reference-group and fallback tests of tests/gpu/test_judge_gpu.py (the group test now uses
 #    examples/wrong_result);
-# 4. with .cache/kernelbench carried: ModelNew's construction with and without initial draws
-#    (benchmarks/model_construction.py) on the host's CPU, for the largest tasks.
+# 4. with .cache/kernelbench carried: the candidate worker's ModelNew path (build on the host's CPU, move to
+#    the GPU, load the state dict) with and without initial draws (benchmarks/model_construction.py), for the
+#    largest tasks.
 # Each part has its own time limit, so one that hangs leaves the others their time; verdicts go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,7 @@ timeout 90 python3 scripts/gpu_suite.py tests/adversarial/00_honest_running_mean
 echo "== 3. reference groups and the fallback"
 timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider -s tests/gpu/test_judge_gpu.py -k "group or fallback" 2>&1 | tail -12
 if [ -d "${KB:-.cache/kernelbench}/level2" ]; then
-  echo "== 4. ModelNew's construction, draws and none (host CPU)"
-  timeout 120 python3 benchmarks/model_construction.py --tasks "${KB:-.cache/kernelbench}" --min-params 5e8 \
-    --max-params 1.2e9 --reps 1 --out "$OUT" 2>&1 | tail -9
+  echo "== 4. ModelNew built, moved and loaded, with draws and without"
+  timeout 150 python3 benchmarks/model_construction.py --tasks "${KB:-.cache/kernelbench}" --min-params 5e8 \
+    --max-params 1.2e9 --reps 1 --device cuda --out "$OUT" 2>&1 | tail -9
 fi

@@ -1,5 +1,6 @@
 """benchmarks/model_construction.py on two tasks written here, in a KernelBench-shaped folder: the chosen
-tasks are those in the parameter range, both ways are timed, the layouts agree, and the JSON says so."""
+tasks are those in the parameter range, both ways are timed through the worker's path (build, move, load
+the state dict strictly: a layout the skipped draws changed would fail there), and the JSON says so."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_the_benchmark_times_both_ways_on_tasks_in_range(tmp_path: Path, capsys)
     row = report["rows"][0]
     assert row["parameters"] == 1024 * 1024 + 1024 + 4 * 64 * 64 + 4 * 64
     assert row["draws_s"] > 0 and row["skipped_s"] > 0 and report["layout_mismatches"] == []
-    assert "1 tasks with" in printed and "less per build" in printed
+    assert report["device"] == "cpu" and report["gpu"] is None
+    assert "1 tasks with" in printed and "moved to cpu and loaded" in printed and "less per build" in printed
 
 
 def test_a_folder_without_levels_is_one_line(tmp_path: Path, capsys) -> None:
