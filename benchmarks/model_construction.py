@@ -91,14 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no level1..3 folders under {args.tasks}: pass --tasks <KernelBench checkout>/KernelBench")
         return 2
     chosen: list[tuple[Path, ModuleType, int]] = []
+    uncounted: list[str] = []
     for path in sorted(args.tasks.glob("level[123]/*.py")):
         try:
             module = load(path)
             count = parameter_count(module)
-        except Exception:  # a task the meta device cannot build is not one this measures
+        except Exception:  # a task the meta device cannot build is not one this measures: named below
+            uncounted.append(f"{path.parent.name}/{path.stem}")
             continue
         if args.min_params <= count <= args.max_params:
             chosen.append((path, module, count))
+    if uncounted:
+        print(f"{len(uncounted)} tasks could not be built on the meta device to count their parameters and are "
+              f"left out: {', '.join(uncounted[:8])}{' ...' if len(uncounted) > 8 else ''}")
     print(f"{len(chosen)} tasks with {args.min_params:.0e}-{args.max_params:.0e} parameters, "
           f"{args.reps} builds each way, moved to {args.device} and loaded, torch {torch.__version__}, "
           f"{torch.get_num_threads()} CPU threads", flush=True)
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"rows": rows, "total_draws_s": total_drawn, "total_skipped_s": total_skipped, "ratio": ratio,
               "threads": torch.get_num_threads(), "torch": torch.__version__, "device": args.device,
-              "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
+              "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None, "uncounted": uncounted,
               "layout_mismatches": mismatched}  # fmt: skip
     (args.out / "model_construction.json").write_text(json.dumps(report, indent=1))
     if mismatched:

@@ -37,6 +37,7 @@ def test_the_benchmark_times_both_ways_on_tasks_in_range(tmp_path: Path, capsys)
     level.mkdir(parents=True)
     (level / "1_Big.py").write_text(TASK.format(n=1024))  # about 1.07 M parameters
     (level / "2_Small.py").write_text(TASK.format(n=16))  # below --min-params
+    (level / "3_Broken.py").write_text("raise ImportError('no such kernel library')\n")  # named, left out
     code = bench.main(["--tasks", str(tmp_path / "tasks"), "--min-params", "1e6", "--reps", "1",
                        "--out", str(tmp_path / "out")])  # fmt: skip
     printed = capsys.readouterr().out
@@ -46,7 +47,8 @@ def test_the_benchmark_times_both_ways_on_tasks_in_range(tmp_path: Path, capsys)
     row = report["rows"][0]
     assert row["parameters"] == 1024 * 1024 + 1024 + 4 * 64 * 64 + 4 * 64
     assert row["draws_s"] > 0 and row["skipped_s"] > 0 and report["layout_mismatches"] == []
-    assert report["device"] == "cpu" and report["gpu"] is None
+    assert report["device"] == "cpu" and report["gpu"] is None and report["uncounted"] == ["level2/3_Broken"]
+    assert "1 tasks could not be built on the meta device" in printed
     assert "1 tasks with" in printed and "moved to cpu and loaded" in printed and "less per build" in printed
 
 
