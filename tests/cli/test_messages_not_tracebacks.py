@@ -30,6 +30,18 @@ def test_a_missing_nvcc_is_one_line_not_a_traceback(monkeypatch, tmp_path: Path,
     assert "nvcc not found: install the CUDA toolkit or set CUDA_HOME" in err and "Traceback" not in err
 
 
+def test_a_compile_stopped_at_the_limit_names_the_flag_that_sets_it(monkeypatch, tmp_path: Path, capsys) -> None:
+    """A busy 2-core machine compiled a load_inline import's .cu for over the default 180 s (CI, 2026-12-06):
+    the person at the command line is told which flag sets the limit; the verdict's reason (what an agent
+    reads too) stays as it is."""
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))  # cold: nothing compiles within 1 s
+    code = main(["judge", str(ROOT / "examples" / "elementwise_chain"), "--build-only", "--build-timeout", "1"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "did not finish within 1 s and was stopped" in out
+    assert "hint: the judge stops each file's compilation after 1 s (--build-timeout)" in err
+    assert "--build-timeout" not in out, "the verdict itself does not name the flag"
+
+
 def test_other_errors_still_raise(monkeypatch) -> None:
     from cuda_agent import cli
 

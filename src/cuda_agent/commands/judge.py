@@ -129,11 +129,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if sink:
             sink.close()
+    ordered = [(args.submissions[i], verdicts[i]) for i in range(len(args.submissions))]
     if not args.json:
-        ordered = [(args.submissions[i], verdicts[i]) for i in range(len(args.submissions))]
         print(verdict_table(ordered))
         if len(ordered) > 1:
             print("\n" + summary_line(ordered))
+    _hint_compile_limit(ordered, args.build_timeout)
     return 0
 
 
@@ -231,4 +232,14 @@ def _build_only(submissions: list[Path], task: object, config: object, args: arg
         print(verdict_table(ordered))
         if len(ordered) > 1:
             print("\n" + summary_line(ordered))
+    _hint_compile_limit(ordered, args.build_timeout)
     return 0 if all(v.status is Status.BUILT for _, v in ordered) else 1
+
+
+def _hint_compile_limit(verdicts: list[tuple[Path, Verdict]], limit: float) -> None:
+    """A compilation stopped at the judge's limit per file: say which flag sets it. The verdict's reason is
+    also what an agent reads, so the flag is named here, for the person at the command line; a `.cu` that
+    includes <torch/extension.h> (every load_inline import) took over 180 s on a busy 2-core machine."""
+    if any("did not finish within" in v.reason and "compilation of" in v.reason for _, v in verdicts):
+        print(f"hint: the judge stops each file's compilation after {limit:.0f} s (--build-timeout); a small or "
+              "busy machine may need more, e.g. --build-timeout 600", file=sys.stderr)
