@@ -157,8 +157,12 @@ def test_quiet_where_the_change_is_invisible() -> None:
     and an honest kernel doing the same cast has nothing to miss."""
 
     class HalfFirst(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("scale", 0.5 + torch.rand(512))  # a generic weighting: not a plain sum
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return (x.half().float() * 3.0).sum(-1)
+            return (x.half().float() * self.scale).sum(-1)
 
     torch.manual_seed(8)
     x = rounding_probe.settle(torch.rand(64, 512))
@@ -198,6 +202,112 @@ def test_no_gradient_means_no_pair() -> None:
         assert "differentiabl" in str(exc)
     else:
         raise AssertionError("an integer output has nothing to aim at")
+
+
+class RunningMean(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=1)
+
+
+def test_an_honest_running_sum_ignores_the_moves_so_plain_sums_are_not_moved() -> None:
+    """Why `plain_sum` exists: a running mean over 16384 one-signed fp32 terms, one addition at a time in
+    fp32 (the naive kernel of KernelBench's level1/48), misses much of the exact change when the moves are
+    forced on it (its additions round each term to the accumulator's ulp, 2^13-2^14 of the term's, as TF32
+    would), while a tree sum responds. So `aim` leaves such an input alone and says why."""
+    torch.manual_seed(11)
+    x = rounding_probe.settle(torch.rand(2, 16384, 64) * (0.5 + 3 * torch.rand(2, 1, 64)))
+    model = RunningMean()
+    generator = torch.Generator().manual_seed(12)
+    leaf = x.clone().requires_grad_(True)
+    weights = response_probe.output_weights([model(leaf)], generator)
+    (grad,) = torch.autograd.grad((model(leaf) * weights[0]).sum(), [leaf])
+    assert response_probe.plain_sum(grad)
+    direction = response_probe._balanced_sign(grad)
+    up, down = (response_probe.moved(x, direction, u, generator) for u in (True, False))
+    truth = TruthModel(model)
+    t_up, t_down = truth.outputs([up])[0].value, truth.outputs([down])[0].value
+
+    def running(t: torch.Tensor) -> torch.Tensor:
+        acc = torch.zeros(t.shape[0], t.shape[2])
+        for k in range(t.shape[1]):
+            acc = acc + t[:, k]
+        return acc / t.shape[1]
+
+    def tree(t: torch.Tensor) -> torch.Tensor:
+        while t.shape[1] > 1:
+            t = t[:, 0::2] + t[:, 1::2]
+        return t[:, 0] / 16384
+
+    serial = response_probe.respond(running(up), running(down), t_up, t_down, weights[0], 0)
+    assert not serial.passed and serial.missing < -0.2, serial
+    paired = response_probe.respond(tree(up), tree(down), t_up, t_down, weights[0], 0)
+    assert paired.passed, paired
+    summed: list[str] = []
+    try:
+        response_probe.aim(model, [x], torch.Generator().manual_seed(13), flatten_tensors, summed=summed)
+    except ValueError as exc:
+        assert "plain sum" in str(exc) and summed == ["input 0"], (exc, summed)
+    else:
+        raise AssertionError("a plain sum's only input was moved")
+
+
+class Scaled(torch.nn.Module):
+    """forward(x) = `combine(x, scale)`, with a generic scale vector of 64 (a buffer)."""
+
+    def __init__(self, combine) -> None:
+        super().__init__()
+        self.combine = combine
+        self.register_buffer("scale", 0.5 + torch.rand(64))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.combine(x, self.scale, mask)
+
+
+def test_plain_sums_and_scans_are_recognised_and_products_are_not() -> None:
+    plain = {
+        "mean": lambda x, s, m: x.mean(1),
+        "sum over 4095": lambda x, s, m: x[:, :4095].sum(1) / 4095,
+        "cumsum": lambda x, s, m: torch.cumsum(x, 1),
+        "reverse cumsum": lambda x, s, m: torch.cumsum(x.flip(1), 1).flip(1),
+        "masked cumsum": lambda x, s, m: torch.cumsum(x * m, 1),
+        "doubled, relu'd, summed": lambda x, s, m: torch.relu(2 * x - 1).sum(1),
+        "a bias added": lambda x, s, m: x + s[0],
+    }
+    generic = {
+        "weighted sum": lambda x, s, m: (x[:, :64] * s).sum(1),
+        "gemm": lambda x, s, m: x[:, :64] @ s.outer(s),
+        "gelu summed": lambda x, s, m: torch.nn.functional.gelu(x).sum(1),
+        "sum of squares": lambda x, s, m: (x * x).sum(1),
+        "cumprod": lambda x, s, m: torch.cumprod(1 + x / 4096, 1),
+    }
+    torch.manual_seed(14)
+    x = rounding_probe.settle(torch.rand(8, 4096))
+    mask = torch.rand(8, 4096) > 0.3
+    for expected, cases in ((True, plain), (False, generic)):
+        for name, combine in cases.items():
+            leaf = x.clone().requires_grad_(True)
+            out = Scaled(combine)(leaf, mask)
+            signs = torch.randint(0, 2, out.shape).float() * 2 - 1  # the check's secret weighting: random signs
+            (grad,) = torch.autograd.grad((out * signs).sum(), [leaf])
+            assert response_probe.plain_sum(grad) == expected, name
+    assert not response_probe.plain_sum(torch.tensor([3.0, 6.0, 9.0]))  # too few entries to tell
+
+
+def test_a_bias_is_left_out_of_the_weight_pair_and_the_weight_kept() -> None:
+    torch.manual_seed(15)
+    model = torch.nn.Linear(256, 128)
+    x = rounding_probe.settle(torch.rand(32, 256))
+    moves = dict(response_probe.weighed_parameters(model))
+    summed: list[str] = []
+    response_probe.aim(model, [x], torch.Generator().manual_seed(16), flatten_tensors, moves, summed)
+    assert list(moves) == ["weight"] and summed == ["bias"], (list(moves), summed)
+
+
+def test_the_worker_makes_no_pair_for_a_plain_mean_and_says_why(cpu_reference, tmp_path) -> None:
+    source = LONG_K_TASK.replace("return x @ self.weight", "return x.mean(dim=1) + self.weight.sum() * 0")
+    source = source.replace("torch.rand(16, 65536)]", "torch.rand(4, 16384, 32)]")
+    _, reply = _prepared(cpu_reference, tmp_path, source)
+    assert reply["response_probe"]["sets"] == 0 and "plain sum" in reply["response_probe"]["why"], reply
 
 
 # --- the reference worker's pair, prepared and compared as in a judgment (CPU: conftest.py `cpu_reference`) ---

@@ -64,8 +64,13 @@ class ResponseCheck:
             aimed["base_print"] = fingerprint(base)
             generator = torch.Generator(device=next(iter(parameters.values())).device)
             moves = dict(parameters)  # becomes each parameter's direction
-            response_probe.aim(self.model, base, generator.manual_seed(aimed["weighting"]), flatten_tensors, moves)
+            summed: list[str] = []
+            response_probe.aim(self.model, base, generator.manual_seed(aimed["weighting"]), flatten_tensors, moves,
+                               summed)  # fmt: skip
             del base
+            if not moves and any(not name.startswith("input ") for name in summed):
+                aimed["weights_why"] = "the outputs take every fp32 parameter they depend on only as a plain sum (a bias)"
+                return
             generator.manual_seed(secrets.randbits(62))
             points = [response_probe.weight_moves(moves, parameters, up, generator) for up in (True, False)]
         except Exception as exc:  # no gradient, memory: the low-bit pair says why when it is made

@@ -71,6 +71,12 @@ MISSING = 0.10
 TRIM = 0.01
 # Rows shorter than this are balanced over the whole tensor instead of along the last axis.
 MIN_ROW = 16
+# A tensor with fewer nonzero gradient entries than this is never called a plain sum's operand (`plain_sum`):
+# one or a few entries are integer multiples of the smallest by chance (a scalar always is).
+MIN_SUMMED = 64
+# ... and how far from an integer a gradient entry over the smallest may be (the gradient is computed in
+# the task's dtype: a scaled scan's gradient, a sum of up to 2^15 equal terms in fp32, is off by ~1e-3).
+SUMMED_SLACK = 1e-2
 
 
 def probed(t: Any) -> bool:
@@ -91,14 +97,17 @@ def output_weights(outputs: list[torch.Tensor], generator: torch.Generator) -> l
 
 
 def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any,
-        parameters: dict[str, torch.Tensor] | None = None) -> tuple[
+        parameters: dict[str, torch.Tensor] | None = None, summed: list[str] | None = None) -> tuple[
         list[torch.Tensor | None], list[torch.Tensor | None]]:  # fmt: skip
     """(the direction of each input's move, the output weights): signs of the gradient of <w, model(inputs)>
-    with respect to each probed input, less its median along the last axis. Raises ValueError where the
-    reference gives no gradient to any probed input (a task whose outputs do not depend differentiably on
-    its fp32 inputs: the check has nothing to aim at). Where `parameters` (name -> the model's parameter)
-    are given, the same backward gives theirs: each entry is replaced by its direction, or dropped where
-    the outputs do not depend on it (the weight pair's moves, `weight_moves`)."""
+    with respect to each probed input, less its median along the last axis; None for an input the outputs
+    take only as a plain sum (`plain_sum`: its moves would refuse an honest running sum). Raises ValueError
+    where no probed input is left to move (a task whose outputs do not depend differentiably on its fp32
+    inputs, or only through plain sums: the check has nothing to aim at). Where `parameters` (name -> the
+    model's parameter) are given, the same backward gives theirs: each entry is replaced by its direction,
+    or dropped where the outputs do not depend on it or take it only as a plain sum (a bias: the weight
+    pair's moves, `weight_moves`). `summed`, where given, receives what was left out as a plain sum
+    ("input 0", a parameter's name)."""
     leaves = [t.detach().clone().requires_grad_(True) if probed(t) else None for t in inputs]
     if not any(leaf is not None for leaf in leaves):
         raise ValueError("no fp32 or float64 input")
@@ -121,18 +130,52 @@ def aim(model: Any, inputs: list[Any], generator: torch.Generator, flatten: Any,
         for name, p in named.items():
             p.requires_grad_(asked[name])
     found = iter(grads)
+    left_out = summed if summed is not None else []
     directions: list[torch.Tensor | None] = []
-    for leaf in leaves:
+    for k, leaf in enumerate(leaves):
         grad = next(found) if leaf is not None else None
+        if grad is not None and plain_sum(grad):
+            left_out.append(f"input {k}")
+            grad = None
         directions.append(None if grad is None else _balanced_sign(grad.detach()))
     if parameters is not None:
         parameters.clear()
         for name, grad in zip(named, found, strict=True):
-            if grad is not None and bool(grad.any()):
+            if grad is not None and plain_sum(grad):
+                left_out.append(name)
+            elif grad is not None and bool(grad.any()):
                 parameters[name] = _balanced_sign(grad.detach())
     if all(d is None or not bool(d.any()) for d in directions):
+        if any(name.startswith("input ") for name in left_out):
+            raise ValueError(
+                "the outputs take every fp32 input they depend on only as a plain sum (a sum, mean or scan of "
+                "it): an honest fp32 running sum drops those bits itself beyond 2^13 terms of one sign"
+            )
         raise ValueError("the outputs' gradient is zero on every fp32 input")
     return directions, weights
+
+
+def plain_sum(grad: torch.Tensor) -> bool:
+    """Whether the outputs take this tensor only as a plain sum: every nonzero entry of the gradient of
+    <w, outputs> is an integer multiple of the smallest one (a sum, mean, scan or masked sum of it, a bias
+    added, all times one scale; not a product with anything generic).
+
+    Why such operands are not moved. An fp32 addition rounds its operand to the accumulator's ulp. Once a
+    running sum is 2^13 times its terms (2^13-2^14 terms of one sign: KernelBench's cumsum rows of 32768,
+    a mean over 16384), that ulp is 2^13 of the term's, and the rounding, decided by the term's bit 12 and
+    up, ignores the moved bits 0-11 exactly as a rounding to TF32 would: an honest serial sum or scan
+    misses a third or more of the exact change (seen on an H100, 2026-12-06: 38%, a running mean over
+    16384). A product's low bits are generic, so an accumulator of products responds in expectation at any
+    length; the moves stay on those operands, where rounding to TF32 or bf16 buys tensor-core speed. A
+    plain sum gains nothing from fewer operand bits (its fp32 operands are read in full either way)."""
+    g = grad.detach()
+    nonzero = g[g != 0].to(torch.float64).abs()
+    if nonzero.numel() < MIN_SUMMED or not bool(torch.isfinite(nonzero).all()):
+        return False
+    ratio = nonzero / nonzero.min()
+    if float(ratio.max()) > 2.0**24:
+        return False
+    return bool(((ratio - ratio.round()).abs() <= SUMMED_SLACK).all())
 
 
 def weighed_parameters(model: torch.nn.Module) -> dict[str, torch.Tensor]:
