@@ -158,17 +158,43 @@ def sign_generator(seed: int, position: int, device: torch.device) -> torch.Gene
     return generator
 
 
+# Elements per step of `mix_signs`: its temporaries stay small beside a KernelBench input of 16 GiB.
+SIGN_CHUNK = 1 << 24
+
+
 def mix_signs(inputs: list[Any], seed: int, signs: Signs) -> list[Any]:
     """Each chosen floating tensor multiplied, element by element, by +-factor with random signs, out of
-    place and in its own layout (strides kept: a kernel may be written for the task's layout)."""
+    place and in its own layout (strides kept: a kernel may be written for the task's layout).
+
+    Memory: one new tensor of the input's size and chunk-sized temporaries. The whole-tensor form held
+    four input-sized tensors at once (signs, two steps of their arithmetic, the product) and ran an 80 GB
+    H100 out of memory on KernelBench's Average_Pooling_2D, whose input alone is 16 GiB (2026-12-06)."""
     out = list(inputs)
     for position, factor in signs.items():
         if position >= len(out) or not mixable(out[position]):
             continue
         value = out[position]
-        flips = torch.empty_like(value).random_(0, 2, generator=sign_generator(seed, position, value.device))
-        out[position] = value * (flips * (2.0 * factor) - factor)
+        generator = sign_generator(seed, position, value.device)
+        mixed = torch.empty_like(value)
+        source, target = _in_memory_order(value), _in_memory_order(mixed)
+        if source is None or target is None:  # overlapping or gapped layouts (an expanded input): as a whole
+            flips = torch.empty_like(value).random_(0, 2, generator=generator)
+            out[position] = value * (flips * (2.0 * factor) - factor)
+            continue
+        for start in range(0, source.numel(), SIGN_CHUNK):
+            part = source[start : start + SIGN_CHUNK]
+            flips = torch.empty_like(part).random_(0, 2, generator=generator)
+            torch.mul(part, flips.mul_(2.0 * factor).sub_(factor), out=target[start : start + SIGN_CHUNK])
+        out[position] = mixed
     return out
+
+
+def _in_memory_order(t: torch.Tensor) -> torch.Tensor | None:
+    """A flat view of `t`'s elements in the order they lie in memory, where they fill a block without gaps
+    or overlaps (any permutation of a contiguous layout); None otherwise."""
+    order = sorted(range(t.dim()), key=lambda d: t.stride(d), reverse=True)
+    permuted = t.permute(order)
+    return permuted.view(-1) if permuted.is_contiguous() else None
 
 
 def fingerprint(values: list[Any]) -> str:
