@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Issue 35's KernelBench degeneracy audit with the sign audit, finished across device calls: two H100
-# calls of 2026-12-05 (docs/data/kernelbench_degeneracy_h100_signs.json) audited 148 of 250 tasks; five
-# ended in out-of-memory errors of the audit (the four 7 GiB norms and Average_Pooling_2D). Each call
-# audits those again once with --only (RERUN; error records now name the raising frames), then resumes the
-# rest (--resume keeps audited records, errors included, so the five are joined with --merge, where later
+# calls of 2026-12-05 and one of 2026-12-06 (docs/data/kernelbench_degeneracy_h100_signs.json) audited 214
+# of 250 tasks; Average_Pooling_2D's record is an out-of-memory error of the sign audit (fixed since). Each call
+# audits it again once with --only (RERUN; error records name the raising frames), then resumes the
+# rest (--resume keeps audited records, errors included, so reruns are joined with --merge, where later
 # files win per task), and writes the joined records and table to $OUT.
 #   run 1:   OUT=$OUT bash scripts/device/kernelbench_degeneracy_rest.sh     carry [".cache/kernelbench"]
 #   then, here: mkdir -p .cache/kb_degeneracy && cp <files_at>/state/*.json .cache/kb_degeneracy/
@@ -19,9 +19,12 @@ KB=${KB:-.cache/kernelbench}; DEVICE=${DEVICE:-cuda}
 python3 -c "import sys, torch; sys.exit(0 if sys.argv[1] != 'cuda' or torch.cuda.is_available() else 1)" "$DEVICE" 2>/dev/null \
   || { echo "python3 has no torch$([ "$DEVICE" = cuda ] && echo ' with a GPU'): nothing audited"; exit 3; }
 [ -f "$D/kb_degeneracy.json" ] || cp docs/data/kernelbench_degeneracy_h100_signs.json "$D/kb_degeneracy.json"
-for task in ${RERUN:-34_InstanceNorm 35_GroupNorm_ 36_RMSNorm_ 37_FrobeniusNorm_ 45_Average_Pooling_2D}; do
-  [ -f "$D/rerun_$task.json" ] || python3 scripts/kernelbench_degeneracy.py "$KB" --device "$DEVICE" --only "$task" \
-    --json "$D/rerun_$task.json" 2>&1 | tail -2
+# A rerun record that is still an error (the run before the fix) is audited again.
+for task in ${RERUN:-45_Average_Pooling_2D}; do
+  if [ ! -f "$D/rerun_$task.json" ] || grep -q '"status": *"error"' "$D/rerun_$task.json"; then
+    python3 scripts/kernelbench_degeneracy.py "$KB" --device "$DEVICE" --only "$task" \
+      --json "$D/rerun_$task.json" 2>&1 | tail -2
+  fi
 done
 python3 scripts/kernelbench_degeneracy.py "$KB" --levels 1-3 --device "$DEVICE" --jobs "${JOBS:-4}" \
   --budget "${BUDGET:-420}" --resume "$D/kb_degeneracy.json" --json "$D/kb_degeneracy.json" 2>&1 | tail -3
