@@ -6,7 +6,9 @@ Exit code 0 only when every case met its expectation.
 
     python scripts/gpu_suite.py [--out DIR] [folders...]   (default: examples tests/adversarial)
 
-The whole suite is ~26 min of one H200, longer than a device call (10 min): `--part K/N` judges every N-th
+The whole suite is ~26 min of one H200 (15 of its heaviest cases took 11 s a case on an H100, 2026-12-06), longer
+than a device call (10 min): `--compile-builds 1` makes each cold task's compile baseline one build instead
+of three (the baselines were 3-9 s of the 8-17 s an honest case's timing took); `--part K/N` judges every N-th
 case from the K-th, one call each, and `--earlier` joins the parts judged before, refusing any judged by
 other judge code (a digest of src/ in every verdict line), so the last part's table covers the whole suite:
     python scripts/gpu_suite.py --part 1/4 --out p1
@@ -45,6 +47,10 @@ def main() -> int:
                              "not judged again, and the table covers them too")  # fmt: skip
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="judge with spares warming beside timing (issue 34's experiment, before it is the default)")  # fmt: skip
+    parser.add_argument("--compile-builds", type=int, metavar="N",
+                        help="the judge's --compile-builds: fewer fresh torch.compile builds per cold task (default "
+                             "3). Every case is its own task, so the baselines are much of a suite run; 1 shortens "
+                             "it, at the cost of a compile baseline that one unlucky autotuning choice may slow")  # fmt: skip
     args = parser.parse_args()
     import torch
 
@@ -78,7 +84,9 @@ def main() -> int:
         builds = str(max(1, len(os.sched_getaffinity(0)) // (2 * gpus)))
         command = [sys.executable, "-m", "cuda_agent.cli", "judge", "--json", "--forward-timeout", "30",
                    "--build-timeout", "60", "--build-workers", builds,
-                   *(["--warm-beside-timing"] if args.warm_beside_timing else []), *map(str, share)]  # fmt: skip
+                   *(["--warm-beside-timing"] if args.warm_beside_timing else []),
+                   *(["--compile-builds", str(args.compile_builds)] if args.compile_builds else []),
+                   *map(str, share)]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout is not None
         for case, line in zip(share, proc.stdout, strict=False):

@@ -130,3 +130,32 @@ def test_process_key_is_not_in_the_environment_and_memory_is_closed(tmp_path: Pa
 def test_key_mode_follows_the_sandbox() -> None:
     assert authkey.key_mode(candidate_separate_user=True) == "machine"
     assert authkey.key_mode(candidate_separate_user=False) == "process"
+
+
+def test_a_baseline_of_fewer_compile_builds_has_a_name_of_its_own(tmp_path: Path) -> None:
+    """`--compile-builds 1` (gpu_suite's quick runs) must not leave a one-build baseline where a judgment
+    of the default three would read it; the default keeps the names records had before the option."""
+    default = cache_key("task", "env")
+    assert cache_key("task", "env", compile_builds=None) == default
+    one, two = cache_key("task", "env", compile_builds=1), cache_key("task", "env", compile_builds=2)
+    assert len({default, one, two}) == 3
+    cache = BaselineCache(tmp_path, secret=KEY)
+    cache.put(one, _record())
+    assert cache.get(default) is None and cache.get(one) == _record()
+
+
+def test_the_judge_command_sets_the_compile_builds_and_refuses_zero() -> None:
+    import subprocess
+    import sys
+
+    from cuda_agent.cli import build_parser
+    from cuda_agent.commands.judge import judge_config
+    from cuda_agent.judge import BuildConfig
+    from cuda_agent.judge.config import DEFAULT_COMPILE_BUILDS
+
+    parse = build_parser().parse_args
+    assert judge_config(parse(["judge", "sub"]), BuildConfig()).timing.compile_builds == DEFAULT_COMPILE_BUILDS
+    assert judge_config(parse(["judge", "--compile-builds", "1", "sub"]), BuildConfig()).timing.compile_builds == 1
+    done = subprocess.run([sys.executable, "-m", "cuda_agent.cli", "judge", "--compile-builds", "0", "sub"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "at least 1" in done.stderr.strip().splitlines()[-1], done.stderr

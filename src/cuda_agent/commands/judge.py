@@ -51,6 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                         help="an experiment (issue 34): spare candidate workers warm their GPU part while a candidate "
                              "is timed instead of waiting for it (JudgeConfig.warm_beside_timing)")  # fmt: skip
     add_compile_mode_argument(parser)
+    parser.add_argument("--compile-builds", type=positive_int, default=None, metavar="N",
+                        help="fresh torch.compile builds the compile baseline is the fastest of (default 3; fewer "
+                             "makes a cold task's baseline quicker and possibly slower; cached apart)")  # fmt: skip
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
@@ -58,6 +61,17 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--build-workers", type=int, help="concurrent builds (default: the free CPU cores)")
     parser.add_argument("--out", type=Path, help="also write the verdicts as JSON lines to this file")
     parser.set_defaults(handler=run)
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return number
 
 
 def compile_mode(value: str) -> str:
@@ -145,7 +159,8 @@ def judge_config(args: argparse.Namespace, build: Any) -> Any:
     return JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
         forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
-        timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode),
+        timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode,
+                            **({"compile_builds": args.compile_builds} if getattr(args, "compile_builds", None) else {})),
         warm_beside_timing=getattr(args, "warm_beside_timing", False),
     )  # fmt: skip
 

@@ -18,6 +18,11 @@ class JudgeUnavailable(RuntimeError):
     """The judge cannot run here (no CUDA GPU, no compiler): not a verdict on the submission."""
 
 
+# The torch.compile baseline is the fastest of this many fresh builds unless a run asks for another number
+# (`cuda-agent judge --compile-builds`); a baseline cached under another number has a name of its own.
+DEFAULT_COMPILE_BUILDS = 3
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     samples_per_round: int = 10
@@ -32,7 +37,7 @@ class TimingConfig:
     target_rse: float = 0.005
     # torch.compile baseline: built this many times from scratch, each timed over `build_windows`
     # windows; the fastest build is the baseline (timing.md).
-    compile_builds: int = 3
+    compile_builds: int = DEFAULT_COMPILE_BUILDS
     build_windows: int = 2
     # The torch.compile mode of that baseline: "default" or "max-autotune-no-cudagraphs", the two KernelBench
     # users compare against. Modes with CUDA graphs are refused (trusted/compile_modes.py says why). Cached

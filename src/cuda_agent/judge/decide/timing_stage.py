@@ -21,6 +21,7 @@ from typing import Any
 
 from cuda_agent.judge.candidate.sampler import PROTOCOL_VERSION, pad_for, work_per_call
 from cuda_agent.judge.common.channel import WorkerHandle
+from cuda_agent.judge.config import DEFAULT_COMPILE_BUILDS
 from cuda_agent.judge.decide.calls import _finite, _thread_count
 from cuda_agent.judge.decide.observed_timing import observed_gap, round_busy_ms
 from cuda_agent.judge.decide.sequential import BOOTSTRAP_ALPHA
@@ -65,7 +66,8 @@ class TimingStage:
         secret, where = judge_key(self.candidate_separate_user)
         cache = BaselineCache(self.config.cache_dir, secret=secret)
         round_calls = self.round_plan.calls if self.round_plan.reduced else None  # a round of another size
-        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode, tc.pad_release, round_calls)
+        builds = None if tc.compile_builds == DEFAULT_COMPILE_BUILDS else tc.compile_builds  # default: old names
+        key = cache_key(self.task.digest, self.environment.key(), tc.compile_mode, tc.pad_release, round_calls, builds)
         cached = cache.get(key)
         self.checks["baseline_cache"] = {"authenticated_by": where, "refused_records": cache.rejected}
         with self.timed("timing_setup"):

@@ -53,17 +53,21 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(task_digest: str, environment_key: str, compile_mode: str = DEFAULT_COMPILE_MODE,
-              pad_release: bool = False, round_calls: int | None = None) -> str:  # fmt: skip
+              pad_release: bool = False, round_calls: int | None = None,
+              compile_builds: int | None = None) -> str:  # fmt: skip
     """The record's name, and what its HMAC covers with its contents: a record copied to another mode's
     (or task's, or GPU's, or pad's) name does not verify there. The record itself is unchanged by them.
     `pad_release`: whether the pads waited for the host's release (candidate/pad.py, TimingConfig).
     `round_calls`: the calls per round where memory cut them below the configured number (decide/
-    round_size.py); None for the configured number, so the records of every other task keep their names."""
+    round_size.py); None for the configured number, so the records of every other task keep their names.
+    `compile_builds`: the fresh torch.compile builds the baseline is the fastest of, where not the default
+    (None): a baseline of one build must not stand in for one of three."""
     mode = check_compile_mode(compile_mode)
     pads = "|pads:host-release" if pad_release else ""
     calls = f"|round-calls:{round_calls}" if round_calls is not None else ""
+    builds = f"|compile-builds:{compile_builds}" if compile_builds is not None else ""
     return hashlib.sha256(
-        f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}|compile:{mode}{pads}{calls}".encode()
+        f"{task_digest}|{environment_key}|{PROTOCOL_VERSION}|{POLICY}|compile:{mode}{pads}{calls}{builds}".encode()
     ).hexdigest()
 
 
