@@ -155,12 +155,13 @@ def run(args: argparse.Namespace) -> int:
 def judge_config(args: argparse.Namespace, build: Any) -> Any:
     """The JudgeConfig a full judgment runs with, from the command's options."""
     from cuda_agent.judge import JudgeConfig, TimingConfig
+    from cuda_agent.judge.config import DEFAULT_COMPILE_BUILDS
 
     return JudgeConfig(
         atol=args.atol, rtol=args.rtol, build=build, time_candidate=not args.no_timing,
         forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
         timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode,
-                            **({"compile_builds": args.compile_builds} if getattr(args, "compile_builds", None) else {})),
+                            compile_builds=getattr(args, "compile_builds", None) or DEFAULT_COMPILE_BUILDS),
         warm_beside_timing=getattr(args, "warm_beside_timing", False),
     )  # fmt: skip
 

@@ -175,12 +175,13 @@ def mix_signs(inputs: list[Any], seed: int, signs: Signs) -> list[Any]:
             continue
         value = out[position]
         generator = sign_generator(seed, position, value.device)
-        mixed = torch.empty_like(value)
-        source, target = _in_memory_order(value), _in_memory_order(mixed)
-        if source is None or target is None:  # overlapping or gapped layouts (an expanded input): as a whole
+        order = _memory_order(value)
+        if not value.permute(order).is_contiguous():  # overlapping or gapped (an expanded input): as a whole
             flips = torch.empty_like(value).random_(0, 2, generator=generator)
             out[position] = value * (flips * (2.0 * factor) - factor)
             continue
+        mixed = torch.empty_like(value)  # a dense layout's strides, so the same order walks its memory
+        source, target = value.permute(order).view(-1), mixed.permute(order).view(-1)
         for start in range(0, source.numel(), SIGN_CHUNK):
             part = source[start : start + SIGN_CHUNK]
             flips = torch.empty_like(part).random_(0, 2, generator=generator)
@@ -189,12 +190,10 @@ def mix_signs(inputs: list[Any], seed: int, signs: Signs) -> list[Any]:
     return out
 
 
-def _in_memory_order(t: torch.Tensor) -> torch.Tensor | None:
-    """A flat view of `t`'s elements in the order they lie in memory, where they fill a block without gaps
-    or overlaps (any permutation of a contiguous layout); None otherwise."""
-    order = sorted(range(t.dim()), key=lambda d: t.stride(d), reverse=True)
-    permuted = t.permute(order)
-    return permuted.view(-1) if permuted.is_contiguous() else None
+def _memory_order(t: torch.Tensor) -> list[int]:
+    """`t`'s dimensions from the largest stride to the smallest: permuted so, a tensor whose elements fill
+    a block without gaps or overlaps (any permutation of a contiguous layout) is contiguous."""
+    return sorted(range(t.dim()), key=lambda d: t.stride(d), reverse=True)
 
 
 def fingerprint(values: list[Any]) -> str:
