@@ -42,6 +42,22 @@ def test_a_compile_stopped_at_the_limit_names_the_flag_that_sets_it(monkeypatch,
     assert "--build-timeout" not in out, "the verdict itself does not name the flag"
 
 
+def test_a_build_stopped_by_its_total_limit_says_so(monkeypatch, tmp_path: Path, capsys) -> None:
+    """CI, 2026-12-06: `--build-timeout 800` raised the limit per file but left the build's total at 300 s, and
+    the build stopped at 300 s under a message naming 800 s. The total now follows the per-file limit by
+    default, can be set, and the message names whichever limit stopped the build."""
+    from cuda_agent.commands.judge import build_total_timeout
+
+    assert build_total_timeout(800, None) == 1600 and build_total_timeout(60, None) == 300
+    assert build_total_timeout(800, 900) == 900
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))  # cold: nothing compiles within 3 s
+    code = main(["judge", str(ROOT / "examples" / "elementwise_chain"), "--build-only", "--build-timeout", "600",
+                 "--build-total-timeout", "3"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 1 and "did not finish within the build's total limit of 3 s and was stopped" in out
+    assert "--build-total-timeout" in err and "e.g. --build-timeout 1200" in err
+
+
 def test_other_errors_still_raise(monkeypatch) -> None:
     from cuda_agent import cli
 

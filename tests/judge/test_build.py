@@ -20,8 +20,8 @@ from cuda_agent.judge.trusted.build import (
     ensure_pch,
     pch_command,
     stage_submission,
-    trim_compiler_output,
 )
+from cuda_agent.judge.trusted.compiler_log import trim_compiler_output
 from cuda_agent.judge.trusted.toolchain import discover
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

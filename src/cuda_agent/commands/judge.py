@@ -56,11 +56,25 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
                              "makes a cold task's baseline quicker and possibly slower; cached apart)")  # fmt: skip
     parser.add_argument("--forward-timeout", type=float, default=60.0, help="seconds per forward call")
     parser.add_argument("--build-timeout", type=float, default=180.0, help="seconds per compiled file")
+    parser.add_argument("--build-total-timeout", type=float, default=None, metavar="SECONDS",
+                        help="seconds for a whole build, all files and the link (default: the larger of 300 and "
+                             "twice --build-timeout)")  # fmt: skip
     parser.add_argument("--arch", help="CUDA architecture to build for, e.g. 9.0 (default: the visible GPU)")
     parser.add_argument("--gpus", type=int, default=1, help="GPUs to judge on in parallel")
     parser.add_argument("--build-workers", type=int, help="concurrent builds (default: the free CPU cores)")
     parser.add_argument("--out", type=Path, help="also write the verdicts as JSON lines to this file")
     parser.set_defaults(handler=run)
+
+
+def build_total_timeout(per_file_s: float, total_s: float | None) -> float:
+    """The whole build's limit. Raising the limit per file alone used to leave the build's total at 300 s, so
+    a build of several slow files was stopped at 300 s under a message that named the larger per-file
+    limit (CI, 2026-12-06). By default the total leaves room for two rounds of files at the per-file limit."""
+    from cuda_agent.judge import BuildConfig
+
+    if total_s is not None:
+        return total_s
+    return max(BuildConfig.total_timeout_s, 2 * per_file_s)
 
 
 def positive_int(value: str) -> int:
@@ -106,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout)
+    build = BuildConfig(arch=args.arch or default_arch(), compile_timeout_s=args.build_timeout,
+                        total_timeout_s=build_total_timeout(args.build_timeout, args.build_total_timeout))
     if args.build_only:
         # No reward rests on this build, so the judge's binding object may be reused from the cache (a full
         # judgment always compiles its own).
@@ -257,5 +272,6 @@ def _hint_compile_limit(verdicts: list[tuple[Path, Verdict]], limit: float) -> N
     also what an agent reads, so the flag is named here, for the person at the command line; a `.cu` that
     includes <torch/extension.h> (every load_inline import) took over 180 s on a busy 2-core machine."""
     if any("did not finish within" in v.reason and "compilation of" in v.reason for _, v in verdicts):
-        print(f"hint: the judge stops each file's compilation after {limit:.0f} s (--build-timeout); a small or "
-              "busy machine may need more, e.g. --build-timeout 600", file=sys.stderr)
+        print(f"hint: the judge stops each file's compilation after {limit:.0f} s (--build-timeout) and a whole "
+              f"build after --build-total-timeout; a small or busy machine may need more, e.g. --build-timeout "
+              f"{max(600, 2 * limit):.0f}", file=sys.stderr)

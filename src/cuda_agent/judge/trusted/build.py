@@ -26,7 +26,6 @@ import atexit
 import functools
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -45,6 +44,7 @@ from cuda_agent.judge.trusted.build_commands import (
     compile_command,
     link_command,
 )
+from cuda_agent.judge.trusted.compiler_log import trim_compiler_output
 from cuda_agent.judge.trusted.pch import (
     PCH_NOT_USED,
     Pch,
@@ -65,8 +65,6 @@ SOURCE_SUFFIXES = (".cu", ".cpp")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc", ".inl")
 MAX_KERNEL_FILES = 64
 MAX_KERNEL_BYTES = 4 << 20
-COMPILE_LOG_LINES = 60
-COMPILE_LOG_CHARS = 8000
 
 
 @dataclass(frozen=True)
@@ -357,7 +355,7 @@ def _compile_and_link(
         timed_out = any(r.timed_out for _, r in failures)
         if timed_out:
             names = ", ".join(_display(s, stage) for s, r in failures if r.timed_out)
-            log = f"compilation of {names} did not finish within {config.compile_timeout_s:.0f} s and was stopped"
+            log = f"compilation of {names} did not finish within {_limit_reached(config, start)} and was stopped"
         else:
             log = "\n".join(
                 line
@@ -422,29 +420,10 @@ def _rewrite_paths(text: str, stage: Path) -> str:
     return text.replace(str(stage) + "/", "").replace(str(stage), ".")
 
 
-_ERROR_LINE = re.compile(r"(error|undefined reference|fatal|multiple definition|Error)", re.IGNORECASE)
-
-
-def trim_compiler_output(text: str) -> list[str]:
-    """Keep the lines an agent needs: each error with the source lines the compiler printed under it."""
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    keep: list[str] = []
-    for i, line in enumerate(lines):
-        if _ERROR_LINE.search(line) and "warning" not in line.lower().split("error")[0]:
-            for context in lines[i : i + 3]:
-                if context not in keep[-3:]:
-                    keep.append(context)
-    if not keep:
-        keep = lines[-COMPILE_LOG_LINES:]
-    if len(keep) > COMPILE_LOG_LINES:
-        dropped = len(keep) - COMPILE_LOG_LINES
-        keep = [*keep[:COMPILE_LOG_LINES], f"... {dropped} more lines of errors cut"]
-    trimmed: list[str] = []
-    size = 0
-    for line in keep:
-        size += len(line) + 1
-        if size > COMPILE_LOG_CHARS:
-            trimmed.append("... output cut")
-            break
-        trimmed.append(line)
-    return trimmed
+def _limit_reached(config: BuildConfig, start: float) -> str:
+    """Which limit stopped a compilation: a unit gets the smaller of the per-file limit and what is left of
+    the build's total, and the message names the one that applied (it once named an 800 s per-file limit
+    when the 300 s total had stopped the build)."""
+    if time.monotonic() - start >= config.total_timeout_s - 1.0:
+        return f"the build's total limit of {config.total_timeout_s:.0f} s"
+    return f"{config.compile_timeout_s:.0f} s"
