@@ -10,9 +10,13 @@ audit gives both inputs): per size and share, the audit's statistic against its 
 
     python benchmarks/sampled_reduction.py [--sides 2048,4096,8192] [--shares 1,2,4,16,64] [--out DIR]
 
+Each size is measured twice: on the draw as it was before the fix, and with the outliers the judge now
+plants in such an input (trusted/outlier_audit.py: three elements per input set to a power of two that
+moves the loss by 1/64 each, found by the judge's own audit on this draw).
+
 Prints a table and writes OUT/sampled_reduction.json. Exits 1 when the full read (share 1) is not within
-the bound: then the measurement itself is off, not the sample. The fix it is meant to show (an outlier set
-written by the reference, precision.md) is not built yet: every row that says `passes` is open.
+the bound (then the measurement itself is off, not the sample), or when a sample passes on the planted
+draw (the fix does not hold).
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import torch  # noqa: E402
 
+from cuda_agent.judge.candidate.inputs import plant_outliers  # noqa: E402
 from cuda_agent.judge.common import rounding_probe  # noqa: E402
-from cuda_agent.judge.trusted import precision  # noqa: E402
+from cuda_agent.judge.trusted import outlier_audit, precision  # noqa: E402
+from cuda_agent.judge.trusted.compare import Tolerance  # noqa: E402
 from cuda_agent.judge.trusted.truth import TruthModel  # noqa: E402
 
 K = 3.0  # the judge's precision_k
@@ -61,17 +67,20 @@ def sampled(inputs: list[torch.Tensor], share: int) -> torch.Tensor:
 
 
 def measure(side: int, shares: list[int], seed: int) -> list[dict]:
+    """Per share, the audit's verdict on the draw as it was and on the draw with the judge's outliers."""
     model = MeanSquaredError()
-    inputs = judges_inputs(side, seed)
-    reference = model(*inputs)
-    truth = TruthModel(model).outputs(inputs)[0]
+    found = outlier_audit.audit(model, lambda: judges_inputs(side, seed), Tolerance(1e-2, 1e-2))
+    draws = {"without": judges_inputs(side, seed), "with": plant_outliers(judges_inputs(side, seed), seed, found.planted)}
     rows = []
-    for share in shares:
-        candidate = reference if share == 1 else sampled(inputs, share)
-        found = precision.audit(candidate.reshape(reference.shape), reference, truth, K)
-        rows.append({"elements": side * side, "share": share, "statistic": round(found.statistic, 4),
-                     "bound": round(found.bound, 4), "passes": found.passed,
-                     "relative_error": abs(float(candidate) / float(truth.value) - 1.0)})  # fmt: skip
+    for outliers, inputs in draws.items():
+        reference = model(*inputs)
+        truth = TruthModel(model).outputs(inputs)[0]
+        for share in shares:
+            candidate = reference if share == 1 else sampled(inputs, share)
+            audit = precision.audit(candidate.reshape(reference.shape), reference, truth, K)
+            rows.append({"elements": side * side, "outliers": outliers, "magnitudes": found.planted,
+                         "share": share, "statistic": round(audit.statistic, 4), "bound": round(audit.bound, 4),
+                         "passes": audit.passed, "relative_error": abs(float(candidate) / float(truth.value) - 1.0)})  # fmt: skip
     return rows
 
 
@@ -86,13 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     shares = [int(s) for s in args.shares.split(",")]
     rows: list[dict] = []
     print(f"MSELoss read at 1/share of its rows, the judge's precision audit (k = {K:g}, bound on the statistic)")
-    print(f"{'elements':>12} {'share':>6} {'statistic':>10} {'bound':>7} {'rel. error':>11}  verdict")
+    print(f"{'elements':>12} {'outliers':>8} {'share':>6} {'statistic':>10} {'bound':>7} {'rel. error':>11}  verdict")
     for i, side in enumerate(sides, 1):
         began = time.monotonic()
         for row in measure(side, shares, args.seed + side):
             rows.append(row)
-            verdict = "passes (open)" if row["passes"] and row["share"] > 1 else ("honest" if row["share"] == 1 else "refused")
-            print(f"{row['elements']:>12,} {'1/' + str(row['share']):>6} {row['statistic']:>10.2f} {row['bound']:>7.2f} "
+            verdict = "passes" if row["passes"] and row["share"] > 1 else ("honest" if row["share"] == 1 else "refused")
+            print(f"{row['elements']:>12,} {row['outliers']:>8} {'1/' + str(row['share']):>6} {row['statistic']:>10.2f} {row['bound']:>7.2f} "
                   f"{row['relative_error']:>11.2e}  {verdict}")  # fmt: skip
         print(f"  [{i}/{len(sides)}] side {side} in {time.monotonic() - began:.1f} s", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -101,7 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {path}")
     honest_off = [r for r in rows if r["share"] == 1 and not r["passes"]]
     if honest_off:
-        print(f"error: the full read is outside the bound at {honest_off[0]['elements']:,} elements", file=sys.stderr)
+        print(f"error: the full read is outside the bound at {honest_off[0]['elements']:,} elements "
+              f"({honest_off[0]['outliers']} outliers)", file=sys.stderr)
+        return 1
+    open_rows = [r for r in rows if r["share"] > 1 and r["passes"] and r["outliers"] == "with"]
+    if open_rows:
+        print(f"error: a sample of 1/{open_rows[0]['share']} passes with the outliers at "
+              f"{open_rows[0]['elements']:,} elements", file=sys.stderr)
         return 1
     return 0
 

@@ -65,6 +65,7 @@ def cpu_reference(monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a, **k: None)
     for module in (reference_worker, candidate_worker):
         monkeypatch.setattr(module, "draw_inputs",
-                            lambda task, seed, device="cpu", transforms=None, signs=None: draw(task, seed, "cpu", transforms, signs))  # fmt: skip
+                            lambda task, seed, device="cpu", transforms=None, signs=None, outliers=None: (
+                                draw(task, seed, "cpu", transforms, signs, outliers)))  # fmt: skip
     monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True: load(path, "cpu", trusted))
     return reference_worker.ReferenceWorker()

@@ -40,6 +40,15 @@ and float64 value, in both workers and in every draw: rounding such a value to T
 errs the same way, so a kernel that lowers its operands' precision shows a bias the precision audit sees
 however long the reduction.
 
+Outliers (trusted/outlier_audit.py): a global loss or norm over a very large input (KernelBench's MSELoss
+reduces 2^30 elements to one) could be computed from a sample of the elements: the sample's error falls
+like 1/sqrt(pN) while the honest allowance of a sum over the whole tensor grows like sqrt(N), so from about
+64M elements a kernel reading 1/64 of the data passed. Where the reference's audit found such an input,
+three elements of it, at positions drawn from a hash of the seed, are set to a power of two (keeping their
+signs) chosen so that each moves the output by about 1/64 (`plant_outliers`), in both workers and every draw. A kernel
+that skips an element misses a term the size of the whole sample's allowance many times over; one that
+scales up a sample of a fixed share counts an odd number of outliers the share's inverse times.
+
 Trust boundary: in the reference worker the draw is a fact (the expected outputs are computed on it); in
 the candidate worker it is a convenience whose result the candidate may change at will, and doing so only
 makes it compute on inputs the reference did not.
@@ -64,6 +73,9 @@ InputTransform = tuple[float, float, float]
 IDENTITY: InputTransform = (1.0, 1.0, 1.0)
 # Input position -> the power-of-two factor its random signs come with (trusted/sign_audit.py).
 Signs = dict[int, float]
+# Input position -> the power-of-two magnitude its outliers are set to (trusted/outlier_audit.py).
+Outliers = dict[int, float]
+OUTLIERS_PER_INPUT = 3  # odd: a sample scaled up by a whole share's inverse cannot count them right
 
 
 def seed_everything(seed: int) -> None:
@@ -99,13 +111,14 @@ def to_cuda(value: Any) -> Any:
 
 def draw_inputs(
     module: ModuleType, seed: int, device: str = "cuda", transforms: list[InputTransform] | None = None,
-    signs: Signs | None = None,
+    signs: Signs | None = None, outliers: Outliers | None = None,
 ) -> Any:
     """The task's inputs for `seed`, drawn on the GPU: `torch.randn(...)` in get_inputs() then runs on
     the device (milliseconds) instead of the CPU (about 0.4 s per 128 MB on the H200 host). Anything but
     a list or tuple comes back as it is, for `task.check_inputs` to name. `transforms` (one per input
-    position, from the reference's input audit) scale floating-point inputs, and `signs` (the sign audit's)
-    give chosen ones random signs, the same way in both workers."""
+    position, from the reference's input audit) scale floating-point inputs, `signs` (the sign audit's)
+    give chosen ones random signs and `outliers` (the outlier audit's) scale a few of their elements up, the
+    same way in both workers."""
     seed_everything(seed)
     try:
         with torch.device(device):
@@ -117,6 +130,7 @@ def draw_inputs(
     drawn = [to_cuda(x) for x in inputs] if device == "cuda" else list(inputs)
     drawn = apply_transforms(drawn, seed, transforms) if transforms else drawn
     drawn = mix_signs(drawn, seed, signs) if signs else drawn
+    drawn = plant_outliers(drawn, seed, outliers) if outliers else drawn
     return rounding_probe.settle_all(drawn)  # lowered precision then errs one way (common/rounding_probe.py)
 
 
@@ -187,6 +201,38 @@ def mix_signs(inputs: list[Any], seed: int, signs: Signs) -> list[Any]:
             flips = torch.empty_like(part).random_(0, 2, generator=generator)
             torch.mul(part, flips.mul_(2.0 * factor).sub_(factor), out=target[start : start + SIGN_CHUNK])
         out[position] = mixed
+    return out
+
+
+def outlier_positions(seed: int, position: int, numel: int) -> list[int]:
+    """The flat logical indices of input `position`'s outliers in the draw `seed`: distinct, from a hash of
+    both (not from the task's generators), so both workers plant the same ones."""
+    count = min(OUTLIERS_PER_INPUT, numel)
+    chosen: list[int] = []
+    attempt = 0
+    while len(chosen) < count:
+        digest = hashlib.sha256(f"outliers:{seed}:{position}:{attempt}".encode()).digest()
+        index = int.from_bytes(digest[:8], "big") % numel
+        if index not in chosen:
+            chosen.append(index)
+        attempt += 1
+    return chosen
+
+
+def plant_outliers(inputs: list[Any], seed: int, outliers: Outliers) -> list[Any]:
+    """Each chosen floating tensor with its outliers set to the chosen magnitude, each keeping its sign, out
+    of place (get_inputs() may hand out the same tensor on every draw) and in its own layout. Set, not
+    scaled: an outlier drawn near zero would carry nothing. A power of two, whose bits the rounding probe
+    then sets as any value's. Memory: one new tensor of the input's size."""
+    out = list(inputs)
+    for position, magnitude in outliers.items():
+        if position >= len(out) or not mixable(out[position]):
+            continue
+        planted = out[position].clone()  # preserve_format: a dense layout keeps its strides
+        for flat in outlier_positions(seed, position, planted.numel()):
+            index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), planted.shape))
+            planted[index] = -magnitude if bool(planted[index] < 0) else magnitude
+        out[position] = planted
     return out
 
 

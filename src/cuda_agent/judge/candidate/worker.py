@@ -56,13 +56,14 @@ class InputSource:
         )
         self.transforms: list[Any] | None = None  # the reference's input audit's (state.pt), for every draw
         self.signs: dict[int, float] | None = None  # the reference's sign audit's (state.pt), for every draw
+        self.outliers: dict[int, float] | None = None  # the reference's outlier audit's (state.pt), likewise
 
     def get(self, seed: int | None, path: str | None) -> Any:
         if path is not None:
             return _load(path)
         if seed is None:
             raise ValueError("an input seed or an input file is needed")
-        return draw_inputs(self.task, seed, transforms=self.transforms, signs=self.signs)
+        return draw_inputs(self.task, seed, transforms=self.transforms, signs=self.signs, outliers=self.outliers)
 
 
 class CandidateError(RuntimeError):
@@ -129,6 +130,7 @@ class CandidateWorker:
         state = torch.load(judge_file(state_path), map_location="cuda", weights_only=True)
         self.inputs.transforms = state.get("input_transforms")
         self.inputs.signs = state.get("input_signs")
+        self.inputs.outliers = state.get("input_outliers")
         self.torch_snapshot = TorchSnapshot()  # torch as the judge's code here uses it, before any candidate code
         self.init_inputs = state["init_inputs"]
         model, gate = self._construct(state["state_dict"], first=True)

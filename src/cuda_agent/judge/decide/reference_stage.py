@@ -105,6 +105,9 @@ class ReferenceStage:
             raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
         self.checks["input_audit"] = reply.get("input_audit", {})
         self.checks["sign_audit"] = reply.get("sign_audit", {})  # trusted/sign_audit.py
+        outliers = reply.get("outlier_audit", {})  # trusted/outlier_audit.py: only where an input qualifies
+        if outliers.get("elements_per_output"):
+            self.checks["outlier_audit"] = outliers
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]
         self.checks["parameter_audit"] = reply.get("parameter_audit", {})

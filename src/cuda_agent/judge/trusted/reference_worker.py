@@ -10,7 +10,8 @@ Facts of the reward established here, outside the candidate's reach (docs/design
   (drawn again here from that call's seed, which the candidate held only for the round it ran);
 - the parameter audit (audit.py): constant state varied, every parameter scaled until zeroing it fails
   the comparison, then moved to a random generic point (perturb.py); the input audit (input_audit.py):
-  inputs made to matter on every draw, a task that ignores one refused; the degeneracy audit (degeneracy.py);
+  inputs made to matter on every draw, a task that ignores one refused; a few large elements planted in
+  an input that a global loss reduces (outlier_audit.py); the degeneracy audit (degeneracy.py);
 - the comparison itself: values within the tolerance by logical index, boolean and integer outputs exact
   except at cuts (cuts.py), no memory shared that the reference's output does not share (layout.py),
   and the precision audit against the reference with every op promoted to float64 (truth.py, precision.py);
@@ -41,6 +42,7 @@ from cuda_agent.judge.trusted import (
     cuts,
     degeneracy,
     input_audit,
+    outlier_audit,
     perturb,
     reference_memory,
     response_probe,
@@ -53,6 +55,7 @@ from cuda_agent.judge.trusted.compare import Tolerance, describe
 from cuda_agent.judge.trusted.compile_builds import compile_build, fresh_compiles
 from cuda_agent.judge.trusted.degeneracy import POLYNOMIAL_OPS
 from cuda_agent.judge.trusted.output_verdict import judge_outputs
+from cuda_agent.judge.trusted.reference_files import InputFiles
 from cuda_agent.judge.trusted.reference_machine import MachineCommands
 from cuda_agent.judge.trusted.reference_response import ResponseCheck
 from cuda_agent.judge.trusted.reference_timing import BaselineTiming
@@ -70,7 +73,7 @@ PROBE_BYTES = 16 << 20
 __all__ = ["ReferenceWorker", "compile_build", "fresh_compiles", "judge_outputs", "main", "vary_constant_state"]
 
 
-class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
+class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles):
     def __init__(self) -> None:
         self.module: Any = None
         self._judgments = 0
@@ -89,6 +92,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
         self.input_transforms: list[Any] | None = None  # the input audit's, applied to every draw
         self.signs = sign_audit.SignAudit()  # inputs given random signs in every draw (sign_audit.py)
+        self.outliers = outlier_audit.OutlierAudit()  # elements scaled up in every draw (outlier_audit.py)
         self.perturbation = perturb.Perturbation()
         self.inputs_audit = input_audit.InputAudit()
         self.reproducible = False
@@ -138,7 +142,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self._aim_pairs(precision_audit, kept_share)  # the weight pair's loaded point (reference_response.py)
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
-                    "input_transforms": self.input_transforms, "input_signs": self.signs.signs}, out / "state.pt")  # fmt: skip
+                    "input_transforms": self.input_transforms, "input_signs": self.signs.signs,
+                    "input_outliers": self.outliers.outliers}, out / "state.pt")  # fmt: skip
         self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degeneracy_audit = degeneracy.Audit(tol)
@@ -204,6 +209,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
             "output_bytes": self.sizes.get("its outputs"), "gpu_bytes": reference_memory.gpu_total_bytes(),
             "ops": sorted(recorder.seen), "input_prints": self.input_prints, "reproducible": reproducible,
             "parameter_audit": audit, "input_audit": self.inputs_audit.report(), "sign_audit": self.signs.report(),
+            "outlier_audit": self.outliers.report(),
             "input_problem": self.inputs_audit.problem(),
             "precision": precision_state, "response_probe": response,
             "kept_sets": len(input_seeds) if keep else 0,  # else each set's output is made again to compare
@@ -233,40 +239,17 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self.signs, self.inputs_audit = sign_audit.audit_inputs(self.model, first, seeds, tol, hold, lambda s, signs: (
             draw_inputs(self.module, s, signs=signs)), mix=mix_signs, inputs=audit_inputs)  # fmt: skip
         self.input_transforms = self.inputs_audit.active()
+        if audit_inputs:  # a global loss must read every element: a few large ones in every draw
+            self.outliers = outlier_audit.audit(self.model, lambda: draw_inputs(
+                self.module, seeds[0], transforms=self.input_transforms, signs=self.signs.signs), tol)
         return audit
-
-    def draw_round(self, seeds: list[int], workdir: str) -> dict[str, Any]:
-        """Input-file mode (a task whose inputs a seed does not reproduce in the candidate worker): draw
-        one input set per timed call of the next round, keep them for its checks, write them as a file."""
-        self.round_sets = {seed: self._draw(seed) for seed in seeds}
-        path = Path(workdir) / "round_inputs.tensors"
-        tensorfile.save([self.round_sets[seed] for seed in seeds], path)
-        return {"path": str(path)}
 
     def _draw(self, seed: int) -> list[Any]:
         """The inputs of `seed`, with the input audit's transforms (as the candidate worker draws them); a
         timed call's, drawn inside its round (the samplers' `draw`): the same steps as the candidate
         worker's, so both contenders' walls hold the same draw."""
-        return draw_inputs(self.module, seed, transforms=self.input_transforms, signs=self.signs.signs)
-
-    def save_inputs(self, workdir: str) -> dict[str, Any]:
-        """Write this judgment's input and timing sets as files, for a task whose inputs the candidate
-        worker could not reproduce from the seeds. A set that draws differently again (a task reading a
-        clock) gets its reference outputs recomputed, so files and outputs always belong together."""
-        out = Path(workdir)
-        for index, seed in enumerate(self.input_seeds):
-            inputs = self._draw(seed)
-            if fingerprint(inputs) != self.input_prints[index] or self.outputs[index] is None:
-                # The truth too: the file's inputs are the ones the candidate's outputs will be held to.
-                self.exact_outputs[index] = self.exact.outputs(inputs) if self.exact else None
-                with torch.no_grad():
-                    result = self.model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
-                self.outputs[index] = [t.detach().clone() for t in flatten_tensors(result)]
-                self.exact_outputs[index] = self.exact.confirm(self.exact_outputs[index], self.outputs[index], self.tol, inputs) if self.exact else None  # fmt: skip
-                if index < len(self.cut_alternatives):
-                    self.cut_alternatives[index] = self._cut_alternatives(inputs, self.outputs[index], self.tol)
-            tensorfile.save(inputs, out / f"inputs_{index}.tensors")
-        return {"sets": len(self.input_seeds)}
+        return draw_inputs(self.module, seed, transforms=self.input_transforms, signs=self.signs.signs,
+                           outliers=self.outliers.outliers)
 
     def compare_timing(
         self, seed: int, path: str, atol: float, rtol: float, shared: bool = False,
@@ -331,10 +314,10 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         try:
             hint = perturb.explain(self.model, self._draw(seed), produced, tol, self.perturbation)
             if hint is None and self.input_transforms is not None:
-                raw = draw_inputs(self.module, seed, signs=self.signs.signs)
+                raw = draw_inputs(self.module, seed, signs=self.signs.signs, outliers=self.outliers.outliers)
                 hint = input_audit.explain(self.model, raw, produced, tol, self.inputs_audit)
             if hint is None and self.signs.mixed:
-                unmixed = draw_inputs(self.module, seed, transforms=self.input_transforms)
+                unmixed = draw_inputs(self.module, seed, transforms=self.input_transforms, outliers=self.outliers.outliers)
                 hint = sign_audit.explain(self.model, unmixed, produced, tol, self.signs)
         except Exception:  # a diagnosis only: the comparison has decided already
             return None
@@ -377,6 +360,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands):
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
         self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
         self.input_transforms, self.reproducible, self.signs = None, False, sign_audit.SignAudit()
+        self.outliers = outlier_audit.OutlierAudit()
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
         self.cut_alternatives, self.has_cuts = [], False
         self.response, self.weight_pair = None, None
