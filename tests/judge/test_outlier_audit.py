@@ -82,6 +82,36 @@ def test_a_global_loss_gets_outliers_that_move_it_and_a_sample_misses_them() -> 
         assert audit(mse(*planted), planted) and not audit(sampled(*planted), planted), seed
 
 
+def _serial_fp32_mean(terms: torch.Tensor, per_thread: int) -> torch.Tensor:
+    """A GPU kernel's honest order at its least accurate: each thread a running fp32 sum of `per_thread`
+    terms in order, then the threads' partials added one by one (an atomicAdd's order), in fp32 throughout
+    (numpy's cumsum is sequential in the array's dtype; torch's accumulates a float in double on the CPU)."""
+    import numpy as np
+
+    partials = np.cumsum(terms.reshape(-1, per_thread).numpy(), axis=1, dtype=np.float32)[:, -1]
+    return torch.tensor(np.cumsum(partials, dtype=np.float32)[-1] / np.float32(terms.numel()))
+
+
+@pytest.mark.parametrize("loss", ["mse", "huber"])
+def test_honest_serial_fp32_orders_pass_with_the_outliers(loss: str) -> None:
+    """An outlier sits in one thread's running sum and swallows the small terms added after it (their
+    rounding at its ulp): the precision audit must still accept that order, for a square and a linear loss."""
+    fns = {"mse": lambda p, t: torch.mean((p - t) ** 2), "huber": torch.nn.functional.smooth_l1_loss}
+    model = Lambda(fns[loss])
+    draw = _draw((1024, 1024), (1024, 1024))
+    found = outlier_audit.audit(model, draw, TOL)
+    assert set(found.planted) == {0, 1}, found.report()
+    for seed in range(3):
+        p, t = plant_outliers(draw(), seed, found.planted)
+        d = p - t
+        terms = d * d if loss == "mse" else torch.where(d.abs() < 1, 0.5 * d * d, d.abs() - 0.5)
+        reference = model(p, t)
+        truth = TruthModel(model).outputs([p, t])[0]
+        for per_thread in (256, 65536):
+            honest = _serial_fp32_mean(terms, per_thread).reshape(reference.shape)
+            assert precision.audit(honest, reference, truth, 3.0).passed, (loss, seed, per_thread)
+
+
 def test_a_linear_sum_gets_a_larger_magnitude_than_a_square() -> None:
     draw = _draw((1 << 20,))
     square = outlier_audit.audit(Lambda(lambda x: (x * x).sum()), draw, TOL).planted[0]
