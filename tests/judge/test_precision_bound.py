@@ -226,3 +226,39 @@ def test_a_plain_running_mean_of_probed_one_signed_inputs_passes_and_lowered_one
                               ("fp16 accumulator", running(x, torch.float16))):  # fmt: skip
             audit = precision.audit(lowered, reference, truth, K)
             assert not audit.passed, f"{name} passed at K={count}: {audit.statistic:.3g} vs {audit.bound:.3g}"
+
+
+def test_an_input_that_moves_few_elements_of_a_smooth_output_cannot_be_ignored() -> None:
+    """A white-box probe (2026-12-06): an integer index input adds 1e-3 to 4 of 4,096 rows; a kernel that
+    ignores it errs on 0.1% of the elements, far beyond their allowance but inside atol, and the audit's trim
+    of the largest 1% hid it. The reference decides nothing on its way (no comparison, index computed from
+    floats, rounding), so no element beyond TRIM_CEILING allowances is trimmed now and the kernel is
+    refused; the honest output passes. Where the reference does decide (a threshold), the trim reaches any
+    z, for the flips it can cause."""
+    import torch
+
+    from cuda_agent.judge.common import rounding_probe
+    from cuda_agent.judge.trusted import precision
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    class Bumped(torch.nn.Module):
+        def forward(self, x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(x).index_add(0, rows, torch.full((rows.numel(), x.shape[1]), 1e-3))
+
+    torch.manual_seed(5)
+    x = rounding_probe.settle(torch.randn(4096, 64))
+    rows = torch.tensor([7, 900, 2048, 4000])
+    truth = TruthModel(Bumped()).outputs([x, rows])[0]
+    assert not truth.decided
+    reference = Bumped()(x, rows)
+    ignored = torch.tanh(x)
+    assert torch.allclose(ignored, reference, atol=1e-2, rtol=1e-2)
+    assert not precision.audit(ignored, reference, truth, 3.0).passed
+    assert precision.audit(reference.clone(), reference, truth, 3.0).passed
+
+    class Thresholded(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.where(x > 0.5, torch.tanh(x), x)
+
+    assert TruthModel(Thresholded()).outputs([x])[0].decided
+    assert not TruthModel(torch.nn.Linear(64, 8)).outputs([x])[0].decided

@@ -36,7 +36,7 @@ from cuda_agent.judge.trusted.tracked import Tracked, Untrackable, exact, payloa
 from cuda_agent.judge.trusted.truth_movement import copy_into, like_factory, movement, to_copy
 from cuda_agent.judge.trusted.truth_ops import call_payload, nominal_dtypes
 from cuda_agent.judge.trusted.truth_pointwise import generic, pointwise
-from cuda_agent.judge.trusted.truth_selection import selection
+from cuda_agent.judge.trusted.truth_selection import decides, selection
 from cuda_agent.judge.trusted.truth_sums import (
     attention,
     avg_pool,
@@ -109,6 +109,10 @@ class Truth:
     sigma: torch.Tensor | None
     dtype: torch.dtype
     rows: tuple[int, int] | None = None  # the block of the batch it covers (truth_rows.py); None: all of it
+    # Whether the reference made a decision on its way (a comparison, an index, a rounding to an integer,
+    # a pick, data-dependent control flow, an op with no rule): only then may a few elements flip beyond
+    # the truth's own near-tie marking, so only then does the audit's trim reach any z (precision.py).
+    decided: bool = True
 
 
 class TruthMode(TorchDispatchMode):
@@ -118,11 +122,15 @@ class TruthMode(TorchDispatchMode):
     def __init__(self, unmodelled: set[str]) -> None:
         super().__init__()
         self.unmodelled = unmodelled
+        self.decisions: set[str] = set()  # ops that decided on floating values (`Truth.decided`)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         _refuse_complex(func, (args, kwargs))
-        return _refuse_complex(func, self.run(func, args, kwargs))
+        result = self.run(func, args, kwargs)
+        if decides(func, (args, kwargs), result, _SELECTION):
+            self.decisions.add(func.overloadpacket.__name__)
+        return _refuse_complex(func, result)
 
     def run(self, func: Any, args: Any, kwargs: Any) -> Any:
         if func in UNTRACKABLE:
@@ -263,6 +271,7 @@ class TruthModel:
         self.planned = False  # `rows` planned from the first inputs' size and the GPU's free memory
         self.separable: bool | None = None  # whether a block's truth stands for its rows (known once confirmed)
         self._state: dict[str, tuple[torch.Tensor, int, Tracked, int]] = {}
+        self.decisions: list[str] = []  # the ops that decided on floating values in the last evaluation
 
     @property
     def name(self) -> str:
@@ -320,13 +329,16 @@ class TruthModel:
         state = self._tracked_state()
         args = tree_map(lambda x: exact(x) if isinstance(x, torch.Tensor) else x, inputs)
         kept = _plain_state(self.model)
+        mode = TruthMode(self.unmodelled)
         try:
-            with torch.no_grad(), TruthMode(self.unmodelled):
+            with torch.no_grad(), mode:
                 result = torch.func.functional_call(self.model, state, tuple(args))
         finally:
             _restore_plain_state(self.model, kept)
+        self.decisions = sorted(mode.decisions)
+        decided = bool(mode.decisions or self.unmodelled)
         made = [_truth(t) for t in flatten_tensors(result)]
-        return [dataclasses.replace(t, rows=rows) if t is not None and rows else t for t in made]
+        return [dataclasses.replace(t, rows=rows, decided=decided) if t is not None else t for t in made]
 
     def _tracked_state(self) -> dict[str, Tracked]:
         """Parameters and buffers as tracked copies, kept while neither the reference's tensor nor the copy
@@ -421,3 +433,4 @@ def _truth(t: torch.Tensor) -> Truth | None:
     if t.is_floating_point():
         return Truth(t.detach().to(torch.float64), None, t.dtype)
     return Truth(t.detach(), None, t.dtype)
+

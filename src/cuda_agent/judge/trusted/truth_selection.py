@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_flatten
 
 from cuda_agent.judge.trusted.tracked import (
     Tracked,
@@ -142,3 +143,27 @@ def selection(func: Any, args: Any, kwargs: Any) -> Any:
         decided = _decided(indices, near)
     made = (Tracked.make(values, dtypes[0], var), decided)
     return type(out)(made + tuple(out[2:])) if isinstance(out, tuple) else list(made)
+
+
+# Floating ops whose result jumps where their input crosses a value (an integer, a multiple, zero): an
+# honest kernel's slightly different input can land on the other side.
+_DISCONTINUOUS = frozenset({"floor", "ceil", "round", "trunc", "frac", "sign", "remainder", "fmod", "heaviside",
+                            "floor_divide", "bucketize", "searchsorted"})  # fmt: skip
+# Ops that return a Python value about a tensor's layout or a kernel choice, not about its values.
+_METADATA = frozenset({"is_same_size", "_has_compatible_shallow_copy_type", "_fused_sdp_choice"})
+
+
+def decides(func: Any, given: Any, result: Any, picks: tuple[str, ...]) -> bool:
+    """Did this op decide on floating values (truth.py's `Truth.decided`): a pick or an index (`picks`,
+    the selection ops), a discontinuous op, or a non-floating result (a comparison, a cast to an integer,
+    a Python scalar read for control flow) computed from a floating tracked input?"""
+    name = func.overloadpacket.__name__
+    if name in picks or name in _DISCONTINUOUS:
+        return True
+    if name in _METADATA:
+        return False
+    flat, _ = tree_flatten(given)
+    if not any(isinstance(a, Tracked) and a.is_floating_point() for a in flat):
+        return False
+    out, _ = tree_flatten(result)
+    return any(not (isinstance(o, torch.Tensor) and o.is_floating_point()) for o in out if o is not None)
