@@ -194,3 +194,19 @@ def test_both_workers_draw_the_planted_inputs_and_a_kernel_that_skips_them_is_re
     # Without the input audit nothing is planted.
     reply = cpu_reference.prepare(str(task), str(tmp_path), 1234, [11, 12, 13], 99, 1e-2, 1e-2, audit_inputs=False)
     assert reply["outlier_audit"]["planted"] == {} and torch.load(tmp_path / "state.pt")["input_outliers"] is None
+
+
+def test_a_task_whose_inputs_are_all_small_costs_no_forward_and_a_held_set_no_draw() -> None:
+    def refuse(*inputs):
+        raise AssertionError("no forward was needed")
+
+    assert outlier_audit.audit(Lambda(refuse), _draw((1000, 1000)), TOL).per_output == {}  # under 2^20 elements
+    draws = []
+
+    def counted():
+        draws.append(1)
+        return _draw((1 << 20,))()
+
+    held = _draw((1 << 20,))()
+    assert outlier_audit.audit(Lambda(torch.relu), counted, TOL, first=held).per_output == {}
+    assert draws == [], "the held set counts the outputs; an elementwise task draws nothing more"

@@ -65,21 +65,28 @@ class OutlierAudit:
 
 def audit(
     model: torch.nn.Module, draw: Callable[[], list[Any]], tol: Tolerance,
-    min_per_output: int | None = None,
+    min_per_output: int | None = None, first: list[Any] | None = None,
 ) -> OutlierAudit:  # fmt: skip
     """The magnitude of every qualifying input of the task (see the module docstring). `draw` gives an input
-    set as the workers draw it so far (transforms and signs applied), a fresh one each call."""
+    set as the workers draw it so far (transforms and signs applied), a fresh one each call; `first`, a set
+    the caller holds already, is used to count the outputs, so a task that cannot qualify costs no second
+    input set (a 16 GiB pooling input) and one whose inputs are all below the threshold not even a forward."""
     min_per_output = MIN_ELEMENTS_PER_OUTPUT if min_per_output is None else min_per_output
     found = OutlierAudit()
-    inputs = draw()
+    inputs = draw() if first is None else first
+    if not any(mixable(v) and v.numel() >= min_per_output for v in inputs):
+        return found
     with torch.no_grad():
-        base = [t.detach().clone() for t in flatten_tensors(model(*inputs))]
-    floating = [t for t in base if t.is_floating_point()]
-    outputs = max(1, sum(t.numel() for t in base))
+        outputs = max(1, sum(t.numel() for t in flatten_tensors(model(*inputs))))
     for position, value in enumerate(inputs):
         if mixable(value) and value.numel() // outputs >= min_per_output:
             found.per_output[position] = value.numel() // outputs
     del inputs
+    if not found.per_output:
+        return found
+    with torch.no_grad():  # the outputs as the workers' draws give them, to measure the outliers' move
+        base = [t.detach().clone() for t in flatten_tensors(model(*draw()))]
+    floating = [t for t in base if t.is_floating_point()]
     if not floating:
         found.refused.update({p: "no floating-point output to move" for p in found.per_output})
         return found

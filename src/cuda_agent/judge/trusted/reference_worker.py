@@ -241,7 +241,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         self.input_transforms = self.inputs_audit.active()
         if audit_inputs:  # a global loss must read every element: a few large ones in every draw
             self.outliers = outlier_audit.audit(self.model, lambda: draw_inputs(
-                self.module, seeds[0], transforms=self.input_transforms, signs=self.signs.signs), tol)
+                self.module, seeds[0], transforms=self.input_transforms, signs=self.signs.signs), tol, first=first)
         return audit
 
     def _draw(self, seed: int) -> list[Any]:
