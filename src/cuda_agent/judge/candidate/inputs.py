@@ -230,10 +230,20 @@ def plant_outliers(inputs: list[Any], seed: int, outliers: Outliers) -> list[Any
             continue
         planted = out[position].clone()  # preserve_format: a dense layout keeps its strides
         for flat in outlier_positions(seed, position, planted.numel()):
-            index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), planted.shape))
-            planted[index] = -magnitude if bool(planted[index] < 0) else magnitude
+            index = _unravel(flat, planted.shape)
+            # on the device, without reading the value back: a timed call's draw runs inside its round
+            planted[index] = torch.where(planted[index] < 0, -magnitude, magnitude)
         out[position] = planted
     return out
+
+
+def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    """The logical index of element `flat` of a tensor of `shape` (row-major)."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def _memory_order(t: torch.Tensor) -> list[int]:
