@@ -210,3 +210,20 @@ def test_a_task_whose_inputs_are_all_small_costs_no_forward_and_a_held_set_no_dr
     held = _draw((1 << 20,))()
     assert outlier_audit.audit(Lambda(torch.relu), counted, TOL, first=held).per_output == {}
     assert draws == [], "the held set counts the outputs; an elementwise task draws nothing more"
+
+
+def test_the_offline_degeneracy_audit_draws_as_the_judge_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/kernelbench_degeneracy.py's audit (degeneracy.audit_task) plants the outliers the judge would,
+    so its verdict on a global loss is the judge's."""
+    from cuda_agent.judge.trusted.degeneracy import audit_task
+    from cuda_agent.task import Task, import_task_module
+
+    monkeypatch.setattr(outlier_audit, "MIN_ELEMENTS_PER_OUTPUT", 1 << 16)
+    # a scale per draw, as KernelBench's losses have: without one every draw's loss is about 2/3 and the
+    # task is degenerate (a constant passes), outliers or not
+    scaled = TASK.replace("return [torch.rand(256, 256) * 2 - 1,", "return [(torch.rand(256, 256) * 2 - 1) * (0.3 + 2 * torch.rand(())),")
+    assert scaled != TASK
+    module = import_task_module(Task(name="mse", source=scaled, path=Path("mse.py")), "outlier_offline_mse")
+    found = audit_task(module, "mse", [3, 4, 5], TOL, device="cpu")
+    assert set(found.outlier_audit["planted"]) == {"input 0", "input 1"}, found.outlier_audit
+    assert found.degenerate == [], found.per_set

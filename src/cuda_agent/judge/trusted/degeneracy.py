@@ -264,6 +264,7 @@ class TaskAudit:
     seconds: float
     parameter_audit: dict[str, Any] = field(default_factory=dict)
     sign_audit: dict[str, Any] = field(default_factory=dict)
+    outlier_audit: dict[str, Any] = field(default_factory=dict)
 
 
 def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Tolerance, device: str = "cuda",
@@ -271,11 +272,11 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
     """The reference worker's degeneracy audit on a task module, the judge's way (`prepare`): the model
     built from `init_seed`, its constant state varied and every parameter made to matter, inputs of one
     sign given random signs where the task is defined on both (`signs`: sign_audit.py, as the judge does
-    with its precision audit on), each input set drawn from its seed on `device`, copied before the
-    forward, and audited with the same `Audit`."""
+    with its precision audit on), a global loss's outliers planted (outlier_audit.py), each input set drawn
+    from its seed on `device`, copied before the forward, and audited with the same `Audit`."""
     from cuda_agent.judge.candidate.inputs import draw_inputs, mix_signs
     from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-    from cuda_agent.judge.trusted import sign_audit
+    from cuda_agent.judge.trusted import outlier_audit, sign_audit
     from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
     from cuda_agent.task import build_model, check_inputs, flatten_tensors, tensor_bytes
 
@@ -292,12 +293,18 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
         found = sign_audit.choose(model, first, second, tol, seed=seeds[0] + 1)
         first = mix_signs(first, seeds[0], found.signs) if found.signs else first
         del second
+    planted = outlier_audit.audit(model, lambda: draw_inputs(module, seeds[0], device=device, signs=found.signs), tol,
+                                  first=first)  # fmt: skip
+    if planted.planted:  # drawn again, as the judge draws it (the outliers before the rounding probe's bits)
+        first = check_inputs(draw_inputs(module, seeds[0], device=device, signs=found.signs,
+                                         outliers=planted.outliers), name)  # fmt: skip
     input_bytes = tensor_bytes(first)
     audit = Audit(tol)
     recorder = OpGate(poison=False)
     per_set, specs, low_order = [], [], True
     for index, seed in enumerate(seeds):  # one set at a time (the judge holds all five: same answers)
-        inputs = first if index == 0 else check_inputs(draw_inputs(module, seed, device=device, signs=found.signs), name)
+        inputs = first if index == 0 else check_inputs(draw_inputs(module, seed, device=device, signs=found.signs,
+                                                                      outliers=planted.outliers), name)
         first = []  # set 0 is dropped with its turn
         pristine = snapshot(inputs)
         with torch.no_grad(), recorder if index == 0 else contextlib.nullcontext():
@@ -312,5 +319,5 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
     return TaskAudit(
         degenerate=audit.always(), per_set=per_set, outputs=specs, ops=sorted(recorder.seen), low_order=low_order,
         input_bytes=input_bytes, seconds=time.monotonic() - began, parameter_audit=parameter_audit,
-        sign_audit=found.report(),
+        sign_audit=found.report(), outlier_audit=planted.report(),
     )  # fmt: skip
