@@ -84,15 +84,19 @@ def audit(
     del inputs
     if not found.per_output:
         return found
-    with torch.no_grad():  # the outputs as the workers' draws give them, to measure the outliers' move
-        base = [t.detach().clone() for t in flatten_tensors(model(*draw()))]
+    drawn = draw()  # as the workers draw it: each input's scale, then the outputs the outliers must move
+    rms = {p: float(drawn[p].double().square().mean().sqrt()) for p in found.per_output}  # before forward
+    with torch.no_grad():
+        base = [t.detach().clone() for t in flatten_tensors(model(*drawn))]
+    del drawn
     floating = [t for t in base if t.is_floating_point()]
     if not floating:
         found.refused.update({p: "no floating-point output to move" for p in found.per_output})
         return found
+    scale = [max(float(t.abs().max()), tol.atol) if t.numel() else tol.atol for t in floating]
     seed = secrets.randbits(62)
     for position in found.per_output:
-        magnitude, why = _magnitude(model, draw, position, seed, floating, tol)
+        magnitude, why = _magnitude(model, draw, position, seed, floating, scale, rms[position])
         if magnitude is None:
             found.refused[position] = why
         else:
@@ -102,16 +106,12 @@ def audit(
 
 def _magnitude(
     model: torch.nn.Module, draw: Callable[[], list[Any]], position: int, seed: int, base: list[torch.Tensor],
-    tol: Tolerance,
+    scale: list[float], rms: float,
 ) -> tuple[float | None, str]:  # fmt: skip
     """The smallest power of two whose outliers at input `position` move an output by MOVE each, and why
     none. Exponents are tried at growing gaps (1, 2, 4, ... above the first), then bisected between the
     last that fell short and the first that did not (or that overflowed): about 10 forwards where a walk
     one exponent at a time took up to 65 (a linear loss at 2^30 elements wants about 2^24 times its scale)."""
-    scale = [max(float(t.abs().max()), tol.atol) if t.numel() else tol.atol for t in base]
-    drawn = draw()[position]
-    rms = float(drawn.double().square().mean().sqrt())
-    del drawn
     if not rms > 0 or not math.isfinite(rms):
         return None, "it is drawn all zero or not finite"
     first = math.frexp(rms)[1] + 1  # 2^first >= twice the root mean square
