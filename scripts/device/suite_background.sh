@@ -5,6 +5,7 @@
 #   OUT=/tmp/o PART=start WAIT_S=540 bash scripts/device/suite_background.sh
 # GPUS=2 (an nvidia-h200-x2 machine): one judge process per GPU, about half the wall time (the whole suite
 # is ~26 min on one H200: 81 distinct tasks cold). WARM_BESIDE=1: issue 34's warm-up beside timing.
+# COMPILE_BUILDS=1: one torch.compile build per cold task's baseline instead of three (see gpu_suite.py).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -15,6 +16,7 @@ if [ "${PART:-start}" = start ]; then
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   mkdir -p $S
   extra=(); [ "${WARM_BESIDE:-0}" = 1 ] && extra=(--warm-beside-timing)
+  [ -n "${COMPILE_BUILDS:-}" ] && extra+=(--compile-builds "$COMPILE_BUILDS")
   setsid nohup python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "${extra[@]}" --out $S examples tests/adversarial \
     > $S/suite.log 2>&1 < /dev/null &
 fi
