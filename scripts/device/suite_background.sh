@@ -5,6 +5,7 @@
 #   OUT=/tmp/o PART=start WAIT_S=540 bash scripts/device/suite_background.sh
 # GPUS=2 (an nvidia-h200-x2 machine): one judge process per GPU, about half the wall time (the whole suite
 # is ~26 min on one H200: 81 distinct tasks cold). WARM_BESIDE=1: issue 34's warm-up beside timing.
+# FIRST="folders": those cases judged first, then the rest (their verdicts joined by --earlier).
 # COMPILE_BUILDS=1: one torch.compile build per cold task's baseline instead of three (see gpu_suite.py).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,11 +18,18 @@ if [ "${PART:-start}" = start ]; then
   mkdir -p $S
   extra=(); [ "${WARM_BESIDE:-0}" = 1 ] && extra=(--warm-beside-timing)
   [ -n "${COMPILE_BUILDS:-}" ] && extra+=(--compile-builds "$COMPILE_BUILDS")
-  setsid nohup python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "${extra[@]}" --out $S examples tests/adversarial \
-    > $S/suite.log 2>&1 < /dev/null &
+  # FIRST="case folders": judged before the rest (when a session cannot wait for the whole suite)
+  export FIRST="${FIRST:-}" GPUS="${GPUS:-1}"
+  setsid nohup bash -c 'set -u; earlier=()
+    if [ -n "${FIRST:-}" ]; then
+      python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S'/first $FIRST
+      earlier=(--earlier '$S'/first/verdicts.jsonl)
+    fi
+    python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S' "${earlier[@]}" examples tests/adversarial' \
+    _ "${extra[@]}" > $S/suite.log 2>&1 < /dev/null &
 fi
 end=$((SECONDS + ${WAIT_S:-540}))
 while [ $SECONDS -lt $end ] && pgrep -f scripts/gpu_suite.py > /dev/null; do sleep 5; done
-cp $S/verdicts.jsonl $S/suite.log "$OUT/" 2>/dev/null
-echo "judged so far: $(wc -l < $S/verdicts.jsonl); running: $(pgrep -fc scripts/gpu_suite.py)"
+cp $S/verdicts.jsonl $S/suite.log "$OUT/" 2>/dev/null; cp $S/first/verdicts.jsonl "$OUT/first.jsonl" 2>/dev/null
+echo "judged so far: $(cat $S/first/verdicts.jsonl $S/verdicts.jsonl 2>/dev/null | wc -l); running: $(pgrep -fc scripts/gpu_suite.py)"
 grep -c "^\[gpu[0-9]*\] BAD" $S/suite.log; grep "^\[gpu[0-9]*\] BAD\|judged on" $S/suite.log | cut -c1-200
