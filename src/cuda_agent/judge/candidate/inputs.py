@@ -44,8 +44,9 @@ Outliers (trusted/outlier_audit.py): a global loss or norm over a very large inp
 reduces 2^30 elements to one) could be computed from a sample of the elements: the sample's error falls
 like 1/sqrt(pN) while the honest allowance of a sum over the whole tensor grows like sqrt(N), so from about
 64M elements a kernel reading 1/64 of the data passed. Where the reference's audit found such an input,
-three elements of it, at positions drawn from a hash of the seed, are set to a power of two (keeping their
-signs) chosen so that each moves the output by about 1/64 (`plant_outliers`), in both workers and every draw. A kernel
+three elements of it, at positions drawn from a hash of the seed, are set to a power of two times a factor
+from 1 to 1.875 (keeping their signs) chosen so that each moves the output by at least 1/64
+(`plant_outliers`), in both workers and every draw. A kernel
 that skips an element misses a term the size of the whole sample's allowance many times over; one that
 scales up a sample of a fixed share counts an odd number of outliers the share's inverse times.
 
@@ -219,20 +220,32 @@ def outlier_positions(seed: int, position: int, numel: int) -> list[int]:
     return chosen
 
 
-def plant_outliers(inputs: list[Any], seed: int, outliers: Outliers) -> list[Any]:
-    """Each chosen floating tensor with its outliers set to the chosen magnitude, each keeping its sign, out
-    of place (get_inputs() may hand out the same tensor on every draw) and in its own layout. Set, not
-    scaled: an outlier drawn near zero would carry nothing. A power of two, whose bits the rounding probe
-    then sets as any value's. Memory: one new tensor of the input's size."""
+def outlier_factors(seed: int, position: int, count: int) -> list[float]:
+    """Each outlier's magnitude over the audit's: 1 + k/8 (k from 0 to 7, from a hash of the draw), so the
+    largest element of a draw, or the share of a norm its outliers make, differs from draw to draw (a fixed
+    magnitude would make x / max|x| the same multiple of x on every draw: a degenerate task), exactly
+    representable in every floating dtype the judge meets (three mantissa bits)."""
+    digest = hashlib.sha256(f"outlier factors:{seed}:{position}".encode()).digest()
+    return [1 + (digest[i] % 8) / 8 for i in range(count)]
+
+
+def plant_outliers(inputs: list[Any], seed: int, outliers: Outliers, spread: bool = True) -> list[Any]:
+    """Each chosen floating tensor with its outliers set to the chosen magnitude (times its factor from
+    `outlier_factors` where `spread`: the audit searches with the factors off, each at least 1), each
+    keeping its sign, out of place (get_inputs() may hand out the same tensor on every draw) and in its own
+    layout. Set, not scaled: an outlier drawn near zero would carry nothing. The rounding probe then sets
+    their low bits as any value's. Memory: one new tensor of the input's size."""
     out = list(inputs)
     for position, magnitude in outliers.items():
         if position >= len(out) or not mixable(out[position]):
             continue
         planted = out[position].clone()  # preserve_format: a dense layout keeps its strides
-        for flat in outlier_positions(seed, position, planted.numel()):
+        flats = outlier_positions(seed, position, planted.numel())
+        factors = outlier_factors(seed, position, len(flats)) if spread else [1.0] * len(flats)
+        for flat, factor in zip(flats, factors, strict=True):
             index = _unravel(flat, planted.shape)
             # on the device, without reading the value back: a timed call's draw runs inside its round
-            planted[index] = torch.where(planted[index] < 0, -magnitude, magnitude)
+            planted[index] = torch.where(planted[index] < 0, -magnitude * factor, magnitude * factor)
         out[position] = planted
     return out
 
