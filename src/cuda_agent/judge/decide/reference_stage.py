@@ -106,7 +106,7 @@ class ReferenceStage:
         self.checks["input_audit"] = reply.get("input_audit", {})
         self.checks["sign_audit"] = reply.get("sign_audit", {})  # trusted/sign_audit.py
         outliers = reply.get("outlier_audit", {})  # trusted/outlier_audit.py: only where an input qualifies
-        if outliers.get("elements_per_output") or outliers.get("global"):
+        if outliers.get("elements_per_output"):
             self.checks["outlier_audit"] = outliers
         self.reference_ops = set(reply["ops"])
         self.input_prints: list[str] = reply["input_prints"]

@@ -14,30 +14,24 @@ of two, from twice the input's root mean square up by at most 2^MAX_EXPONENT, fo
 OUTLIERS_PER_INPUT elements to it (keeping their signs) moves some output by at least MOVE of its largest
 magnitude (or of atol) per element, with the outputs finite up to twice it. Both workers then set that many
 elements of it, at positions drawn from a hash of each draw's seed, to that magnitude times a factor from 1
-to 1.875 drawn the same way (candidate/inputs.py: plant_outliers; the factor keeps a maximum or a norm
-that the outliers set from being the same on every draw), in every draw, verification, warm-up and timed
-calls alike, so no call looks different. Set rather than
+to 1.875 drawn the same way (candidate/inputs.py: plant_outliers), in every draw, verification, warm-up and
+timed calls alike, so no call looks different. The factor keeps what the outliers set from being the same
+on every draw: a global maximum (or minimum) would otherwise be the magnitude itself, an output a kernel
+could return without reading its input. Set rather than
 scaled, each outlier carries about the same share. A kernel that skips one misses 1/64 of the output, some
 14 times the honest allowance of a sum of 2^30 fp32 terms and beyond the tolerance's rtol of 1/100; one that
 scales up a sample of share 1/q counts an odd number of them q times, so it cannot count them right. Where no power of two moves the output (an element the loss clamps away, a bounded
 per-row term averaged over many rows), the input is left as it is and the report says so.
 
-A reduction inside an output the size of its input (x / ||x||_F, x - x.mean(), a norm over rows of a
-million elements) reads all of an input for every output though each output element has one input
-element of its own. An input of at least MIN_ELEMENTS_PER_OUTPUT elements that fails the count above is
-*probed*: three elements set to a power of two far beyond anything a sum of its elements could absorb
-(the input's largest magnitude times 64 N), on the set the caller holds. If that moves at least MIN_MOVED
-elements of an output by 3 MOVE of the output's root mean square, the outputs finite, the input
-qualifies as *global* and gets the smallest power of two that still does (the same search). Elementwise
-ops, matmuls and row reductions move a few rows at most and cost one extra forward.
-
-Where it does not reach: a mean over many rows of a bounded per-row term (a cosine similarity loss): no
-element moves it, which is in docs/design/precision.md's open table. SKILL.md states the rule.
+Where it does not reach: a reduction inside an output the size of its input (x / ||x||_F: the norm is
+global but each output reads one element, so M = 1), and a mean over many rows of a bounded per-row term
+(a cosine similarity loss): both are in docs/design/precision.md's open table, with why a probe of the
+reference in float32 cannot find the first (a cuDNN convolution spreads a huge element's rounding over its
+whole image). SKILL.md states the rule.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import secrets
 from collections.abc import Callable
@@ -53,7 +47,6 @@ from cuda_agent.task import flatten_tensors
 MIN_ELEMENTS_PER_OUTPUT = 1 << 20  # input elements per output element from which a sample could pass
 MOVE = 1.0 / 64  # each outlier moves an output by this share: many times the sum's honest allowance
 MAX_EXPONENT = 64  # 2^64 times the input's scale at most: beyond, the output does not follow the element
-MIN_MOVED = 1 << 19  # output elements three outliers must move for an input to be global (a norm inside x / ||x||)
 
 
 @dataclass
@@ -63,7 +56,6 @@ class OutlierAudit:
     planted: Outliers = field(default_factory=dict)
     refused: dict[int, str] = field(default_factory=dict)
     per_output: dict[int, int] = field(default_factory=dict)  # qualifying position -> elements per output
-    global_moved: dict[int, int] = field(default_factory=dict)  # global position -> output elements the probe moved
 
     @property
     def outliers(self) -> Outliers | None:
@@ -73,8 +65,7 @@ class OutlierAudit:
     def report(self) -> dict[str, Any]:
         return {"planted": {f"input {k}": f for k, f in sorted(self.planted.items())},
                 "refused": {f"input {k}": why for k, why in sorted(self.refused.items())},
-                "elements_per_output": {f"input {k}": n for k, n in sorted(self.per_output.items())},
-                "global": {f"input {k}": n for k, n in sorted(self.global_moved.items())}}  # fmt: skip
+                "elements_per_output": {f"input {k}": n for k, n in sorted(self.per_output.items())}}  # fmt: skip
 
 
 def audit(
@@ -91,37 +82,26 @@ def audit(
     if not any(mixable(v) and v.numel() >= min_per_output for v in inputs):
         return found
     with torch.no_grad():
-        held = [t.detach() for t in flatten_tensors(model(*inputs))]
-    outputs = max(1, sum(t.numel() for t in held))
+        outputs = max(1, sum(t.numel() for t in flatten_tensors(model(*inputs))))
     for position, value in enumerate(inputs):
         if mixable(value) and value.numel() // outputs >= min_per_output:
             found.per_output[position] = value.numel() // outputs
-        elif mixable(value) and value.numel() >= min_per_output:
-            moved = _probe_global(model, inputs, held, position)
-            if moved >= MIN_MOVED:
-                found.global_moved[position] = moved
-    del inputs, held
-    if not found.per_output and not found.global_moved:
+    del inputs
+    if not found.per_output:
         return found
     drawn = draw()  # as the workers draw it: each input's scale, then the outputs the outliers must move
-    qualified = [*found.per_output, *found.global_moved]
-    rms = {p: float(drawn[p].double().square().mean().sqrt()) for p in qualified}  # before forward
+    rms = {p: float(drawn[p].double().square().mean().sqrt()) for p in found.per_output}  # before forward
     with torch.no_grad():
         base = [t.detach().clone() for t in flatten_tensors(model(*drawn))]
     del drawn
     floating = [t for t in base if t.is_floating_point()]
     if not floating:
-        found.refused.update({p: "no floating-point output to move" for p in qualified})
+        found.refused.update({p: "no floating-point output to move" for p in found.per_output})
         return found
     scale = [max(float(t.abs().max()), tol.atol) if t.numel() else tol.atol for t in floating]
-    spread = [_rms(t) for t in floating]
     seed = secrets.randbits(62)
-    for position in qualified:
-        if position in found.per_output:
-            moves = functools.partial(_moves_some, base=floating, scale=scale)
-        else:
-            moves = functools.partial(_moves_many, base=floating, spread=spread)
-        magnitude, why = _magnitude(model, draw, position, seed, moves, rms[position])
+    for position in found.per_output:
+        magnitude, why = _magnitude(model, draw, position, seed, floating, scale, rms[position])
         if magnitude is None:
             found.refused[position] = why
         else:
@@ -129,60 +109,12 @@ def audit(
     return found
 
 
-def _rms(t: torch.Tensor) -> float:
-    """An output's root mean square, in float64 (no float64 copy of a large output is made)."""
-    return float(torch.linalg.vector_norm(t, dtype=torch.float64)) / math.sqrt(max(1, t.numel()))
-
-
-def _moves_some(moved: list[torch.Tensor], base: list[torch.Tensor], scale: list[float]) -> bool:
-    """A global loss: some output moved by MOVE per outlier of its largest magnitude (or of atol)."""
-    if len(moved) != len(base):
-        return False
-    shift = max((float((m.double() - b.double()).abs().max()) / s if m.numel() else 0.0)
-                for m, b, s in zip(moved, base, scale, strict=True))  # fmt: skip
-    return shift >= MOVE * OUTLIERS_PER_INPUT
-
-
-def _moves_many(moved: list[torch.Tensor], base: list[torch.Tensor], spread: list[float]) -> bool:
-    """A reduction inside a large output: MIN_MOVED elements of one output moved by MOVE per outlier of
-    that output's root mean square."""
-    if len(moved) != len(base):
-        return False
-    return max(_count_moved(m, b, s) for m, b, s in zip(moved, base, spread, strict=True)) >= MIN_MOVED
-
-
-def _count_moved(moved: torch.Tensor, base: torch.Tensor, spread: float) -> int:
-    if not moved.numel() or not spread > 0:
-        return 0
-    return int(((moved.float() - base.float()).abs() >= MOVE * OUTLIERS_PER_INPUT * spread).sum())
-
-
-def _probe_global(model: torch.nn.Module, inputs: list[Any], held: list[torch.Tensor], position: int) -> int:
-    """Output elements that three outliers at `position` move on the held set, at a magnitude no sum of the
-    input's elements absorbs (64 N times its largest magnitude, within what its dtype holds); 0 where the
-    outputs are not finite then. One forward and a copy of the input, no new draw."""
-    value = inputs[position]
-    largest = float(value.abs().max()) if value.numel() else 0.0
-    if not largest > 0 or not math.isfinite(largest):
-        return 0
-    exponent = math.frexp(largest)[1] + math.ceil(math.log2(value.numel())) + 6
-    exponent = min(exponent, math.frexp(largest)[1] + MAX_EXPONENT, math.frexp(torch.finfo(value.dtype).max)[1] - 2)
-    planted = plant_outliers(inputs, secrets.randbits(62), {position: math.ldexp(1.0, exponent)}, spread=False)
-    with torch.no_grad():
-        moved = [t for t in flatten_tensors(model(*planted)) if t.is_floating_point()]
-    del planted
-    base = [t for t in held if t.is_floating_point()]
-    if len(moved) != len(base) or not all(bool(torch.isfinite(t).all()) for t in moved):
-        return 0
-    return max((_count_moved(m, b, _rms(b)) for m, b in zip(moved, base, strict=True)), default=0)
-
-
 def _magnitude(
-    model: torch.nn.Module, draw: Callable[[], list[Any]], position: int, seed: int,
-    moves: Callable[[list[torch.Tensor]], bool], rms: float,
+    model: torch.nn.Module, draw: Callable[[], list[Any]], position: int, seed: int, base: list[torch.Tensor],
+    scale: list[float], rms: float,
 ) -> tuple[float | None, str]:  # fmt: skip
-    """The smallest power of two whose outliers at input `position` move the outputs as `moves` asks, and
-    why none. Exponents are tried at growing gaps (1, 2, 4, ... above the first), then bisected between the
+    """The smallest power of two whose outliers at input `position` move an output by MOVE each, and why
+    none. Exponents are tried at growing gaps (1, 2, 4, ... above the first), then bisected between the
     last that fell short and the first that did not (or that overflowed): about 10 forwards where a walk
     one exponent at a time took up to 65 (a linear loss at 2^30 elements wants about 2^24 times its scale)."""
     if not rms > 0 or not math.isfinite(rms):
@@ -197,9 +129,11 @@ def _magnitude(
         with torch.no_grad():
             moved = [t for t in flatten_tensors(model(*planted)) if t.is_floating_point()]
         del planted
-        if not all(bool(torch.isfinite(t).all()) for t in moved):
+        if len(moved) != len(base) or not all(bool(torch.isfinite(t).all()) for t in moved):
             return f"the outputs are not finite with elements set to 2^{exponent}"
-        return "moves" if moves(moved) else "short"
+        shift = max((float((m.double() - b.double()).abs().max()) / s if m.numel() else 0.0)
+                    for m, b, s in zip(moved, base, scale, strict=True))  # fmt: skip
+        return "moves" if shift >= MOVE * OUTLIERS_PER_INPUT else "short"
 
     short, gap, found, why = first - 1, 1, None, ""
     while found is None and short - first + 1 < MAX_EXPONENT:
