@@ -22,7 +22,7 @@ the task's precision can have (truth_ops.py and the rule modules it names), and 
     python benchmarks/precision_audit.py [--out DIR] [--scale cpu|gpu] [--tasks] [--verdicts FILE]
 
 Runs on the CPU too (`--scale cpu`, no real-kernel rows). Prints a table and writes OUT/precision_audit.json;
-exits 1 on any false alarm, missed downgrade or task without a truth.
+exits 1 on any false alarm, missed downgrade or task without a truth (complex outputs have none by design).
 """
 
 from __future__ import annotations
@@ -234,7 +234,10 @@ def main() -> int:
         print(f"\n{'judged case':45s} {'status':12s} {'reward':>6s} {'statistic':>9s}  truth")
         for name, v in sorted(judged.items()):
             print(f"{name[:45]:45s} {v['status']:12s} {v['reward']:6d} {v['statistic']!s:>9s}  {v['truth']}")
-    no_truth = [t for t in tasks if not str(t.get("truth", "")).startswith("float64")]
+    # A complex output has no float64 truth by design (the judge caps its reward at 1: docs/design/precision.md);
+    # any other task without one is a failure of the truth.
+    no_truth = [t for t in tasks if not str(t.get("truth", "")).startswith("float64")
+                and "complex" not in str(t.get("truth", ""))]
     task_times = [t["truth_ms"] for t in tasks if "truth_ms" in t]
     summary = {
         "k": k, "device": device, "scale": scale,
