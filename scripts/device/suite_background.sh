@@ -20,12 +20,15 @@ if [ "${PART:-start}" = start ]; then
   [ -n "${COMPILE_BUILDS:-}" ] && extra+=(--compile-builds "$COMPILE_BUILDS")
   # FIRST="case folders": judged before the rest (when a session cannot wait for the whole suite)
   export FIRST="${FIRST:-}" GPUS="${GPUS:-1}"
-  setsid nohup bash -c 'set -u; earlier=()
+  # EARLIER="files": verdicts.jsonl of parts judged before (by this judge code), not judged again
+  export EARLIER="${EARLIER:-}"
+  setsid nohup bash -c 'set -u; earlier=($EARLIER)
     if [ -n "${FIRST:-}" ]; then
       python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S'/first $FIRST
-      earlier=(--earlier '$S'/first/verdicts.jsonl)
+      earlier+=('$S'/first/verdicts.jsonl)
     fi
-    python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S' "${earlier[@]}" examples tests/adversarial' \
+    python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S' examples tests/adversarial \
+      ${earlier[0]+--earlier "${earlier[@]}"}' \
     _ "${extra[@]}" > $S/suite.log 2>&1 < /dev/null &
 fi
 end=$((SECONDS + ${WAIT_S:-540}))
