@@ -18,7 +18,7 @@ Each size is measured twice: on the draw as it was before the fix, and with the 
 plants in such an input (trusted/outlier_audit.py: three elements per input set to a power of two that
 moves the loss by 1/64 each, found by the judge's own audit on this draw).
 
-Prints a table and writes OUT/sampled_reduction.json. Exits 1 when the full read (share 1) is not within
+Prints a table and writes OUT/sampled_reduction_<task>.json. Exits 1 when the full read (share 1) is not within
 the bound (then the measurement itself is off, not the sample), or when a sample passes on the planted
 draw (the fix does not hold).
 """

@@ -16,7 +16,7 @@ import sampled_reduction
 def test_the_full_read_passes_and_a_sample_of_a_planted_draw_is_refused(tmp_path: Path, capsys) -> None:
     assert sampled_reduction.main(["--sides", "1024", "--shares", "1,8", "--out", str(tmp_path)]) == 0
     rows = {(row["outliers"], row["share"]): row
-            for row in json.loads((tmp_path / "sampled_reduction.json").read_text())["rows"]}  # fmt: skip
+            for row in json.loads((tmp_path / "sampled_reduction_mse.json").read_text())["rows"]}  # fmt: skip
     for outliers in ("without", "with"):
         assert rows[outliers, 1]["passes"] and rows[outliers, 1]["relative_error"] < 1e-6, rows[outliers, 1]
     planted = rows["with", 8]
