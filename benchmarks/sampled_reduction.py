@@ -91,8 +91,8 @@ def measure(task: str, side: int, shares: list[int], seed: int) -> list[dict]:
     (planted as both workers plant them, with the draw's factors)."""
     model = MODELS[task]()
     found = outlier_audit.audit(model, lambda: judges_inputs(task, side, seed), Tolerance(1e-2, 1e-2))
-    plain = judges_inputs(task, side, seed)
-    draws = {"without": plain, "with": plant_outliers(judges_inputs(task, side, seed), seed, found.planted)}
+    plain = judges_inputs(task, side, seed)  # planting is out of place: the plain draw stays as it is
+    draws = {"without": plain, "with": plant_outliers(plain, seed, found.planted)}
     rows = []
     for outliers, inputs in draws.items():
         reference = model(*inputs)
