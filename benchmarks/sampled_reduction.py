@@ -10,9 +10,9 @@ audit gives both inputs): per size and share, the audit's statistic against its 
 
     python benchmarks/sampled_reduction.py [--task mse|frobenius] [--sides 2048,4096,8192] [--shares 1,2,4,16,64] [--out DIR]
 
-`--task frobenius` measures x / ||x||_F (level1/37) read the same way: an open hole (docs/design/precision.md),
-which the outlier audit does not plant, so its "with" rows equal its "without" rows and a passing sample
-exits 1.
+`--task frobenius` measures x / ||x||_F (level1/37) read the same way: one input element per output, so the
+outlier audit's count leaves it out and its float64 probe finds it global (trusted/global_probe.py, session
+22; before it this was an open hole, docs/design/precision.md).
 
 Each size is measured twice: on the draw as it was before the fix, and with the outliers the judge now
 plants in such an input (trusted/outlier_audit.py: three elements per input set to a power of two that

@@ -23,3 +23,14 @@ def test_the_full_read_passes_and_a_sample_of_a_planted_draw_is_refused(tmp_path
     assert planted["magnitudes"] and not planted["passes"] and planted["statistic"] > 10 * planted["bound"], planted
     assert planted["relative_error"] > 0.02, planted  # beyond the tolerance too (rtol 1e-2 plus atol on ~0.4)
     assert "refused" in capsys.readouterr().out
+
+
+def test_a_sampled_frobenius_norm_is_refused_on_the_planted_draw(tmp_path: Path) -> None:
+    """x / ||x||_F: the global probe plants its input, and the norm of every fourth row is refused."""
+    assert sampled_reduction.main(["--task", "frobenius", "--sides", "1024", "--shares", "1,4", "--out", str(tmp_path)]) == 0
+    rows = {(row["outliers"], row["share"]): row
+            for row in json.loads((tmp_path / "sampled_reduction_frobenius.json").read_text())["rows"]}  # fmt: skip
+    assert rows["with", 1]["passes"] and rows["with", 1]["magnitudes"], rows["with", 1]
+    planted = rows["with", 4]
+    assert not planted["passes"] and planted["statistic"] > 10 * planted["bound"], planted
+    assert planted["relative_error"] > 10 * rows["without", 4]["relative_error"], (planted, rows["without", 4])

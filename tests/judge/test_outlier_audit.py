@@ -164,9 +164,16 @@ def test_an_element_the_loss_does_not_follow_is_left_as_it_is_and_the_report_say
 
 
 def test_the_threshold_follows_the_outputs_size() -> None:
+    """The count alone (the global probe off): two means of 2^19 elements each fall short of 2^20 per output,
+    and qualify at a threshold of 2^19. With the probe on, the three elements move both means, so the input
+    is global and planted anyway (test_global_probe.py)."""
     draw = _draw((1 << 20,))
-    assert outlier_audit.audit(Lambda(lambda x: x.view(2, -1).mean(dim=1)), draw, TOL).planted == {}  # 2^19 each
-    assert outlier_audit.audit(Lambda(lambda x: x.view(2, -1).mean(dim=1)), draw, TOL, min_per_output=1 << 19).planted
+    two_means = Lambda(lambda x: x.view(2, -1).mean(dim=1))
+    counted = outlier_audit.audit(two_means, draw, TOL, probe_global=False)
+    assert counted.planted == {} and counted.per_output == {}, counted.report()
+    assert outlier_audit.audit(two_means, draw, TOL, min_per_output=1 << 19, probe_global=False).per_output == {0: 1 << 19}
+    probed = outlier_audit.audit(two_means, draw, TOL)
+    assert set(probed.global_inputs) == {0} and set(probed.planted) == {0}, probed.report()
 
 
 TASK = '''

@@ -137,6 +137,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         # Every parameter must matter at the tolerance (scaled up until zeroing it fails) and sit at a
         # generic point (no initialiser's structure survives), and every input the reference reads must
         # matter on every draw, before the state (and the inputs' transforms) go to the candidate.
+        # The float64 truth, made now: the outlier audit's global probe reads it too (global_probe.py).
+        self.exact = truth.TruthModel(self.model) if precision_audit else None
         audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share,
                                              precision_audit and mix_signs) | {"varied": varied}  # fmt: skip
         self._aim_pairs(precision_audit, kept_share)  # the weight pair's loaded point (reference_response.py)
@@ -144,7 +146,6 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms, "input_signs": self.signs.signs,
                     "input_outliers": self.outliers.outliers}, out / "state.pt")  # fmt: skip
-        self.exact = truth.TruthModel(self.model) if precision_audit else None
 
         degeneracy_audit = degeneracy.Audit(tol)
         specs: list[dict[str, Any]] = []
@@ -241,7 +242,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         self.input_transforms = self.inputs_audit.active()
         if audit_inputs:  # a global loss must read every element: a few large ones in every draw
             self.outliers = outlier_audit.audit(self.model, lambda: draw_inputs(
-                self.module, seeds[0], transforms=self.input_transforms, signs=self.signs.signs), tol, first=first)
+                self.module, seeds[0], transforms=self.input_transforms, signs=self.signs.signs), tol, first=first,
+                truth_model=self.exact)
         return audit
 
     def _draw(self, seed: int) -> list[Any]:

@@ -285,10 +285,7 @@ class TruthModel:
         """The truth of the whole batch, or of a block of its rows where the whole does not fit in memory
         (truth_rows.py: the block halves on each out-of-memory error, and stays for the later calls)."""
         inputs = list(inputs)
-        batch = truth_rows.batch_size(inputs)
-        free = truth_rows.free_gpu_bytes(inputs) if batch and not self.planned and self.separable is not False else None
-        if free is not None:
-            self.planned, self.rows = True, truth_rows.planned_rows(inputs, batch, free)
+        batch = self.plan(inputs)
         while True:
             rows = truth_rows.block(batch, self.rows) if batch and self.rows else None
             try:
@@ -304,6 +301,14 @@ class TruthModel:
                 self.problem = problem
                 return None
             self.rows = length // 2
+
+    def plan(self, inputs: list[Any]) -> int | None:
+        """Plan `rows` once, from the first inputs' size and the GPU's free memory; the batch size."""
+        batch = truth_rows.batch_size(inputs)
+        free = truth_rows.free_gpu_bytes(inputs) if batch and not self.planned and self.separable is not False else None
+        if free is not None:
+            self.planned, self.rows = True, truth_rows.planned_rows(inputs, batch, free)
+        return batch
 
     def confirm(self, truths: list[Truth | None] | None, outputs: list[torch.Tensor], tol: Any,
                 inputs: Any) -> list[Truth | None] | None:  # fmt: skip
@@ -339,6 +344,11 @@ class TruthModel:
         decided = bool(mode.decisions or self.unmodelled)
         made = [_truth(t) for t in flatten_tensors(result)]
         return [dataclasses.replace(t, rows=rows, decided=decided) if t is not None else t for t in made]
+
+    def release(self) -> None:
+        """Drop the promoted parameters (the next evaluation promotes them again): a probe made before the
+        verification sets then holds no float64 copy of a large model beside the audits' input sets."""
+        self._state.clear()
 
     def _tracked_state(self) -> dict[str, Tracked]:
         """Parameters and buffers as tracked copies, kept while neither the reference's tensor nor the copy
