@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_outlier_audit import Lambda
 
 from cuda_agent.judge.candidate.inputs import draw_inputs, plant_outliers
 from cuda_agent.judge.common import rounding_probe
@@ -16,15 +17,6 @@ from cuda_agent.judge.trusted.compare import Tolerance
 from cuda_agent.judge.trusted.truth import TruthModel
 
 TOL = Tolerance(1e-2, 1e-2)
-
-
-class Lambda(torch.nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *inputs):
-        return self.fn(*inputs)
 
 
 def _draw(*shapes: tuple[int, ...], seed: int = 3, dtype: torch.dtype = torch.float32):
