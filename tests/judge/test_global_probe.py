@@ -159,3 +159,35 @@ def test_the_reference_worker_plants_a_global_norm_and_refuses_a_sampled_one(
     unplanted = draw_inputs(cpu_reference.module, 11, device="cpu", transforms=cpu_reference.input_transforms,
                             signs=cpu_reference.signs.signs)
     assert not torch.equal(unplanted[0], x)  # the outliers are in the worker's draw
+
+
+def test_the_audit_hands_back_the_truth_unpromoted_and_unplanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe runs while the input audits hold their sets: the float64 copies of the parameters it made
+    and the plan of rows it made from the free memory then are dropped, for the verification sets to make
+    afresh (a plan from a fuller GPU would put a task that fits on blocks of rows)."""
+    from cuda_agent.judge.trusted import truth_rows
+
+    monkeypatch.setattr(truth_rows, "free_gpu_bytes", lambda inputs: 1 << 40)  # as a GPU would report
+    class Normalised(torch.nn.Module):  # with a parameter, so that the truth promotes something
+        def __init__(self) -> None:
+            super().__init__()
+            self.gain = torch.nn.Parameter(torch.full((1024,), 2.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.gain / torch.linalg.norm(x)
+
+    model = Normalised()
+    truth_model = TruthModel(model)
+    seen = []
+    outputs = truth_model.outputs
+
+    def watched(inputs):
+        made = outputs(inputs)
+        seen.append((truth_model.planned, len(truth_model._state)))
+        return made
+
+    monkeypatch.setattr(truth_model, "outputs", watched)
+    found = outlier_audit.audit(model, _draw((1024, 1024)), TOL, truth_model=truth_model)
+    assert set(found.global_inputs) == {0}, found.report()
+    assert seen and all(planned and promoted for planned, promoted in seen), seen  # during the probe
+    assert not truth_model.planned and truth_model.rows is None and truth_model._state == {}

@@ -346,9 +346,12 @@ class TruthModel:
         return [dataclasses.replace(t, rows=rows, decided=decided) if t is not None else t for t in made]
 
     def release(self) -> None:
-        """Drop the promoted parameters (the next evaluation promotes them again): a probe made before the
-        verification sets then holds no float64 copy of a large model beside the audits' input sets."""
+        """Drop the promoted parameters (the next evaluation promotes them again) and the plan of rows: a
+        probe made before the verification sets then holds no float64 copy of a large model beside the
+        audits' input sets, and its plan, made while they held memory, does not bind the later evaluations."""
         self._state.clear()
+        if self.separable is not False:
+            self.planned, self.rows = False, None
 
     def _tracked_state(self) -> dict[str, Tracked]:
         """Parameters and buffers as tracked copies, kept while neither the reference's tensor nor the copy
