@@ -73,6 +73,7 @@ class ReferenceStage:
             perturb_parameters=self.config.perturb_parameters, audit_inputs=self.config.input_audit,
             mix_signs=self.config.sign_audit, kept_share=self.config.reference_kept_share,
             stage_dir=str(_stage_folder(slot)) if candidates_separated() else None,
+            precision_k=self.config.precision_k,
         )  # fmt: skip
         if slot.environment is None:
             env = self._reference_call(ref, "environment", 60)

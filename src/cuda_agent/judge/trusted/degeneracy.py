@@ -65,6 +65,11 @@ STAND_INS: dict[str, StandIn] = {
         StandIn("slice", 1.0, "a fraction of the work: the output's first slice along a dimension, repeated"),
         StandIn("input", 1.0, "no work: an input (as drawn, before the reference ran) returned as it is"),
         StandIn(
+            "sample", 1.0,
+            "half the work: the reference on every 2nd index along one dimension of an input that no few "
+            "elements move (sample_standin.py), within the tolerance and the precision audit's bound",
+        ),
+        StandIn(
             "polynomial", 4.0,
             "a cheaper formula, not no work: a quadratic of one input with coefficients fitted on the first "
             "set; degenerate only when its error stays below a quarter of the tolerance",
@@ -183,10 +188,12 @@ class Audit:
             self._fits[key] = make()
         return self._fits[key]
 
-    def add(self, outputs: Sequence[torch.Tensor], inputs: Sequence[Any] = (), low_order: bool = True) -> list[str]:
+    def add(self, outputs: Sequence[torch.Tensor], inputs: Sequence[Any] = (), low_order: bool = True,
+            also: Sequence[str] = ()) -> list[str]:  # fmt: skip
         """The stand-ins that pass on this set (`low_order`: try the polynomial; off for tasks that are
-        themselves polynomial in their inputs, where the fit is the task, not a trivial answer)."""
-        found: set[str] = set()
+        themselves polynomial in their inputs, where the fit is the task, not a trivial answer; `also`:
+        stand-ins the caller found passing, such as the reference on a sample, sample_standin.py)."""
+        found: set[str] = set(also)
         for k, ref in enumerate(outputs):
             prefix = f"output {k}: " if len(outputs) > 1 else ""
             found |= {prefix + name for name in self._output(k, ref, inputs, low_order)}

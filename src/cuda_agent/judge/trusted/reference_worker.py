@@ -46,6 +46,7 @@ from cuda_agent.judge.trusted import (
     perturb,
     reference_memory,
     response_probe,
+    sample_standin,
     sign_audit,
     stateful,
     truth,
@@ -112,7 +113,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
         audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE, mix_signs: bool = True,
-        stage_dir: str | None = None,
+        stage_dir: str | None = None, precision_k: float = 3.0,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
@@ -142,6 +143,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         audit = self._audit_state_and_inputs(first, tol, init_seed, perturb_parameters, audit_inputs, kept_share,
                                              precision_audit and mix_signs) | {"varied": varied}  # fmt: skip
         self._aim_pairs(precision_audit, kept_share)  # the weight pair's loaded point (reference_response.py)
+        # A global input no few elements move: the reference on a sample of it is a stand-in (sample_standin.py).
+        samples = sample_standin.samplings(first, self.outliers.refused)
         del first  # the sets below are drawn one at a time, with the audit's transforms (reference_memory.py)
         torch.save({"state_dict": self.model.state_dict(), "init_inputs": init_inputs,
                     "input_transforms": self.input_transforms, "input_signs": self.signs.signs,
@@ -184,7 +187,8 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
             self.cut_alternatives.append(alternatives if keep else None)
             specs = [describe(t) for t in outputs]
             low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
-            degeneracy_audit.add(outputs, pristine, low_order)
+            sampled = sample_standin.passing(self.model, pristine, outputs, exact, tol, precision_k, samples)
+            degeneracy_audit.add(outputs, pristine, low_order, also=sampled)
             del pristine, inputs, outputs, exact, alternatives
         # Does a seed reproduce this task's inputs? The first set drawn again, here, where nothing can meddle:
         # if it does, a candidate worker that reports other inputs for a seed changed its own draw (a reported
