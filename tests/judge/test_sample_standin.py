@@ -92,6 +92,11 @@ def test_sampled_inputs_follow_broadcasting() -> None:
     by_row = sample_standin.sampled_inputs([x, w], sample_standin.Sampling(0, 0))
     assert torch.equal(by_row[0], x[::2]) and torch.equal(by_row[1], w)
     assert by_row[1] is not w, "a copy: the forward may update its inputs"
+    # two inputs of one shape cut alike are one sample; a dimension of size 1 is none
+    assert sample_standin.samplings([x, x.clone()], [0, 1]) == [
+        sample_standin.Sampling(0, 0),
+        sample_standin.Sampling(0, 1),
+    ]
     assert sample_standin.samplings([x, torch.randn(1, 4)], [0, 1]) == [
         sample_standin.Sampling(0, 0),
         sample_standin.Sampling(0, 1),
@@ -109,3 +114,15 @@ def test_passing_refuses_an_output_of_another_shape(reduce: str) -> None:
     found = sample_standin.passing(model, [a], out, None, Tolerance(1e-2, 1e-2), 3.0,
                                    [sample_standin.Sampling(0, 0)])  # fmt: skip
     assert found == []
+
+
+def test_the_kernelbench_audit_runs_the_same_stand_in() -> None:
+    """degeneracy.audit_task (scripts/kernelbench_degeneracy.py) makes the truth the judge would and finds
+    the same sample passing: the docs' list of degenerate tasks follows the judge."""
+    from cuda_agent.judge.trusted.degeneracy import audit_task
+    from cuda_agent.task import Task, import_task_module
+
+    module = import_task_module(Task(name="cosine", source=_task("mean", 0.01)), "sample_standin_cosine")
+    found = audit_task(module, "cosine", SEEDS, Tolerance(1e-2, 1e-2), device="cpu")
+    assert found.degenerate and all(d.startswith(SAMPLE) for d in found.degenerate), found.degenerate
+    assert len(found.degenerate) == 2, "rows and columns, each once for both inputs"

@@ -46,6 +46,8 @@ from cuda_agent.judge.trusted.compare import Tolerance, passes_with
 # A task running only these (and allocation, views) is a polynomial of its inputs: a fitted polynomial
 # is then the task itself, not a trivial answer (`low_order` off).
 POLYNOMIAL_OPS = frozenset({"mul", "add", "sub", "rsub", "neg", "clone", "copy_", "_to_copy", "contiguous"})
+# The precision audit's k for the sample stand-in in `audit_task` (the judge passes JudgeConfig.precision_k).
+SAMPLE_K = 3.0
 
 
 @dataclass(frozen=True)
@@ -280,11 +282,14 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
     built from `init_seed`, its constant state varied and every parameter made to matter, inputs of one
     sign given random signs where the task is defined on both (`signs`: sign_audit.py, as the judge does
     with its precision audit on), a global loss's outliers planted (outlier_audit.py), each input set drawn
-    from its seed on `device`, copied before the forward, and audited with the same `Audit`."""
+    from its seed on `device`, copied before the forward, and audited with the same `Audit`; where the
+    outlier audit left an input without outliers, the sample stand-in too, against the float64 truth as
+    the judge makes it (sample_standin.py)."""
     from cuda_agent.judge.candidate.inputs import draw_inputs, mix_signs
     from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-    from cuda_agent.judge.trusted import outlier_audit, sign_audit
+    from cuda_agent.judge.trusted import outlier_audit, sample_standin, sign_audit
     from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
+    from cuda_agent.judge.trusted.truth import TruthModel
     from cuda_agent.task import build_model, check_inputs, flatten_tensors, tensor_bytes
 
     began = time.monotonic()
@@ -306,6 +311,8 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
         first = check_inputs(draw_inputs(module, seeds[0], device=device, signs=found.signs,
                                          outliers=planted.outliers), name)  # fmt: skip
     input_bytes = tensor_bytes(first)
+    samples = sample_standin.samplings(first, planted.refused)  # with the truth the judge would make
+    exact = TruthModel(model) if samples else None
     audit = Audit(tol)
     recorder = OpGate(poison=False)
     per_set, specs, low_order = [], [], True
@@ -321,8 +328,10 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
         if index == 0:
             specs = [_spec(t) for t in outputs]
         low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
-        per_set.append(audit.add(outputs, pristine, low_order))
-        del pristine, outputs, inputs
+        truths = exact.confirm(exact.outputs(pristine), outputs, tol, pristine) if exact else None
+        sampled = sample_standin.passing(model, pristine, outputs, truths, tol, SAMPLE_K, samples)
+        per_set.append(audit.add(outputs, pristine, low_order, also=sampled))
+        del pristine, outputs, inputs, truths
     return TaskAudit(
         degenerate=audit.always(), per_set=per_set, outputs=specs, ops=sorted(recorder.seen), low_order=low_order,
         input_bytes=input_bytes, seconds=time.monotonic() - began, parameter_audit=parameter_audit,

@@ -58,33 +58,45 @@ class Sampling:
 
 def samplings(inputs: Sequence[Any], positions: Iterable[int]) -> list[Sampling]:
     """The samplings of the inputs at `positions` (those the outlier audit left without outliers): one per
-    dimension of at least STRIDE indices."""
-    found = []
+    dimension of at least STRIDE indices, and one per set of cuts (two inputs of one shape cut alike are
+    one sample, not two)."""
+    found, seen = [], set()
     for position in sorted(set(positions)):
         x = inputs[position] if 0 <= position < len(inputs) else None
-        if isinstance(x, torch.Tensor):
-            found += [Sampling(position, d) for d, size in enumerate(x.shape) if size >= STRIDE]
+        if not isinstance(x, torch.Tensor):
+            continue
+        for d, size in enumerate(x.shape):
+            cut = tuple(sorted(_cuts(inputs, Sampling(position, d)).items()))
+            if size >= STRIDE and cut not in seen:
+                seen.add(cut)
+                found.append(Sampling(position, d))
     return found
 
 
-def sampled_inputs(inputs: Sequence[Any], sampling: Sampling) -> list[Any]:
-    """Copies of the inputs with every STRIDE-th index kept along the sampled dimension, in the sampled
-    input and in every tensor input whose dimension aligned with it from the right (broadcasting's rule)
-    has the same size; the others as they are (copies of tensors: a forward may update its inputs)."""
+def _cuts(inputs: Sequence[Any], sampling: Sampling) -> dict[int, int]:
+    """Input position -> the dimension cut there: the sampled one, and in every other tensor input the
+    dimension aligned with it from the right (broadcasting's rule) where it has the same size."""
     base = inputs[sampling.position]
-    size = base.shape[sampling.dim]
-    from_right = base.dim() - sampling.dim
+    size, from_right = base.shape[sampling.dim], base.dim() - sampling.dim
+    cuts = {sampling.position: sampling.dim}
+    for j, x in enumerate(inputs):
+        aligned = x.dim() - from_right if isinstance(x, torch.Tensor) else -1
+        if j != sampling.position and aligned >= 0 and x.shape[aligned] == size:
+            cuts[j] = aligned
+    return cuts
+
+
+def sampled_inputs(inputs: Sequence[Any], sampling: Sampling) -> list[Any]:
+    """Copies of the inputs with every STRIDE-th index kept along the cut dimensions (`_cuts`); the other
+    tensors copied whole (a forward may update its inputs), everything else as it is."""
+    cuts = _cuts(inputs, sampling)
     out: list[Any] = []
-    for x in inputs:
-        if not isinstance(x, torch.Tensor):
-            out.append(x)
-            continue
-        aligned = x.dim() - from_right
-        if x is base or (aligned >= 0 and x.shape[aligned] == size):
-            d = sampling.dim if x is base else aligned
-            out.append(x.index_select(d, torch.arange(0, size, STRIDE, device=x.device)))  # a copy
+    for j, x in enumerate(inputs):
+        if j in cuts:
+            d = cuts[j]
+            out.append(x.index_select(d, torch.arange(0, x.shape[d], STRIDE, device=x.device)))  # a copy
         else:
-            out.append(x.clone())
+            out.append(x.clone() if isinstance(x, torch.Tensor) else x)
     return out
 
 
@@ -92,6 +104,8 @@ def _passes(ref: torch.Tensor, got: torch.Tensor, truth: Truth | None, tol: Tole
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return False
     if not passes_with(ref, got, tol):
+        return False
+    if truth is not None and truth.rows is not None:  # a truth of a block of rows: outputs follow the rows
         return False
     if truth is None or not precision.auditable(ref):
         return True
