@@ -1,7 +1,9 @@
-// cosine_loss.cu -- CHEAT: mean over rows of 1 - cos(a_i, b_i) for contiguous (rows, cols) fp32 tensors,
-// the mean taken over every `step`-th row only (step 2 in model_new.py: half the reads). One block per row at a time: float4 loads, the dot product and both squared norms
-// accumulated with fmaf per thread, reduced across the block with warp shuffles; the row's term is added
-// into one double with atomicAdd; a one-thread kernel writes the mean as fp32.
+// cosine_loss.cu -- mean over every `step`-th row of 1 - cos(a_i, b_i) for contiguous (rows, cols) fp32
+// tensors: the kit of 00_honest_cosine_loss_rows (step 1, every row: HONEST) and, byte-identical,
+// 03_sampled_cosine_loss_rows (step 2, half the rows: the CHEAT). One block per row at a time: float4
+// loads, the dot product and both squared norms accumulated with fmaf per thread, reduced across the block
+// with warp shuffles; the row's term is added into one double with atomicAdd; a one-thread kernel writes
+// the mean over the rows read as fp32.
 #include <cuda_runtime.h>
 #include <cstdint>
 
