@@ -46,8 +46,6 @@ from cuda_agent.judge.trusted.compare import Tolerance, passes_with
 # A task running only these (and allocation, views) is a polynomial of its inputs: a fitted polynomial
 # is then the task itself, not a trivial answer (`low_order` off).
 POLYNOMIAL_OPS = frozenset({"mul", "add", "sub", "rsub", "neg", "clone", "copy_", "_to_copy", "contiguous"})
-# The precision audit's k for the sample stand-in in `audit_task` (the judge passes JudgeConfig.precision_k).
-SAMPLE_K = 3.0
 
 
 @dataclass(frozen=True)
@@ -287,7 +285,7 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
     the judge makes it (sample_standin.py)."""
     from cuda_agent.judge.candidate.inputs import draw_inputs, mix_signs
     from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-    from cuda_agent.judge.trusted import outlier_audit, sample_standin, sign_audit
+    from cuda_agent.judge.trusted import outlier_audit, precision, sample_standin, sign_audit
     from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
     from cuda_agent.judge.trusted.truth import TruthModel
     from cuda_agent.task import build_model, check_inputs, flatten_tensors, tensor_bytes
@@ -329,7 +327,7 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
             specs = [_spec(t) for t in outputs]
         low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
         truths = exact.confirm(exact.outputs(pristine), outputs, tol, pristine) if exact else None
-        sampled = sample_standin.passing(model, pristine, outputs, truths, tol, SAMPLE_K, samples)
+        sampled = sample_standin.passing(model, pristine, outputs, truths, tol, precision.DEFAULT_K, samples)
         per_set.append(audit.add(outputs, pristine, low_order, also=sampled))
         del pristine, outputs, inputs, truths
     return TaskAudit(
