@@ -132,10 +132,13 @@ def test_absmax_normalisation_is_not_degenerate() -> None:
     assert audit.always() == []  # one polynomial for all sets: each set's max is its own
 
 
-@pytest.mark.parametrize("side", [1024, pytest.param(8192, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("side", [1024, pytest.param(8192, marks=pytest.mark.gpu)])
 def test_min_gpt_new_gelu_at_kernelbench_size_is_not_degenerate(side: int) -> None:
     """KernelBench level1/88 (MinGPTNewGelu) draws torch.rand(8192, 8192): the best quadratic is within
-    0.47 of the tolerance there, not a clear margin (1024 x 1024 has the same distribution, in seconds)."""
+    0.47 of the tolerance there, not a clear margin (1024 x 1024 has the same distribution, in seconds).
+    The KernelBench size is audited where the judge audits it, on a GPU: on the 2-core CI machine the
+    whole audit of 67M elements (outliers, signs, the float64 truth) took 355 s (2026-12-07), a sixth of
+    the suite's time, for what 1024 x 1024 shows on the CPU."""
     source = f"""
 import math
 import torch
@@ -152,7 +155,8 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-    found = audit_task(_module(source, "new_gelu"), "new_gelu", [3, 4][: 2 if side < 8192 else 1], TOL, device="cpu")
+    device = "cpu" if side < 8192 else "cuda"
+    found = audit_task(_module(source, "new_gelu"), "new_gelu", [3, 4][: 2 if side < 8192 else 1], TOL, device=device)
     assert found.degenerate == [] and all(s == [] for s in found.per_set), found.per_set
     assert found.low_order and found.outputs[0]["shape"] == [side, side] and found.outputs[0]["max_abs"] > 0.8
     # what the old audit (a quadratic refitted to each set, at the tolerance itself) said
