@@ -456,7 +456,7 @@ def test_a_spares_gpu_warm_up_waits_for_timing_unless_the_experiment_is_on(
 
     class Worker:
         def call(self, command: str, timeout: float, gpu: bool) -> dict:
-            seen.append((gpu, pool.quiet.locked()))
+            seen.append((gpu, pool.quiet.warming_now == 1))
             return {"ok": True, **({"seconds": {"cuda_init": 0.4, "profiler": 0.9}} if gpu else {})}
 
     try:

@@ -204,7 +204,7 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             with self.timed("settle_wait"):
                 pool.settle()  # no earlier candidate's teardown beside timing
             quiet = time.monotonic()
-            with pool.quiet:  # no worker warm-up in this process touches the GPU while timing runs
+            with pool.quiet.timing():  # no worker warm-up in this process touches the GPU while timing runs
                 self.stages["quiet_wait"] = time.monotonic() - quiet
                 timing = self.time(ref, cand)
         return self.verdict_ok(timing)

@@ -11,9 +11,10 @@ and the first CUDA profiler session another few seconds. The pool pays that ahea
   judgments of that task (fresh secret seeds, fresh inputs, fresh weights every time). Any failure
   retires it.
 
-GPU work of a warm-up never overlaps the timing phase of a judgment in this process: both take
-`quiet`, so a spare's context creation cannot disturb a measurement (`warm_beside_timing`, an experiment
-that is off, lifts this to measure what it costs and what it saves).
+GPU work of a warm-up never overlaps the timing phase of a judgment in this process (`quiet`, a
+QuietWindow: warm-ups share it with each other, timing alone), so a spare's context creation cannot disturb
+a measurement (`warm_beside_timing`, an experiment that is off, lifts this to measure what it costs and
+what it saves).
 
 A finished candidate is killed when its judgment ends and retired after its verdict is returned
 (`retire`): its worker's exit (a CUDA context torn down), the sweep for processes it left and the removal
@@ -50,6 +51,7 @@ from cuda_agent.judge.common.procs import scrubbed_env
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free, process_gpu_bytes
 from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
+from cuda_agent.judge.trusted.quiet_window import QuietWindow
 from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candidates_share_no_place
 
 REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
@@ -135,7 +137,7 @@ class WorkerPool:
     kept_references: int = 6
     cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
     replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
-    quiet: threading.Lock = field(default_factory=threading.Lock)
+    quiet: QuietWindow = field(default_factory=QuietWindow)  # timing alone; warm-ups' GPU parts together
     # An experiment (JudgeConfig.warm_beside_timing, off): a spare's GPU warm-up without `quiet`. See
     # docs/design/throughput.md: on the H200 the time from one timing to the next never fell below ~1.4 s,
     # whatever the task, as if each verdict's replacement spare warmed its GPU part between two timings.
@@ -388,7 +390,7 @@ class WorkerPool:
             reply = worker.call("warm", WARM_TIMEOUT_S, gpu=False)  # waits out `import torch` (CPU only)
             if reply.get("ok"):
                 imported = time.monotonic()
-                with contextlib.nullcontext() if self.warm_beside_timing else self.quiet:
+                with contextlib.nullcontext() if self.warm_beside_timing else self.quiet.warming():
                     entered = time.monotonic()
                     reply = worker.call("warm", WARM_TIMEOUT_S, gpu=True)
                 parts = reply.get("seconds") if isinstance(reply.get("seconds"), dict) else {}
