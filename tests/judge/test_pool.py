@@ -381,15 +381,35 @@ def test_a_candidate_taken_early_and_never_used_is_closed(pool: WorkerPool, tmp_
 
 
 def test_a_long_lived_service_keeps_more_spares_than_a_one_shot_judge() -> None:
-    from cuda_agent.judge.decide.service import LONG_LIVED_SPARES, JudgeService
+    from cuda_agent.judge.decide.service import LONG_LIVED_SPARE_REFERENCES, LONG_LIVED_SPARES, JudgeService
 
-    assert LONG_LIVED_SPARES > 1
-    for keep_warm, spares in ((True, LONG_LIVED_SPARES), (False, 1)):
+    assert LONG_LIVED_SPARES > 1 and LONG_LIVED_SPARE_REFERENCES > 1
+    for keep_warm, spares, references in ((True, LONG_LIVED_SPARES, LONG_LIVED_SPARE_REFERENCES), (False, 1, 1)):
         service = JudgeService(keep_warm=keep_warm)  # not started: no GPU needed
         try:
             assert [p.spare_candidates for p in service.pools] == [spares]
+            assert [p.spare_references for p in service.pools] == [references]
         finally:
             service.close()
+
+
+@pytest.mark.parametrize("spares", [1, 2])
+def test_new_tasks_back_to_back_get_reference_workers_warmed_ahead(cpu_pool_factory, spares: int) -> None:
+    """Two tasks the pool keeps no worker for, one right after the other (a suite or an eval over many
+    tasks): with two spare reference workers both are served by workers warmed before they were asked
+    for; with one, the second waits for the replacement started when the first was taken."""
+    from concurrent.futures import wait
+
+    pool = cpu_pool_factory(spare_references=spares, spare_candidates=0, kept_references=4)
+    ahead = list(pool._spare_references)
+    assert len(ahead) == spares and not wait(ahead, timeout=180).not_done
+    warmed = {future.result().worker.pid for future in ahead}
+    served = []
+    for task in ("task-a", "task-b"):
+        with pool.reference(task) as slot:
+            served.append(slot.worker.pid)
+    assert sum(pid in warmed for pid in served) == spares
+    assert len(pool._spare_references) == spares  # each one taken was replaced
 
 
 def test_a_warm_spare_is_out_of_reach_of_other_processes_of_the_sandbox_user(tmp_path: Path) -> None:

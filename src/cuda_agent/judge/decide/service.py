@@ -35,6 +35,8 @@ from cuda_agent.task import Task, TaskError, load_task
 # takes one every 2-3 s and one takes about 4 s to warm, two at a time. Each holds a CUDA context (about
 # 0.5 GB of GPU memory) and an imported torch (about 0.4 GB of host memory).
 LONG_LIVED_SPARES = 3
+# Reference workers it keeps warm for new tasks: runs over many tasks meet one every few verdicts (pool.py).
+LONG_LIVED_SPARE_REFERENCES = 2
 
 Item = Path | tuple[Path, Task | None]
 
@@ -80,6 +82,7 @@ class JudgeService:
         spares = LONG_LIVED_SPARES if keep_warm else 1
         self.pools = [
             WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm, spare_candidates=spares,
+                       spare_references=LONG_LIVED_SPARE_REFERENCES if keep_warm else 1,
                        warm_beside_timing=self.config.warm_beside_timing)
             for d, cpus in zip(self.devices, lane_cpus, strict=True)
         ]
