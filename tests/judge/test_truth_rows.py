@@ -119,6 +119,28 @@ def test_a_planned_block_that_does_not_stand_for_its_rows_gives_way_to_the_whole
     assert torch.allclose(whole[0].value, reference.double(), rtol=1e-5, atol=1e-6)
 
 
+class HingeShaped(nn.Module):
+    """KernelBench's HingeLoss: predictions N x N times targets of N, which broadcast along the columns."""
+
+    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+def test_a_block_the_model_cannot_take_gives_way_to_the_whole_batch() -> None:
+    """The targets are as long as the batch, so a block cuts them too, and the block's forward fails on the
+    shapes: that is no reason to have no truth. Blocks go off for the model and the whole batch's truth
+    is made (it fits here; where it does not, the out-of-memory reason is given)."""
+    torch.manual_seed(5)
+    predictions, targets = torch.rand(64, 64), torch.randint(0, 2, (64,)).float() * 2 - 1
+    exact = TruthModel(HingeShaped())
+    exact.planned, exact.rows = True, 16  # as the plan leaves it for KernelBench's size
+    truths = exact.outputs([predictions, targets])
+    assert truths is not None and truths[0].rows is None, exact.problem
+    assert exact.separable is False and exact.rows is None
+    expected = torch.mean(torch.clamp(1 - predictions.double() * targets.double(), min=0))
+    assert torch.allclose(truths[0].value, expected, rtol=1e-12, atol=0)
+
+
 def test_no_block_fits_gives_no_truth_and_says_why(memory_for) -> None:
     memory_for(0)
     exact = TruthModel(RowWise())

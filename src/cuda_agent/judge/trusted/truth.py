@@ -81,8 +81,7 @@ RULES: dict[str, Any] = {
     "copy_": copy_into,  # a copy into a lower-precision tensor is a cast
     **dict.fromkeys(("mm", "bmm", "mv", "dot", "vdot", "addmm", "baddbmm", "addmv", "addbmm", "addr"),
                     matmul_family),
-    "convolution": convolution,
-    "_convolution": convolution,
+    **dict.fromkeys(("convolution", "_convolution"), convolution),
     **dict.fromkeys(("sum", "mean"), reduction),  # accumulated sums
     "cumsum": cumsum,
     **dict.fromkeys(("avg_pool1d", "avg_pool2d", "avg_pool3d"), avg_pool),  # means over windows
@@ -180,10 +179,8 @@ class TruthMode(TorchDispatchMode):
         x = given["self"]
         dim = given.get("dim")
         dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
-        if "correction" in given and given["correction"] is not None:
-            correction = float(given["correction"])
-        else:
-            correction = 1.0 if given.get("unbiased", True) else 0.0
+        correction = given.get("correction")
+        correction = float(correction) if correction is not None else 1.0 if given.get("unbiased", True) else 0.0
         keepdim = bool(given.get("keepdim", False))
         count = 1
         for d in dims:
@@ -292,9 +289,12 @@ class TruthModel:
                 return self._outputs(truth_rows.slice_inputs(inputs, batch, rows) if rows else inputs, rows)
             except torch.OutOfMemoryError as exc:
                 problem = f"OutOfMemoryError: {str(exc)[:200]}"
-            except Exception as exc:
+            except Exception as exc:  # a block the model cannot take (truth_rows.slice_inputs): the whole batch
                 self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
-                return None
+                if rows is None or self.separable is False:
+                    return None
+                self.separable, self.rows = False, None
+                continue
             torch.cuda.empty_cache()  # what the failed attempt cached is free for the next
             length = rows[1] - rows[0] if rows else batch
             if not batch or not length or length <= 1 or self.separable is False:

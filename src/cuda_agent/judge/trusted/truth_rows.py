@@ -71,7 +71,11 @@ def block(batch: int, rows: int) -> tuple[int, int]:
 
 
 def slice_inputs(inputs: list[Any], batch: int, rows: tuple[int, int]) -> list[Any]:
-    """Every tensor input whose first dimension is the batch's, cut to `rows` (views); the others whole."""
+    """Every tensor input whose first dimension is the batch's, cut to `rows` (views); the others whole.
+
+    An input may be as long as the batch by chance and broadcast along another dimension (KernelBench's
+    HingeLoss: predictions N x N times targets of N, along the columns): the model cannot take such a block,
+    and `TruthModel.outputs` then turns blocks off for it and tries the whole batch."""
     start, stop = rows
     return [
         x[start:stop] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == batch else x
