@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 
 from cuda_agent.eval.records import EvalRecord
-
-DEFAULT_K = 3.0  # JudgeConfig.precision_k, for records that did not say
+from cuda_agent.judge.trusted.precision_bound import DEFAULT_K  # for records that did not say their k
 
 # Above the bound k: (upper end of the ratio, what a kernel in that range computes in, why), in order. From
 # the audit's calibration (docs/design/precision.md): honest kernels measure at most 1.0 (so at most k is

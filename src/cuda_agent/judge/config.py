@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda_agent.judge.common.procs import GIB
-from cuda_agent.judge.trusted import compile_modes, precision
+from cuda_agent.judge.trusted import compile_modes, precision_bound
 from cuda_agent.judge.trusted.build import BuildConfig
 
 
@@ -102,7 +102,7 @@ class JudgeConfig:
     # (weights rounded to 15 mantissa bits, K = 8192) 4.3, TF32 and half precision 19 and more
     # (benchmarks/precision_audit.py, docs/design/precision.md).
     precision_audit: bool = True
-    precision_k: float = precision.DEFAULT_K
+    precision_k: float = precision_bound.DEFAULT_K
     # Issue 35 (trusted/perturb.py, trusted/input_audit.py): every floating-point parameter moved to a
     # random generic point before verifying (no initialiser's structure survives), and every input the
     # reference reads made to matter on every draw (a task ignoring one is a task_error). False restores

@@ -285,7 +285,7 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
     the judge makes it (sample_standin.py)."""
     from cuda_agent.judge.candidate.inputs import draw_inputs, mix_signs
     from cuda_agent.judge.candidate.opgate import ALLOWED_OPS, OpGate
-    from cuda_agent.judge.trusted import outlier_audit, precision, sample_standin, sign_audit
+    from cuda_agent.judge.trusted import outlier_audit, precision_bound, sample_standin, sign_audit
     from cuda_agent.judge.trusted.audit import make_parameters_matter, vary_constant_state
     from cuda_agent.judge.trusted.truth import TruthModel
     from cuda_agent.task import build_model, check_inputs, flatten_tensors, tensor_bytes
@@ -327,7 +327,7 @@ def audit_task(module: ModuleType, name: str, seeds: Sequence[int], tol: Toleran
             specs = [_spec(t) for t in outputs]
         low_order = not set(recorder.seen) <= (POLYNOMIAL_OPS | ALLOWED_OPS)
         truths = exact.confirm(exact.outputs(pristine), outputs, tol, pristine) if exact else None
-        sampled = sample_standin.passing(model, pristine, outputs, truths, tol, precision.DEFAULT_K, samples)
+        sampled = sample_standin.passing(model, pristine, outputs, truths, tol, precision_bound.DEFAULT_K, samples)
         per_set.append(audit.add(outputs, pristine, low_order, also=sampled))
         del pristine, outputs, inputs, truths
     return TaskAudit(

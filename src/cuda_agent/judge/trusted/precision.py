@@ -40,8 +40,6 @@ import torch
 from cuda_agent.judge.trusted.tracked import ABSOLUTE_FLOOR, roundoff
 from cuda_agent.judge.trusted.truth import Truth
 
-# The default bound k on the statistic (JudgeConfig.precision_k): honest orderings emulated reach about 1.
-DEFAULT_K = 3.0
 # The share of an output's elements (the largest z) the statistic leaves out: flips at discontinuities.
 TRIM = 0.01
 # Where the reference decided nothing, an element further than this many allowances is not left out: no

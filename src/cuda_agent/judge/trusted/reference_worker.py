@@ -44,7 +44,7 @@ from cuda_agent.judge.trusted import (
     input_audit,
     outlier_audit,
     perturb,
-    precision,
+    precision_bound,
     reference_memory,
     response_probe,
     sample_standin,
@@ -114,7 +114,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         self, task_path: str, workdir: str, init_seed: int, input_seeds: list[int], timing_seed: int,
         atol: float, rtol: float, precision_audit: bool = True, perturb_parameters: bool = True,
         audit_inputs: bool = True, kept_share: float = reference_memory.KEPT_SHARE, mix_signs: bool = True,
-        stage_dir: str | None = None, precision_k: float = precision.DEFAULT_K,
+        stage_dir: str | None = None, precision_k: float = precision_bound.DEFAULT_K,
     ) -> dict[str, Any]:  # fmt: skip
         math_policy.pin()  # fp32 means fp32 for the reference, the baselines and the truth (no TF32 in cuDNN either)
         self.end_judgment()  # a kept worker serves many judgments of its task: nothing of the last may survive
