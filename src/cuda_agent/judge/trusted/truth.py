@@ -22,6 +22,7 @@ returns None and says why in `problem`; the judge then fails closed (docs/design
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,11 +181,10 @@ class TruthMode(TorchDispatchMode):
         dim = given.get("dim")
         dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
         correction = given.get("correction")
-        correction = float(correction) if correction is not None else 1.0 if given.get("unbiased", True) else 0.0
+        if correction is None:
+            correction = 1.0 if given.get("unbiased", True) else 0.0
         keepdim = bool(given.get("keepdim", False))
-        count = 1
-        for d in dims:
-            count *= x.shape[d]
+        count = math.prod(x.shape[d] for d in dims)
         with self:
             mean = x.mean(dim=dims, keepdim=True)
             deviation = x - mean
@@ -289,11 +289,11 @@ class TruthModel:
                 return self._outputs(truth_rows.slice_inputs(inputs, batch, rows) if rows else inputs, rows)
             except torch.OutOfMemoryError as exc:
                 problem = f"OutOfMemoryError: {str(exc)[:200]}"
-            except Exception as exc:  # a block the model cannot take (truth_rows.slice_inputs): the whole batch
-                self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
-                if rows is None or self.separable is False:
+            except Exception as exc:
+                if rows is None:
+                    self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
                     return None
-                self.separable, self.rows = False, None
+                self.separable, self.rows = False, None  # a block it cannot take (truth_rows.slice_inputs)
                 continue
             torch.cuda.empty_cache()  # what the failed attempt cached is free for the next
             length = rows[1] - rows[0] if rows else batch
