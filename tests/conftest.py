@@ -1,9 +1,12 @@
 """Shared pytest setup: tests marked `gpu` are skipped unless a CUDA GPU is visible; `warm_root`, the
-judge's shared cache warmed once per session (judge tests build with it, eval and service servers read it)."""
+judge's shared cache warmed once per test run (judge tests build with it, eval and service servers read it,
+agent episodes take it as their cache seed)."""
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import os
 import shutil
 import signal
 from collections.abc import Iterator
@@ -38,14 +41,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
 
 
+WARM_ROOT_NAME = "shared-cache"
+
+
+def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bool]:
+    """The folder one test run's processes share, and whether this process is one of several: under
+    pytest-xdist each worker's temporary root lies inside the controller's, which outlives them."""
+    base = tmp_path_factory.getbasetemp()
+    several = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    return (base.parent if several else base), several
+
+
 @pytest.fixture(scope="session")
 def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A shared cache root warmed like `cuda-agent cache warm` does: the judge's PCH and binding.cpp
-    object, sealed read-only. Built once per session (about a minute on two cores); its ~570 MB are
-    removed when the session ends (pytest would keep the last three sessions' temporary folders)."""
+    object, sealed read-only. Built once per test run, about a minute on two cores: the first process
+    that needs it warms it under a lock and the other test processes then find it warm (`warm_shared`
+    is idempotent: a second call compiles nothing), where each used to compile its own PCH, a minute of
+    CPU that CI's two processes paid twice. Its ~570 MB are removed when the run ends
+    (`pytest_sessionfinish`; pytest would keep the last three runs' temporary folders)."""
     from cuda_agent.judge.trusted.cache import warm_shared
 
-    warmed = warm_shared(tmp_path_factory.mktemp("shared-cache"), arch="9.0")
+    shared, several = _run_temp(tmp_path_factory)
+    with open(shared / f"{WARM_ROOT_NAME}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        warmed = warm_shared(shared / WARM_ROOT_NAME, arch="9.0")
     assert warmed.ok and warmed.pch, warmed.message
     yield warmed.root
-    shutil.rmtree(warmed.root, ignore_errors=True)
+    if not several:
+        shutil.rmtree(warmed.root, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller of a pytest-xdist run removes the warm root its workers shared (a worker cannot
+    know whether another still reads it)."""
+    if hasattr(session.config, "workerinput") or not hasattr(session.config, "_tmp_path_factory"):
+        return
+    shutil.rmtree(session.config._tmp_path_factory.getbasetemp() / WARM_ROOT_NAME, ignore_errors=True)

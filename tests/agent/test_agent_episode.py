@@ -5,18 +5,16 @@ On a CPU machine the builds are real nvcc builds, and verification, profiling an
 report that there is no GPU. On a GPU machine (`gpu` test) the same episode ends with a real verdict and
 reward. The same scripted episode run twice gives the same trajectory, apart from timings.
 
-Compiling the workspace infrastructure (binding.cpp with the torch headers) takes about a minute on a
-small machine, so it is done once into a cache seed that each episode copies; the kernel the scripted
-model writes is still compiled inside the episode, failure and fix included.
+Compiling the workspace infrastructure (the judge's PCH and binding.cpp with the torch headers) takes about
+a minute on a small machine, so the episodes read the test run's warm shared cache as their seed, as
+`solve` does; the kernel the scripted model writes is still compiled inside the episode, failure and fix
+included.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +25,6 @@ from cuda_agent.agent import AgentConfig, ModelConfig, load_trajectory, run_epis
 from cuda_agent.agent.judging import LocalJudge
 from cuda_agent.agent.trajectory import dumps
 from cuda_agent.task import load_task
-from cuda_agent.workspace import materialize
 
 RELU_TASK = '''import torch
 import torch.nn as nn
@@ -175,23 +172,11 @@ def relu_task(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def cache_seed(tmp_path_factory, relu_task) -> Path:
-    """A judge cache holding the compiled infrastructure and binding (but not the episode's kernel).
-
-    It persists between sessions (objects are keyed by source, flags and toolchain, so a stale entry is
-    never used); only the first session on a machine pays for compiling the torch headers.
-    """
-    default = Path.home() / ".cache" / "cuda-agent-tests" / "agent-episode-seed"
-    seed = Path(os.environ.get("CUDA_AGENT_TEST_SEED", default))
-    seed.mkdir(parents=True, exist_ok=True)
-    ws = materialize(relu_task, tmp_path_factory.mktemp("seed_ws") / "ws")
-    (ws / "kernels" / "relu.cu").write_text(KERNEL_FIXED + "// a different source: not a cache hit later\n")
-    (ws / "kernels" / "relu_binding.cpp").write_text(BINDING)
-    (ws / "model_new.py").write_text(MODEL_NEW)  # the template's forward calls no kernel: compile.sh refuses it
-    env = {**os.environ, "CUDA_AGENT_CACHE": str(seed), "PYTHON": sys.executable}
-    done = subprocess.run(["bash", "utils/compile.sh"], cwd=ws, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return seed
+def cache_seed(warm_root: Path) -> Path:
+    """The episodes' judge cache seed: the test run's warm shared root (the judge's PCH and its own
+    objects, sealed read-only), which is what `solve` warms and hands its episodes. Everything the
+    scripted model writes (the kernel and its binding unit) is compiled inside the episode."""
+    return warm_root
 
 
 def play(relu_task, cache_seed: Path, root: Path, port: int = 0, **judge) -> tuple[dict, object, ScriptedLLM]:
