@@ -28,11 +28,22 @@ if [ $# -eq 0 ] && [ "$processes" -gt 1 ] && ! nvidia-smi -L >/dev/null 2>&1; th
     parallel=(-n "$processes" --dist loadfile)
     echo "[test] $processes test processes (no GPU visible; CUDA_AGENT_TEST_PROCESSES=1 for one)"
 fi
+# Tests marked `alone` time sleeps by the host's clock (the judge's timing stage against scripted workers):
+# beside the other process's compilers they overslept and failed now and then (2026-12-07), so a parallel
+# run leaves them out and runs them afterwards in one process, with nothing beside them (about 20 s).
+selection=()
+[ ${#parallel[@]} -gt 0 ] && selection=(-m "not alone")
 status=0
-.venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} "$@" || status=$?
+.venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${selection[@]+"${selection[@]}"} "$@" || status=$?
+verl_status=0
+[ -z "$verl_pid" ] || wait "$verl_pid" || verl_status=$?
+if [ ${#selection[@]} -gt 0 ]; then
+    echo "===== tests marked alone (the host's clock), run after the parallel suite ====="
+    alone_status=0
+    .venv/bin/python -m pytest -q -m alone || alone_status=$?
+    [ "$status" -ne 0 ] || status=$alone_status
+fi
 if [ -n "$verl_pid" ]; then
-    verl_status=0
-    wait "$verl_pid" || verl_status=$?
     echo "===== tests/verl (.venv-verl), run beside the main suite ====="
     cat "$verl_log"
     if [ "$verl_status" -ne 0 ]; then

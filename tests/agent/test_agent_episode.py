@@ -254,8 +254,11 @@ def test_replayed_episode_gives_the_same_trajectory(episodes) -> None:
     (first, _, _), (second, _, _) = episodes
 
     def canonical(record: dict) -> str:
-        # Durations printed by the workspace's commands are timings too.
-        return re.sub(r"\b\d+\.\d+ (s|ms)\b", "<duration>", dumps(strip_timings(record)))
+        # Durations printed by the workspace's commands are timings too, and so are the token counts the
+        # scripted server derives from the prompt's length: a compile of 9.8 s in one run and 10.3 s in the
+        # other (a loaded CI machine) is one character more of prompt.
+        text = re.sub(r"\b\d+\.\d+ (s|ms)\b", "<duration>", dumps(strip_timings(record)))
+        return re.sub(r'"(prompt|total|context)_tokens":\d+', r'"\1_tokens":<count>', text)
 
     assert "timings" in first and "timings" in first["turns"][0]
     assert canonical(first) == canonical(second)

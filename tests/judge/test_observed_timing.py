@@ -27,6 +27,10 @@ from cuda_agent.judge.decide.observed_timing import observed_gap, round_busy_ms
 from cuda_agent.judge.trusted.device_code import normalise
 from cuda_agent.judge.trusted.library_kernels import KernelLists
 
+# Scripted workers sleep for the times they report, and the parent's clock checks them: on the 2-core CI
+# machine another test's compilers beside them oversleep those sleeps by milliseconds (scripts/test.sh).
+pytestmark = pytest.mark.alone
+
 DATA = Path(__file__).parent / "data" / "h200_stability_v5.json"
 
 

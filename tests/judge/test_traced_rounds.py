@@ -26,6 +26,10 @@ from cuda_agent.judge.trusted.library_kernels import KernelLists
 from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
+# Scripted workers sleep for the times they report, and the parent's clock checks them: on the 2-core CI
+# machine another test's compilers beside them oversleep those sleeps by milliseconds (scripts/test.sh).
+pytestmark = pytest.mark.alone
+
 CALLS = 10
 OURS = "void ew_kernel<4>(float const*, float*, long)"
 ATEN = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(int, float*)"
