@@ -9,7 +9,6 @@ import functools
 import os
 import shutil
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,16 +43,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 WARM_ROOT_NAME = "shared-cache"
 
 
-def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bool]:
-    """The folder one test run's processes share, and whether this process is one of several: under
-    pytest-xdist each worker's temporary root lies inside the controller's, which outlives them."""
+def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder one test run's processes share (the controller's temporary root): under pytest-xdist each
+    worker's own lies inside it."""
     base = tmp_path_factory.getbasetemp()
-    several = os.environ.get("PYTEST_XDIST_WORKER") is not None
-    return (base.parent if several else base), several
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") is not None else base
 
 
 @pytest.fixture(scope="session")
-def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A shared cache root warmed like `cuda-agent cache warm` does: the judge's PCH and binding.cpp
     object, sealed read-only. Built once per test run, about a minute on two cores: the first process
     that needs it warms it under a lock and the other test processes then find it warm (`warm_shared`
@@ -62,19 +60,17 @@ def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (`pytest_sessionfinish`; pytest would keep the last three runs' temporary folders)."""
     from cuda_agent.judge.trusted.cache import warm_shared
 
-    shared, several = _run_temp(tmp_path_factory)
+    shared = _run_temp(tmp_path_factory)
     with open(shared / f"{WARM_ROOT_NAME}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         warmed = warm_shared(shared / WARM_ROOT_NAME, arch="9.0")
     assert warmed.ok and warmed.pch, warmed.message
-    yield warmed.root
-    if not several:
-        shutil.rmtree(warmed.root, ignore_errors=True)
+    return warmed.root
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller of a pytest-xdist run removes the warm root its workers shared (a worker cannot
-    know whether another still reads it)."""
+    """The run's controller removes the warm root (under pytest-xdist its workers shared it, and a worker
+    cannot know whether another still reads it; in one process the process is the controller)."""
     if hasattr(session.config, "workerinput") or not hasattr(session.config, "_tmp_path_factory"):
         return
     shutil.rmtree(session.config._tmp_path_factory.getbasetemp() / WARM_ROOT_NAME, ignore_errors=True)
