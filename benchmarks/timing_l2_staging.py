@@ -116,7 +116,8 @@ class V5Pad:
         self.kernel = PadKernel(flush_buffer(), sms, ptx=V5_PAD_PTX)
         self.allowance_ms = allowance_ms
 
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0, release: int = 0) -> None:
+        # `release` (v7's wait for the host) is 0 here: the probe's Samplers are made without release.
         self.kernel.launch(stream, spin_ms + (self.allowance_ms if flush else 0.0), flush)
 
     def new_stamps(self, slots: int) -> None:
@@ -126,7 +127,7 @@ class V5Pad:
 class NoFlushPad(V5Pad):
     """The pad's spin of the same nominal length with no flush: the `warm` row, the weight left in L2."""
 
-    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0) -> None:
+    def launch(self, stream: int, spin_ms: float, flush: bool = True, stamps: int = 0, release: int = 0) -> None:
         self.kernel.launch(stream, spin_ms + (self.allowance_ms if flush else 0.0), False)
 
 
