@@ -149,8 +149,13 @@ def build_sandbox(
     root: Path | str,
     policy: SandboxPolicy | None = None,
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
+    read_only: tuple[Path | str, ...] = (),
 ) -> Sandbox:
-    """Pick the strongest available mechanism allowed by `policy` for the workspace at `root`."""
+    """Pick the strongest available mechanism allowed by `policy` for the workspace at `root`.
+
+    `read_only`: host folders commands read (the episode's shared judge cache layer). Under bubblewrap the
+    host is visible read-only anyway, except /tmp and /dev/shm, which are private: one of these folders
+    there is bound back read-only at its own path, or commands would not find it."""
     policy = policy or SandboxPolicy()
     real_root = Path(os.path.realpath(root))
     mechanism = _choose(policy)
@@ -161,7 +166,7 @@ def build_sandbox(
     prefix: list[str] = []
     if mechanism == "bwrap":
         (real_root / EPISODE_HOME).mkdir(parents=True, exist_ok=True)
-        prefix = _bwrap_args(workspace, policy)
+        prefix = _bwrap_args(workspace, policy, tuple(str(Path(p).resolve()) for p in read_only))
         protections["network"] = (
             "allowed by policy"
             if policy.allow_network
@@ -240,7 +245,7 @@ def _why_not_isolated(policy: SandboxPolicy) -> str:
     return "neither bubblewrap nor `unshare --net` works here"
 
 
-def _bwrap_args(workspace: Workspace, policy: SandboxPolicy) -> list[str]:
+def _bwrap_args(workspace: Workspace, policy: SandboxPolicy, read_only: tuple[str, ...] = ()) -> list[str]:
     args = ["bwrap", "--die-with-parent", "--unshare-pid"]
     if not policy.allow_network:
         args.append("--unshare-net")
@@ -258,8 +263,10 @@ def _bwrap_args(workspace: Workspace, policy: SandboxPolicy) -> list[str]:
     args += ["--proc", "/proc", "--tmpfs", "/tmp"]
     # The private /tmp and /dev/shm above hide anything the host keeps there; when the Python running
     # this (a venv, an editable checkout of cuda-agent) lives there, bind it back read-only.
-    for path in _python_paths():
-        if path.startswith(("/tmp/", "/dev/shm/")):
+    # So is a shared judge cache layer kept there (`solve --cache-seed /tmp/...`, the test run's warm root):
+    # hidden, every verification in an episode compiled the judge's PCH again (~0.5 GB, 25-35 s of a core).
+    for path in (*_python_paths(), *read_only):
+        if path.startswith(("/tmp/", "/dev/shm/")) and os.path.isdir(path):
             args += ["--ro-bind", path, path]
     display = policy.display_root
     args += ["--bind", str(workspace.root), display]
