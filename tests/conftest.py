@@ -1,6 +1,7 @@
 """Shared pytest setup: tests marked `gpu` are skipped unless a CUDA GPU is visible; `warm_root`, the
-judge's shared cache warmed once per test run (judge tests build with it, eval and service servers read it,
-agent episodes take it as their cache seed)."""
+episodes' shared cache layer warmed once per test run (agent episodes take it as their cache seed, eval and
+service servers read it), and `judge_cache`, a judge cache with the PCH compiled, for tests that build
+through the judge itself."""
 
 from __future__ import annotations
 
@@ -50,22 +51,41 @@ def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") is not None else base
 
 
-@pytest.fixture(scope="session")
-def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A shared cache root warmed like `cuda-agent cache warm` does: the judge's PCH and binding.cpp
-    object, sealed read-only. Built once per test run, about a minute on two cores: the first process
-    that needs it warms it under a lock and the other test processes then find it warm (`warm_shared`
-    is idempotent: a second call compiles nothing), where each used to compile its own PCH, a minute of
-    CPU that CI's two processes paid twice. Its ~570 MB are removed when the run ends
-    (`pytest_sessionfinish`; pytest would keep the last three runs' temporary folders)."""
+JUDGE_CACHE_NAME = "judge-cache"
+
+
+def _warmed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's shared folder with both caches warm (see `judge_cache` and `warm_root`)."""
     from cuda_agent.judge.trusted.cache import warm_shared
 
     shared = _run_temp(tmp_path_factory)
     with open(shared / f"{WARM_ROOT_NAME}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        warmed = warm_shared(shared / WARM_ROOT_NAME, arch="9.0")
+        warmed = warm_shared(shared / WARM_ROOT_NAME, arch="9.0", share_with=shared / JUDGE_CACHE_NAME / "objects")
     assert warmed.ok and warmed.pch, warmed.message
-    return warmed.root
+    return shared
+
+
+@pytest.fixture(scope="session")
+def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A shared cache root warmed like `cuda-agent cache warm` does: the judge's PCH and binding.cpp
+    object, sealed read-only: what episodes and their `utils/` commands read (`$CUDA_AGENT_SHARED_CACHE`).
+    Built once per test run, about a minute on two cores: the first process that needs it warms it under a
+    lock and the other test processes then find it warm (`warm_shared` is idempotent: a second call
+    compiles nothing). Its PCH is a hard link of `judge_cache`'s, as the machine's shared root's is of the
+    judge's own. Both are removed when the run ends (`pytest_sessionfinish`; pytest would keep the last
+    three runs' temporary folders)."""
+    return _warmed(tmp_path_factory) / WARM_ROOT_NAME
+
+
+@pytest.fixture(scope="session")
+def judge_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A judge cache root (what `$CUDA_AGENT_CACHE` names) holding the judge's PCH, shared by the run's
+    tests that build through the judge itself (`cuda-agent judge --build-only`, a service's builds). A
+    judge never reads `$CUDA_AGENT_SHARED_CACHE` (its verdicts trust no layer an episode could write), so
+    each of these tests compiled the PCH into a cache of its own: four 20-40 s compiles of a core in CI
+    (2026-12-07). Tests about the cache itself keep their own."""
+    return _warmed(tmp_path_factory) / JUDGE_CACHE_NAME
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -73,4 +93,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     cannot know whether another still reads it; in one process the process is the controller)."""
     if hasattr(session.config, "workerinput") or not hasattr(session.config, "_tmp_path_factory"):
         return
-    shutil.rmtree(session.config._tmp_path_factory.getbasetemp() / WARM_ROOT_NAME, ignore_errors=True)
+    for name in (WARM_ROOT_NAME, JUDGE_CACHE_NAME):
+        shutil.rmtree(session.config._tmp_path_factory.getbasetemp() / name, ignore_errors=True)

@@ -29,8 +29,8 @@ class JudgeServer(Server):
     """`cuda-agent serve --build-only` on an ephemeral port: the CPU checks behind the real HTTP API.
     Started by tests/service's `Server` (one start loop for both suites), plus what the eval tests read."""
 
-    def __init__(self, data_dir: Path, workers: int = 2) -> None:
-        super().__init__(data_dir, "--workers", str(workers))
+    def __init__(self, data_dir: Path, workers: int = 2, cache: Path | None = None) -> None:
+        super().__init__(data_dir, "--workers", str(workers), cache=cache)
 
     def judgments(self) -> list[tuple[str, int]]:
         """(state, attempts) of every judgment the server ever accepted."""

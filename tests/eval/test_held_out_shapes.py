@@ -193,13 +193,12 @@ def test_the_pass_rate_counts_kernels_correct_on_every_variant(tmp_path: Path) -
     assert json.loads((run / "metrics.json").read_text())["held_out_shapes"]["kernels"] == 2
 
 
-def test_eval_held_out_shapes_over_a_real_judge_server(tmp_path: Path, capsys, monkeypatch, warm_root: Path) -> None:
+def test_eval_held_out_shapes_over_a_real_judge_server(tmp_path: Path, capsys, monkeypatch, judge_cache: Path) -> None:
     """`eval --held-out-shapes RUN --judge-url`: every variant reaches the server as its own submission;
-    a CPU server builds them and verifies none, so no kernel is counted as generalising. The server reads
-    the session's warmed cache (its PCH), as a deployed one reads `cuda-agent cache warm`'s."""
+    a CPU server builds them and verifies none, so no kernel is counted as generalising. The server builds
+    in the run's judge cache (its PCH compiled), as a deployed one builds in its warm cache."""
     run = _run(tmp_path)
-    monkeypatch.setenv("CUDA_AGENT_SHARED_CACHE", str(warm_root))
-    server = JudgeServer(tmp_path / "srv")
+    server = JudgeServer(tmp_path / "srv", cache=judge_cache)
     try:
         monkeypatch.setenv("CUDA_AGENT_JUDGE_TOKEN", TOKEN)
         code = main(["eval", "--held-out-shapes", str(run), "--judge-url", server.url, "--json"])

@@ -214,13 +214,13 @@ def test_refused_without_a_reference_to_match(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_an_imported_submission_builds_with_judge_build_only(imported, warm_root: Path, tmp_path: Path) -> None:
+def test_an_imported_submission_builds_with_judge_build_only(imported, judge_cache: Path) -> None:
     out, _ = imported
     # A loaded 2-core CI machine can take minutes per file: this test is about the import, not compile time.
-    # The session's warmed PCH serves it, and nothing is written to the user's own cache.
+    # The run's judge cache holds the PCH (a judge reads no shared layer); the user's own cache is not touched.
     done = cli("judge", "--build-only", "--json", "--arch", "9.0", "--build-timeout", "500",
                "--build-total-timeout", "560", str(out / "level1_19_ReLU-2"), timeout=600,
-               env={"CUDA_AGENT_SHARED_CACHE": str(warm_root), "CUDA_AGENT_CACHE": str(tmp_path / "cache")})
+               env={"CUDA_AGENT_CACHE": str(judge_cache)})
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     verdict = json.loads(done.stdout.splitlines()[-1])
     assert verdict["status"] == "built" and verdict["stages"]["build"] == "passed"

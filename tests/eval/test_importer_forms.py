@@ -152,16 +152,15 @@ def test_a_failing_run_is_a_reason_naming_the_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_captured_submission_builds_with_judge_build_only(imported, warm_root: Path, tmp_path: Path) -> None:
+def test_a_captured_submission_builds_with_judge_build_only(imported, judge_cache: Path) -> None:
     folder = Path(imported["level_2_problem_2_generated.py"].out)
     # CI compiled gelu_clamp_ext.cu for over 180 s (the judge's default) on a loaded 2-core machine: this
     # test is about what the capture imports, not about compile time (its four units once took over 300 s
-    # together, the build's old fixed total). The session's warmed PCH serves it,
-    # and nothing is written to the user's own cache.
+    # together, the build's old fixed total). The run's judge cache holds the PCH (a judge reads no shared
+    # layer), and nothing is written to the user's own cache.
     done = cli("judge", "--build-only", "--json", "--arch", "9.0", "--build-timeout", "800",
                "--build-total-timeout", "850", str(folder),
-               env={"CUDA_AGENT_SHARED_CACHE": str(warm_root), "CUDA_AGENT_CACHE": str(tmp_path / "cache")},
-               timeout=900)
+               env={"CUDA_AGENT_CACHE": str(judge_cache)}, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     verdict = json.loads(done.stdout.splitlines()[-1])
     assert verdict["status"] == "built"

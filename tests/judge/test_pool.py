@@ -285,7 +285,7 @@ def test_send_and_receive_split_a_call_and_replies_must_match_their_request(tmp_
 
 
 def test_judge_many_returns_every_build_failure_with_its_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge_cache: Path
 ) -> None:
     """The batch's CPU side: submissions that fail before the GPU each get their verdict, under their
     own index, and the bound on waiting submissions never blocks the batch (one build worker)."""
@@ -296,7 +296,7 @@ def test_judge_many_returns_every_build_failure_with_its_index(
     from cuda_agent.judge.decide.service import JudgeService
 
     monkeypatch.setattr(service_module, "require_gpu", lambda: None)
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(judge_cache))  # the run's PCH: the build beside static needs it
     root = Path(__file__).parents[2]
     no_model_new = tmp_path / "no_model_new"
     shutil.copytree(root / "examples" / "row_softmax", no_model_new)

@@ -35,7 +35,8 @@ class Server(ServerProcess):
     """`cuda-agent serve` (`--build-only` unless `gpu`) in a subprocess, with an authenticated client;
     `kill()` sends SIGKILL."""
 
-    def __init__(self, data_dir: Path, *extra: str, gpu: bool = False) -> None:
+    def __init__(self, data_dir: Path, *extra: str, gpu: bool = False, cache: Path | None = None) -> None:
+        """`cache`: the judge cache root to build in (default: one of its own under `data_dir`)."""
         self.data_dir = data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         tokens = data_dir / "tokens"
@@ -44,7 +45,7 @@ class Server(ServerProcess):
             data_dir,
             ["--token-file", str(tokens), "--data-dir", str(data_dir / "data"),
              *(() if gpu else ("--build-only", "--arch", "9.0")), *extra],
-            env={"CUDA_AGENT_CACHE": str(data_dir / "cache"), "PYTHONUNBUFFERED": "1"},
+            env={"CUDA_AGENT_CACHE": str(cache or data_dir / "cache"), "PYTHONUNBUFFERED": "1"},
             ready="/v1/health", timeout_s=300 if gpu else 90, cwd=data_dir,
         )  # fmt: skip
         self.http = httpx.Client(base_url=self.url + "/v1", headers=auth(), timeout=60)
