@@ -8,7 +8,6 @@ message on; at the end it holds the exit reason, the judge's outcome and the rew
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from cuda_agent.agent.tools import ToolBox, ToolContext, build_sandbox
 from cuda_agent.agent.tools.sandbox import EPISODE_CACHE
 from cuda_agent.agent.trajectory import TrajectoryWriter
 from cuda_agent.gpu_lease import IN_TOOL_ENV, tool_gpus
-from cuda_agent.judge import SHARED_ENV, prepare_episode_cache
+from cuda_agent.judge import prepare_episode_cache, shared_caches_from_env
 from cuda_agent.task import Task
 from cuda_agent.workspace import materialize
 
@@ -74,8 +73,8 @@ def open_workspace(task: Task, workspace: Path, config: AgentConfig, *, overwrit
     # never copied, so an episode adds only its own objects to disk (see cuda_agent.judge.trusted.cache).
     seed = Path(config.cache_seed_dir) if config.cache_seed_dir else None
     cache_env = prepare_episode_cache(workspace / EPISODE_CACHE, workspace, seed)
-    layers = tuple(p for p in cache_env.get(SHARED_ENV, "").split(os.pathsep) if p)
-    sandbox = build_sandbox(workspace, config.sandbox, read_only=layers)  # the layers visible in the sandbox
+    # the layers' object folders (what builds read) visible in the sandbox, wherever they are
+    sandbox = build_sandbox(workspace, config.sandbox, read_only=shared_caches_from_env(cache_env))
     # Commands hold their GPUs shared as a whole (gpu_lease); what they run asks for no lease of its own.
     sandbox = dataclasses.replace(sandbox, _env={**sandbox.env(), **cache_env, IN_TOOL_ENV: "1"})
     return ToolBox(

@@ -46,7 +46,6 @@ _EXPORTS: dict[str, str] = {
     "ToolchainError": "cuda_agent.judge.trusted.toolchain",
     "default_arch": "cuda_agent.judge.trusted.toolchain",
     "prepare_episode_cache": "cuda_agent.judge.trusted.cache",
-    "SHARED_ENV": "cuda_agent.judge.trusted.cache",
     "shared_caches_from_env": "cuda_agent.judge.trusted.cache",
     "warm_shared": "cuda_agent.judge.trusted.cache",
     "Stat": "cuda_agent.judge.decide.verdict",
@@ -61,7 +60,6 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "COMPILE_MODES",
     "MODULE_NAME",
-    "SHARED_ENV",
     "SPEEDUP_THRESHOLD",
     "BuildConfig",
     "CompileModeError",
@@ -102,7 +100,6 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time `__getattr__` im
     from cuda_agent.judge.decide.verdict import Environment, Stat, Status, Timing, Verdict, failure
     from cuda_agent.judge.trusted.build import MODULE_NAME, BuildConfig
     from cuda_agent.judge.trusted.cache import (
-        SHARED_ENV,
         cache_root,
         default_shared_root,
         episode_caches,

@@ -153,9 +153,10 @@ def build_sandbox(
 ) -> Sandbox:
     """Pick the strongest available mechanism allowed by `policy` for the workspace at `root`.
 
-    `read_only`: host folders commands read (the episode's shared judge cache layer). Under bubblewrap the
-    host is visible read-only anyway, except /tmp and /dev/shm, which are private: one of these folders
-    there is bound back read-only at its own path, or commands would not find it."""
+    `read_only`: host folders commands read (the object folders of the episode's shared judge cache
+    layers). Under bubblewrap the host is visible read-only anyway, except /tmp and /dev/shm, which are
+    private: one of these folders there is bound back read-only at its own path, or commands would not
+    find it."""
     policy = policy or SandboxPolicy()
     real_root = Path(os.path.realpath(root))
     mechanism = _choose(policy)

@@ -30,7 +30,7 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,9 +57,10 @@ def default_shared_root() -> Path:
     return cache_root() / "shared"
 
 
-def shared_caches_from_env() -> tuple[Path, ...]:
-    """Object folders of the read-only layers in $CUDA_AGENT_SHARED_CACHE (cache roots, `:`-separated)."""
-    roots = [r for r in os.environ.get(SHARED_ENV, "").split(os.pathsep) if r.strip()]
+def shared_caches_from_env(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """Object folders of the read-only layers in $CUDA_AGENT_SHARED_CACHE (cache roots, `:`-separated) of
+    `environ` (default: this process's environment; an episode passes the environment it gives commands)."""
+    roots = [r for r in (os.environ if environ is None else environ).get(SHARED_ENV, "").split(os.pathsep) if r.strip()]
     return tuple(Path(r) / "objects" for r in roots)
 
 
