@@ -487,3 +487,41 @@ def test_a_spares_gpu_warm_up_waits_for_timing_unless_the_experiment_is_on(
     # Its parts, for judge_throughput's account of the lane (the worker's own seconds among them).
     assert set(pool.warmups[-1]) == {"import", "quiet_wait", "gpu", "cuda_init", "profiler"}
     assert pool.warmups[-1]["profiler"] == 0.9
+
+
+def test_a_spare_that_failed_to_warm_is_started_again_not_blamed_on_the_next_candidate(
+    cpu_pool_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spares warm while other candidates run; one that filled the GPU's memory made a spare's CUDA context
+    fail (H100 suite, 2026-12-07), and the judgment that took it gave its own candidate -1. A spare whose
+    warm-up failed is now replaced by a worker started afresh; only a second failure reaches the verdict."""
+    warm = WorkerPool._warm
+    failures = {"left": 2}  # the first reference spare and the first candidate spare
+
+    def fail_twice(self: WorkerPool, worker: WorkerHandle, times: object = None) -> str | None:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            return "AcceleratorError: CUDA error: out of memory"
+        return warm(self, worker, times)
+
+    monkeypatch.setattr(WorkerPool, "_warm", fail_twice)
+    pool = cpu_pool_factory(spare_references=1, spare_candidates=1, replenish=False)
+    spare_reference = pool._spare_references[0].result()
+    spare_candidate = pool._spares.queue[0].result()
+    assert spare_reference.warm_error and spare_candidate.warm_error  # both spares failed to warm
+    with pool.reference("task-a") as slot:
+        assert slot.warm_error is None and slot.worker.pid != spare_reference.worker.pid
+    assert spare_reference.worker.process.poll() is not None  # the failed one is gone
+    candidate = pool.candidate_warmed_or_again(pool.take_candidate())
+    assert candidate.warm_error is None and candidate.worker.pid != spare_candidate.worker.pid
+    pool.retire(candidate)
+    pool.settle()
+    assert spare_candidate.worker.process.poll() is not None
+    assert [retry["again"] for retry in pool.warm_retries] == [True, True]
+
+
+def test_a_worker_that_fails_to_start_twice_says_so(cpu_pool_factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(WorkerPool, "_warm", lambda self, worker, times=None: "CUDA error: out of memory")
+    pool = cpu_pool_factory(spare_references=1, spare_candidates=0, replenish=False)
+    with pool.reference("task-a") as slot:
+        assert slot.warm_error.startswith("CUDA error: out of memory (started twice; the first try: CUDA error")

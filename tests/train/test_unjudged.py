@@ -83,3 +83,24 @@ def test_a_verdict_on_the_task_is_masked_in_both_trainers_wherever_the_judge_run
     for shared in (True, False):
         outcome = asyncio.run(judge_bounded(Fixed(REFUSED), Path("."), task, 5.0, shared_gpus=shared))
         assert outcome.status == "task_error" and outcome.reward is None
+
+
+NO_WORKER = JudgeOutcome("runtime_error", -1, "the judge could not start its reference worker: AcceleratorError: "
+                         "CUDA error: out of memory (started twice; the first try: ...)")  # fmt: skip
+CRASH = JudgeOutcome("runtime_error", -1, "the candidate process was killed by SIGSEGV during run (forward on input set 1)")
+JUDGE_BUG = JudgeOutcome("runtime_error", -1, "judge error (KeyError: 'outputs')")
+
+
+def test_a_worker_the_judge_could_not_start_is_masked_and_the_candidates_own_failures_are_not(tmp_path: Path) -> None:
+    """A worker that failed to start is the judge's failure before any code of the rollout ran: masked in
+    both trainers. The rollout's own crash keeps its -1, and so does a judge exception, which a candidate
+    could provoke on purpose to escape its -1 (train/unjudged.py JUDGE_FAULT_RULES)."""
+    reward, record = _reward(tmp_path / "worker", Fixed(NO_WORKER))
+    assert reward is None and record["judge_status"] == "judge_error" and not record["judged"]
+    assert record["reason"].startswith("the judge failed, not this rollout: the judge could not start")
+    task = load_task(RELU_TASK, name="relu")
+    outcome = asyncio.run(judge_bounded(Fixed(NO_WORKER), Path("."), task, 5.0, shared_gpus=False))
+    assert outcome.status == "judge_error" and outcome.reward is None
+    for name, kept in (("crash", CRASH), ("bug", JUDGE_BUG)):
+        reward, record = _reward(tmp_path / name, Fixed(kept))
+        assert reward == -1.0 and record["judge_status"] == "runtime_error", name

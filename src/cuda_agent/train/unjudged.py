@@ -13,7 +13,9 @@ learns from. So both training paths treat such a sample the same way:
 
 A sample that reached the judge and failed (`compile_error`, `incorrect`, `rejected`, a malformed
 single-turn response, ...) is judged: -1 is its reward and it trains like any other. A `task_error` is a
-verdict on the task, not the sample (every rollout of the task gets it), so it is masked too (`on_the_task`).
+verdict on the task, not the sample (every rollout of the task gets it), so it is masked too (`on_the_task`);
+so is a verdict that records the judge's own failure before the candidate ran (`on_the_judge`: a worker
+it could not start), which the judge scores -1 only so that an evaluation never counts it as a success.
 """
 
 from __future__ import annotations
@@ -63,10 +65,30 @@ def on_the_task(outcome: JudgeOutcome) -> JudgeOutcome:
     return outcome
 
 
+# Verdicts the judge gives where it failed itself (it fails closed: -1 for the record, never a reward),
+# which say nothing about the rollout: (status, how the reason starts, why). Only failures that come before
+# any code of the candidate exists: an exception in the judge ("judge error (...)") stays -1, because a
+# candidate can provoke one (a reply the judge cannot parse) and must not escape its -1 that way.
+JUDGE_FAULT_RULES: tuple[tuple[str, str, str], ...] = (
+    ("runtime_error", "the judge could not start",
+     "a reference or candidate worker the judge warmed failed to start twice, the second time with no earlier "
+     "candidate left on the GPU (trusted/pool.py `_warmed_or_again`); the kernel under judgment never ran"),
+)  # fmt: skip
+
+
+def on_the_judge(outcome: JudgeOutcome) -> JudgeOutcome:
+    """`outcome` without a reward where the verdict records the judge's own failure (JUDGE_FAULT_RULES)."""
+    for status, reason, _why in JUDGE_FAULT_RULES:
+        if outcome.status == status and outcome.reason.startswith(reason) and outcome.reward is not None:
+            return replace(outcome, status=JUDGE_ERROR, reward=None, reason=f"the judge failed, not this rollout: {outcome.reason}")  # fmt: skip
+    return outcome
+
+
 def training_signal(outcome: JudgeOutcome, *, shared_gpus: bool) -> JudgeOutcome:
-    """What a trainer may learn from `outcome`: a verdict on the task is masked (`on_the_task`), and, on
-    GPUs shared with training, one that contention can cause (`on_shared_gpus`)."""
-    outcome = on_the_task(outcome)
+    """What a trainer may learn from `outcome`: a verdict on the task (`on_the_task`) or on the judge's own
+    failure (`on_the_judge`) is masked, and, on GPUs shared with training, one that contention can cause
+    (`on_shared_gpus`)."""
+    outcome = on_the_judge(on_the_task(outcome))
     return on_shared_gpus(outcome) if shared_gpus else outcome
 
 

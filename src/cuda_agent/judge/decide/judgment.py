@@ -185,6 +185,7 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         # Warmed before this candidate existed; used for it alone.
         slot = taken.result() if taken is not None else pool.take_candidate()
         self.candidate_taken = True
+        slot = pool.candidate_warmed_or_again(slot)  # a spare that failed to warm is not this candidate's fault
         self.stages["worker_wait"] = time.monotonic() - waited
         # Killed when the judgment ends and torn down after the verdict is returned; the next judgment is
         # timed only once the teardown ended (pool.py: retire, settle).

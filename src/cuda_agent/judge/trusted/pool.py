@@ -167,6 +167,7 @@ class WorkerPool:
         # The parts of the last candidate workers' warm-ups: `import` (torch, CPU only), `quiet_wait` (for
         # timing to end), `gpu` (the GPU part's round trip) and the worker's own `cuda_init` and `profiler`.
         self.warmups: deque[dict[str, float]] = deque(maxlen=LIFECYCLE_KEPT)
+        self.warm_retries: deque[dict[str, Any]] = deque(maxlen=LIFECYCLE_KEPT)  # spares that failed to warm
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -262,7 +263,7 @@ class WorkerPool:
             else:
                 future = None
         if future is not None:
-            slot = future.result()
+            slot = self._warmed_or_again(future.result(), self._new_reference)
         assert slot is not None
         broken = True
         try:
@@ -280,6 +281,29 @@ class WorkerPool:
                 slot.close()
             else:
                 self._keep(task_digest, slot)
+
+    def _warmed_or_again(self, slot: Any, start: Callable[[], Any]) -> Any:
+        """`slot`, or, where its warm-up failed, a worker started again once earlier candidates are torn down.
+        Spares warm while other candidates run: one that filled the GPU's memory (raw cudaMalloc) made a
+        spare's CUDA context fail, and the next judgment, of another candidate, got -1 for it (suite, H100,
+        2026-12-07). Only a second failure reaches the verdict, as the judge's (train/unjudged.py masks it)."""
+        if slot.warm_error is None:
+            return slot
+        first = slot.warm_error
+        if isinstance(slot, CandidateSlot):
+            self.retire(slot)
+        else:
+            slot.close()
+        self.settle()
+        again = start()
+        self.warm_retries.append({"first": first[:300], "again": again.warm_error is None})
+        if again.warm_error is not None:
+            again.warm_error = f"{again.warm_error[:400]} (started twice; the first try: {first[:200]})"
+        return again
+
+    def candidate_warmed_or_again(self, slot: CandidateSlot) -> CandidateSlot:
+        """A taken candidate slot, started again where its warm-up failed (see `_warmed_or_again`)."""
+        return self._warmed_or_again(slot, self._new_candidate)
 
     @staticmethod
     def _ended(slot: ReferenceSlot) -> bool:
