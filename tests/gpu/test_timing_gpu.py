@@ -410,11 +410,17 @@ def test_a_copy_staged_during_the_pad_is_evicted_by_the_flush() -> None:
     probe = load_benchmark("timing_l2_staging")
     result = probe.run(rounds=10, samples=10, weight_mib=24, k=4096)
     row = {(r["variant"], r["pad"]): r for r in result["rows"]}
-    assert row[("honest", "warm")]["ratio_charged"] < 0.8, result  # the weight in L2 is worth something
-    assert row[("stage at issue", "v5")]["ratio_charged"] < 0.9, result  # the test can fail: v5 is fooled
     for variant in ("stage at issue", "stage at pad end", "stage mid-flush", "side prefetch"):
         assert row[(variant, "v6")]["ratio_charged"] >= 0.95, (variant, result)
     assert row[("honest", "v6")]["flush_ms"] > 0.02, result  # the stamps were written and read
+    # Whether this GPU makes the probe a subject at all: the weight in L2 must be worth something, and v5's
+    # pad must be fooled by it. On an H200 both held; on an H100 (2026-12-07) the GEMV read its 24 MiB
+    # weight only 9% faster from L2 (0.91) and every staging copy cost more than it saved under either pad
+    # (1.9-2.4x charged), so there v6's rows above are all the test can show.
+    warm, fooled = row[("honest", "warm")]["ratio_charged"], row[("stage at issue", "v5")]["ratio_charged"]
+    if warm >= 0.8:
+        pytest.xfail(f"the weight in L2 is worth too little on this GPU ({warm:.2f} of a cold read) to fool v5")
+    assert fooled < 0.9, result  # the test can fail: v5 is fooled where L2 pays
 
 
 def test_an_honest_rounds_flushes_are_not_charged() -> None:
