@@ -29,7 +29,7 @@ LANE_STAGES = ("reference_wait", "reference", "settle_wait", "gpu_lock_wait", "w
 STAGE_ORDER = (("build", 0), ("build_compile", 1), ("build_link", 1), ("reference", 1), ("worker_wait", 0),
                ("load", 0), ("verify", 0),
                ("compare_wait", 1), ("timing", 0), ("timing_setup", 1), ("timed_rounds", 1), ("traced_rounds", 1),
-               ("spot_checks", 1), ("baseline_windows", 1), ("baseline_setup", 1), ("total", 0))  # fmt: skip
+               ("spot_checks", 1), ("baseline_windows", 1), ("baseline_setup", 1), ("baseline_rounds", 1), ("total", 0))  # fmt: skip
 COUNTS = ("rounds", "traced_rounds", "spot_checks")
 
 

@@ -296,7 +296,10 @@ def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, m
 
 def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, monkeypatch, candidate_process) -> None:
     ref = Reference(candidate_process.pid)
-    _judgment(tmp_path, monkeypatch, candidate_process, ref).time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    first = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    first.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    # the first judgment's baseline rounds are a stage of their own (most of a cold timing's unnamed time)
+    assert first.stages["baseline_rounds"] > 0 and first.stages["baseline_rounds"] < first.stages["timing"]
     again = Reference(candidate_process.pid)
     made = _judgment(tmp_path, monkeypatch, candidate_process, again)
     again.flush_ms = 0.083  # this worker's own measurement, kept with its eager sampler
@@ -312,6 +315,7 @@ def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, mon
     assert calls["candidate.time_round"][0] == timing.rounds + made.checks["traced_timed_rounds"]
     assert again.candidate_state_while_timing == {"T"}
     assert 1.4 < timing.speedup_vs_compile < 2.8  # 2x, against the first judgment's baselines
+    assert "baseline_rounds" not in made.stages
 
 
 def test_cached_baselines_calibrate_the_host_clock_in_this_judgment(tmp_path, monkeypatch, candidate_process) -> None:

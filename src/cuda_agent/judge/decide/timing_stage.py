@@ -161,6 +161,7 @@ class TimingStage:
                 samples = [s + busy_ms / len(samples) for s in samples]
                 rounds["candidate"].append(samples)
                 walls["candidate"].append(wall_ms + busy_ms)
+                baseline_began = time.monotonic()  # `baseline_rounds`: a cold task's eager and compile rounds
                 for who in ([] if cached else ["eager", "compile"]):
                     reply = self._reference_call(ref, "time_round", self.config.timing_timeout_s, mode=who,
                                                  samples=self.round_plan.calls)  # fmt: skip
@@ -171,6 +172,8 @@ class TimingStage:
                     split["reference" if who == "eager" else "reference_compile"].append(overhead_split(reply, wall_ms, got))
                     if who == "eager":
                         reference_rounds.append((wall_ms, _finite(reply.get("setup_ms")), got))
+                if not cached:
+                    self.stages["baseline_rounds"] = self.stages.get("baseline_rounds", 0.0) + time.monotonic() - baseline_began
                 if clock_round:
                     reference_rounds.append(self._clock_round(ref))
             trace_p = trace_probability(statistics.median(sum(r) for r in rounds["candidate"]), tc, self.round_plan.calls)
