@@ -351,6 +351,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "an experiment; issue 34)",
     )  # fmt: skip
     parser.add_argument(
+        "--spares-cpus", choices=("build", "lane"), default="lane",
+        help="where spare workers warm: the compilers' CPUs, moved to the lane's when taken "
+        "(JudgeConfig.spares_on_build_cpus, an experiment; issue 34), or the lane's (the default)",
+    )  # fmt: skip
+    parser.add_argument(
         "--pad-release", choices=("on", "off"), default=None,
         help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
     )  # fmt: skip
@@ -460,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             pads = {} if args.pad_release is None else {"pad_release": args.pad_release == "on"}
             config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads),
-                                 warm_beside_timing=args.warm_beside_timing == "on")
+                                 warm_beside_timing=args.warm_beside_timing == "on",
+                                 spares_on_build_cpus=args.spares_cpus == "build")
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

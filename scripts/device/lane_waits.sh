@@ -5,7 +5,8 @@
 #    timing (the default) and once beside it (JudgeConfig.warm_beside_timing), back to back on one machine:
 #    `quiet_wait`, `reference_wait`, timing, verdicts/hour, idle share and every reward, off against on. The
 #    first pair (H100, 2026-12-07, docs/design/throughput.md): 1,182 against 1,375 verdicts/hour, the same
-#    rewards, A/A 0.9961 and 1.0040, timing 0.95 against 1.09 s; a second pair decides the default.
+#    rewards, A/A 0.9961 and 1.0040, timing 0.95 against 1.09 s; a second pair decides the default. ARMS
+#    (below) adds spares warmed on the compilers' CPUs, the lead for the longer timing stage.
 # 2. the two GPU tests fixed on 2026-12-07 without a GPU (the drain against a frozen helper's queue, the L2
 #    staging probe's stand-in pads) and the MinGPTNewGelu degeneracy test at KernelBench's size.
 # PROBE=1 first runs benchmarks/warmup_beside_timing.py (which part of a spare's warm-up disturbs another
@@ -20,10 +21,14 @@ if [ "${PROBE:-0}" = 1 ]; then
   echo "== warm-up beside timing"
   timeout 150 python3 benchmarks/warmup_beside_timing.py --reps 5 --json "$OUT/warmup.json" 2>&1 | tail -22
 fi
-for beside in off on; do
-  echo "== 1. throughput, batch 32, warm-up beside timing $beside"
+# ARMS: which runs, each "<beside>:<spares' CPUs>" (default the pair off:lane on:lane). The third experiment,
+# spares warmed on the compilers' CPUs (JudgeConfig.spares_on_build_cpus), is ARMS="on:lane on:build" with
+# TP_S=270, or all three as ARMS="off:lane on:lane on:build" TP_S=175 (each cut shorter).
+for arm in ${ARMS:-off:lane on:lane}; do
+  beside=${arm%%:*}; cpus=${arm##*:}
+  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs"
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
-    --batch 32 --no-cold-build --warm-beside-timing "$beside" --out "$OUT/tp_$beside" 2>&1 \
+    --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --out "$OUT/tp_${beside}_$cpus" 2>&1 \
     | grep -E "^lane, batch|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
 done
 echo "== 2. GPU tests"

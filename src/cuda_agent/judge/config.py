@@ -130,6 +130,11 @@ class JudgeConfig:
     # the task: each verdict's replacement spare warms between two timings. On only once an A/B on the GPU
     # (judge_throughput --warm-beside-timing on|off: A/A, rewards, quiet_wait) shows timing unharmed.
     warm_beside_timing: bool = False
+    # Issue 34, an experiment (off): spare workers warm on the compilers' CPUs and move to their lane's when
+    # taken (trusted/cpu_placement.py), so that their `import torch` and CUPTI start-up (~6.5 s of CPU each)
+    # do not share the 4 CPUs the timed rounds' host side runs on. On once judge_throughput's A/B
+    # (--spares-cpus build|lane) shows the timing stage shorter at the same A/A and rewards.
+    spares_on_build_cpus: bool = False
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

@@ -82,6 +82,7 @@ class JudgeService:
         spares = LONG_LIVED_SPARES if keep_warm else 1
         self.pools = [
             WorkerPool(root, device=None if single else d, cpus=cpus, replenish=keep_warm, spare_candidates=spares,
+                       warm_cpus=self.build_cpus if self.config.spares_on_build_cpus else None,
                        spare_references=LONG_LIVED_SPARE_REFERENCES if keep_warm else 1,
                        warm_beside_timing=self.config.warm_beside_timing)
             for d, cpus in zip(self.devices, lane_cpus, strict=True)

@@ -34,8 +34,6 @@ import contextlib
 import fcntl
 import os
 import queue
-import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -48,71 +46,18 @@ from typing import Any
 
 from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.common.procs import scrubbed_env
+from cuda_agent.judge.trusted.cpu_placement import move_threads
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free, process_gpu_bytes
 from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
-from cuda_agent.judge.trusted.sandbox import Sandbox, candidate_sandbox, candidates_share_no_place
+from cuda_agent.judge.trusted.sandbox import candidate_sandbox, candidates_share_no_place
+from cuda_agent.judge.trusted.slots import CandidateSlot, ReferenceSlot
 
 REFERENCE_WORKER = "cuda_agent.judge.trusted.reference_worker"
 CANDIDATE_WORKER = "cuda_agent.judge.candidate.worker"
 WARM_TIMEOUT_S = 180.0
 LIFECYCLE_KEPT = 512  # the last candidate workers' warm-up and retirement times a pool keeps
-
-
-@dataclass
-class CandidateSlot:
-    """One warmed, sandboxed candidate process and the folder it may write in. Used once."""
-
-    worker: WorkerHandle
-    root: Path  # judge-owned scratch of this slot (removed with it)
-    folder: Path  # the candidate's cwd/HOME: model_new.py and cuda_extension.so go here
-    out_dir: Path  # the only place the candidate writes outputs
-    sandbox: Sandbox
-    tree: ProcessTree | None = None  # the worker and everything it starts (freeze.py)
-    warm_error: str | None = None
-    retire: Callable[[CandidateSlot], None] | None = None  # the pool's clean-up after the worker is gone
-    # Seconds each part of close() took: the worker killed and reaped (its CUDA context torn down), the
-    # rest of its tree and its cgroup, its files. The next judgment's GPU lock waits for all of it.
-    close_seconds: dict[str, float] = field(default_factory=dict)
-
-    def kill(self) -> None:
-        """SIGKILL the worker's process group and every process of its tree, without waiting for any to
-        exit: from here on no code of the candidate runs, though the driver may still be tearing its CUDA
-        context down (close() waits for that)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.worker.pid, signal.SIGKILL)
-        if self.tree is not None:
-            self.tree.kill_once()
-
-    def close(self) -> None:
-        began = time.monotonic()
-        self.worker.close()
-        reaped = time.monotonic()
-        if self.tree is not None:
-            self.tree.close()  # setsid children and double-forked daemons too
-        treed = time.monotonic()
-        shutil.rmtree(self.root, ignore_errors=True)
-        self.close_seconds = {"reap": reaped - began, "tree": treed - reaped, "files": time.monotonic() - treed}
-        retire, self.retire = self.retire, None  # once, even if closed twice
-        if retire:
-            retire(self)
-
-
-@dataclass
-class ReferenceSlot:
-    worker: WorkerHandle
-    root: Path
-    environment: dict | None = None
-    warm_error: str | None = None
-    broken: bool = False  # set by a judgment whose call to this worker failed
-    # The preparation later judgments of this task may reuse (decide/reference_group.py), kept in the
-    # worker between them; None: the next judgment prepares afresh.
-    group: Any = None
-
-    def close(self) -> None:
-        self.worker.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def pin_current_thread(cpus: frozenset[int] | None) -> None:
@@ -140,6 +85,7 @@ class WorkerPool:
     # one spare the lane waited for it (`reference_wait`, 169 s of the suite's 1,235 s of lane, H100).
     spare_references: int = 1
     cpus: frozenset[int] | None = None  # where this GPU's workers run (kept apart from compiler jobs)
+    warm_cpus: frozenset[int] | None = None  # where spares warm, if not `cpus` (cpu_placement.py, an experiment)
     replenish: bool = True  # start a replacement when a spare is taken (False for one-shot judging)
     quiet: QuietWindow = field(default_factory=QuietWindow)  # timing alone; warm-ups' GPU parts together
     # An experiment (JudgeConfig.warm_beside_timing, off): a spare's GPU warm-up without `quiet`. See
@@ -189,9 +135,9 @@ class WorkerPool:
         """Begin warming the spares (call once the caller knows it will judge)."""
         with self._lock:
             while self._spares.qsize() < self.spare_candidates:
-                self._spares.put(self._starter.submit(self._new_candidate))
+                self._spares.put(self._starter.submit(self._warm_new, self._new_candidate))
             while len(self._spare_references) < self.spare_references:
-                self._spare_references.append(self._starter.submit(self._new_reference))
+                self._spare_references.append(self._starter.submit(self._warm_new, self._new_reference))
 
     def take_candidate(self) -> CandidateSlot:
         """A warmed candidate process for exactly one candidate; a replacement starts warming at once."""
@@ -202,10 +148,10 @@ class WorkerPool:
         first (the reference's preparation) takes it early, so the two waits overlap."""
         with self._lock:
             if self._spares.empty():
-                self._spares.put(self._starter.submit(self._new_candidate))
+                self._spares.put(self._starter.submit(self._warm_new, self._new_candidate))
             future = self._spares.get()
             if self.replenish and not self._closed:
-                self._spares.put(self._starter.submit(self._new_candidate))
+                self._spares.put(self._starter.submit(self._warm_new, self._new_candidate))
         return future
 
     def _new_candidate(self) -> CandidateSlot:
@@ -257,9 +203,9 @@ class WorkerPool:
             slot = self._references.pop(task_digest, None)
             if slot is None:
                 spares = self._spare_references
-                future = spares.popleft() if spares else self._starter.submit(self._new_reference)
+                future = spares.popleft() if spares else self._starter.submit(self._warm_new, self._new_reference)
                 if self.replenish and not self._closed:
-                    spares.append(self._starter.submit(self._new_reference))
+                    spares.append(self._starter.submit(self._warm_new, self._new_reference))
             else:
                 future = None
         if future is not None:
@@ -287,7 +233,7 @@ class WorkerPool:
         Spares warm while other candidates run: one that filled the GPU's memory (raw cudaMalloc) made a
         spare's CUDA context fail, and the next judgment, of another candidate, got -1 for it (suite, H100,
         2026-12-07). Only a second failure reaches the verdict, as the judge's (train/unjudged.py masks it)."""
-        if slot.warm_error is None:
+        if self._to_lane_cpus(slot).warm_error is None:
             return slot
         first = slot.warm_error
         if isinstance(slot, CandidateSlot):
@@ -299,7 +245,21 @@ class WorkerPool:
         self.warm_retries.append({"first": first[:300], "again": again.warm_error is None})
         if again.warm_error is not None:
             again.warm_error = f"{again.warm_error[:400]} (started twice; the first try: {first[:200]})"
-        return again
+        return again  # started from the lane's thread: on the lane's CPUs
+
+    def _warm_new(self, start: Callable[[], Any]) -> Any:
+        """A spare started on the starter's thread, pinned first to where spares warm now."""
+        pin_current_thread(self.warm_cpus or self.cpus)
+        return start()
+
+    def _to_lane_cpus(self, slot: Any) -> Any:
+        """A spare warmed on `warm_cpus`, moved to this lane's CPUs before it serves. Where that fails, spares
+        warm on the lane's CPUs from now on and this one is started again there (`_warmed_or_again`)."""
+        elsewhere = slot.warm_error is None and self.warm_cpus and self.cpus and self.warm_cpus != self.cpus
+        if elsewhere and (why := move_threads(slot.worker.pid, self.cpus)) is not None:
+            self.warm_cpus = None
+            slot.warm_error = f"it could not be moved to its lane's CPUs: {why}"
+        return slot
 
     def candidate_warmed_or_again(self, slot: CandidateSlot) -> CandidateSlot:
         """A taken candidate slot, started again where its warm-up failed (see `_warmed_or_again`)."""
