@@ -238,11 +238,12 @@ def phase_cold_build(examples: dict[str, Path], variants: Path) -> list[dict[str
         rec = {"example": name, "wall_s": round(wall, 4), "error": error,
                "ok": bool(result and result.ok), "build_seconds": round(result.seconds, 4) if result else None,
                "compiled": list(result.compiled) if result else [], "cached": list(result.cached) if result else [],
+               "unit_seconds": dict(result.unit_seconds) if result else {},
                "log": (result.log[-2000:] if result and not result.ok else "")}  # fmt: skip
         records.append(rec)
         status = "ok" if rec["ok"] else f"FAILED {error or rec['log'][-300:]}"
         print(f"  [cold build {i + 1}/{len(examples)}] {name}: {wall:.2f} s, {status}; compiled "
-              f"{rec['compiled']}, cached {rec['cached']}", flush=True)  # fmt: skip
+              f"{rec['unit_seconds'] or rec['compiled']}, cached {rec['cached']}", flush=True)  # fmt: skip
     return records
 
 

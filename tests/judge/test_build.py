@@ -96,6 +96,9 @@ def test_bundled_example_builds_imports_and_reuses_objects(tmp_path: Path, cache
     assert set(third.step_seconds) == {"compile", "link"}
     assert all(s > 0 for s in third.step_seconds.values())
     assert sum(third.step_seconds.values()) <= third.seconds + 0.01
+    # each unit compiled this time has its own seconds, within the compile step's wall
+    assert set(third.unit_seconds) == set(third.compiled)
+    assert all(0 < s <= third.step_seconds["compile"] + 0.01 for s in third.unit_seconds.values())
     # The binding changed: it is recompiled with the cached PCH, which is not built again.
     binding = next(changed.glob("*_binding.cpp"))
     binding.write_text(binding.read_text() + "\n// touched\n")

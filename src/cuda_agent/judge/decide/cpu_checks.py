@@ -144,7 +144,7 @@ def check_on_cpu(
     # first: its static checks could not run, so the stage that failed is the build, not the rules.
     outcomes["build"] = PASSED if result.ok and syntax is None else FAILED
     checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached), "pch": result.pch,
-                       "seconds": dict(result.step_seconds)}  # fmt: skip
+                       "seconds": dict(result.step_seconds), "unit_seconds": dict(result.unit_seconds)}  # fmt: skip
     seconds.update({f"build_{step}": s for step, s in result.step_seconds.items()})  # as in a full judgment
     build_reasons = [syntax.reason] if syntax else []
     if not result.ok:

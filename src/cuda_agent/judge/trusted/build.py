@@ -112,6 +112,8 @@ class BuildResult:
     imports: dict[str, set[str]] = field(default_factory=dict, repr=False)
     # Wall seconds of the build's steps ("compile": all units, in parallel; "link"), for finding slow spots.
     step_seconds: dict[str, float] = field(default_factory=dict)
+    # Each unit compiled this time, its compiler's own seconds: which one a cold build waited for.
+    unit_seconds: dict[str, float] = field(default_factory=dict)
 
 
 class SubmissionError(ValueError):
@@ -396,7 +398,8 @@ def _compile_and_link(
     # past the gate (a versioned reference, a new variant); static_checks.check_imports refuses it.
     imports[driver_gate.LINKED_MODULE] = {s for s in imported_symbols(module_path) if _base(s) in driver_gate.GATED}
     return BuildResult(True, module_path, "", full_log, time.monotonic() - start, compiled, tuple(cached),
-                       False, (*commands, " ".join(link)), used_pch, pch_note, imports, steps)  # fmt: skip
+                       False, (*commands, " ".join(link)), used_pch, pch_note, imports, steps,
+                       {_display(s, stage): round(r.seconds, 3) for s, _, r in results})  # fmt: skip
 
 
 def _base(symbol: str) -> str:
