@@ -126,7 +126,28 @@ def main() -> int:
     print("\n" + family_table(results))
     if any("class" in json.loads((case / "expected.json").read_text()) for case, _, _ in results):
         print("\n" + class_table(results))
+    print("\n" + lane_table([verdict for _, verdict, _ in results]))
     return 0 if not bad and not missing else 1
+
+
+# Where the GPU lane's time went (decide/judgment.py's stage_seconds): the lane, its waits and stages, and the
+# timing stage's parts (indented). The suite's wall is the lane's, so this says what a faster suite needs.
+LANE_PARTS = ("lane", "reference_wait", "reference", "settle_wait", "worker_wait", "load", "verify", "quiet_wait",
+              "timing", "  timing_setup", "  baseline_setup", "  baseline_rounds", "  timed_rounds", "  traced_rounds",
+              "  baseline_windows", "  spot_checks")  # fmt: skip
+
+
+def lane_table(verdicts: list[dict]) -> str:
+    """Seconds summed over the verdicts, with how many reached each part and their median."""
+    import statistics
+
+    lines = [f"{'lane part':22s} {'seconds':>9s} {'verdicts':>9s} {'median':>8s}", "-" * 51]
+    for name in LANE_PARTS:
+        values = [float(v["stage_seconds"][name.strip()]) for v in verdicts
+                  if isinstance(v.get("stage_seconds"), dict) and name.strip() in v["stage_seconds"]]  # fmt: skip
+        if values:
+            lines.append(f"{name:22s} {sum(values):9.1f} {len(values):9d} {statistics.median(values):8.3f}")
+    return "\n".join(lines)
 
 
 def judge_digest() -> str:

@@ -64,3 +64,15 @@ def test_a_part_judged_by_other_code_stops_the_run_with_one_line(tmp_path: Path)
     bad_part = subprocess.run([sys.executable, str(SCRIPT), "--part", "4/3", "--gpus", "1", "--out", str(tmp_path / "o")],
                               capture_output=True, text=True, timeout=300)  # fmt: skip
     assert bad_part.returncode == 2 and "K must be 1 to N" in bad_part.stdout
+
+
+def test_the_lane_table_sums_each_part_over_the_verdicts_that_reached_it(suite) -> None:
+    verdicts = [
+        {"stage_seconds": {"lane": 2.0, "timing": 1.5, "baseline_rounds": 0.5, "verify": 0.25}},
+        {"stage_seconds": {"lane": 4.0, "timing": 2.5}},
+        {"status": "compile_error", "stage_seconds": {"build": 3.0}},  # never reached the lane
+    ]
+    rows = {line.split()[0]: line.split()[1:] for line in suite.lane_table(verdicts).splitlines()[2:]}
+    assert rows["lane"] == ["6.0", "2", "3.000"] and rows["timing"] == ["4.0", "2", "2.000"]
+    assert rows["baseline_rounds"] == ["0.5", "1", "0.500"] and rows["verify"] == ["0.2", "1", "0.250"]
+    assert "build" not in rows and "quiet_wait" not in rows  # not a lane part / reached by none
