@@ -16,6 +16,10 @@ QuietWindow: warm-ups share it with each other, timing alone), so a spare's cont
 a measurement (`warm_beside_timing`, an experiment that is off, lifts this to measure what it costs and
 what it saves).
 
+A spare whose warm-up failed (its CUDA context refused while another candidate held the GPU's memory) is
+closed and started again once earlier candidates are torn down (`_warmed_or_again`): a spare's failure
+is never the next candidate's verdict.
+
 A finished candidate is killed when its judgment ends and retired after its verdict is returned
 (`retire`): its worker's exit (a CUDA context torn down), the sweep for processes it left and the removal
 of its folder took 0.2-0.5 s of every warm judgment on an H200 (512 MB outputs the most). No candidate is
