@@ -44,10 +44,15 @@ SHARED_GPU_RULES: tuple[tuple[str, str, str], ...] = (
 def on_shared_gpus(outcome: JudgeOutcome) -> JudgeOutcome:
     """`outcome` as seen from a judge that shares its GPUs with training: a verdict of SHARED_GPU_RULES
     becomes `judge_error` without a reward (the verdict is kept for the record)."""
-    for status, reason, _why in SHARED_GPU_RULES:
+    return _unjudged_by(outcome, SHARED_GPU_RULES, "GPU contention (the judge shares its GPUs with training)")
+
+
+def _unjudged_by(outcome: JudgeOutcome, rules: tuple[tuple[str, str, str], ...], why: str) -> JudgeOutcome:
+    """`outcome` as `judge_error` without a reward, its reason kept after `why`, where one of `rules`
+    (status, how the reason starts, why) matches it; otherwise as it is."""
+    for status, reason, _why in rules:
         if outcome.status == status and outcome.reason.startswith(reason):
-            return replace(outcome, status=JUDGE_ERROR, reward=None,
-                           reason=f"GPU contention (the judge shares its GPUs with training): {outcome.reason}")  # fmt: skip
+            return replace(outcome, status=JUDGE_ERROR, reward=None, reason=f"{why}: {outcome.reason}")
     return outcome
 
 
@@ -78,10 +83,7 @@ JUDGE_FAULT_RULES: tuple[tuple[str, str, str], ...] = (
 
 def on_the_judge(outcome: JudgeOutcome) -> JudgeOutcome:
     """`outcome` without a reward where the verdict records the judge's own failure (JUDGE_FAULT_RULES)."""
-    for status, reason, _why in JUDGE_FAULT_RULES:
-        if outcome.status == status and outcome.reason.startswith(reason) and outcome.reward is not None:
-            return replace(outcome, status=JUDGE_ERROR, reward=None, reason=f"the judge failed, not this rollout: {outcome.reason}")  # fmt: skip
-    return outcome
+    return _unjudged_by(outcome, JUDGE_FAULT_RULES, "the judge failed, not this rollout")
 
 
 def training_signal(outcome: JudgeOutcome, *, shared_gpus: bool) -> JudgeOutcome:

@@ -71,8 +71,7 @@ class BuildStage:
         self.stages["build"] = time.monotonic() - start
         for step, seconds in result.step_seconds.items():  # parts of "build" (compile: all units at once)
             self.stages[f"build_{step}"] = seconds
-        self.checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached),
-                                "seconds": dict(result.step_seconds), "unit_seconds": dict(result.unit_seconds)}  # fmt: skip
+        self.checks["build"] = result.record()
         if not result.ok:
             self.compile_log = result.log
             status = Status.TIMEOUT if result.timed_out else Status.COMPILE_ERROR

@@ -143,8 +143,7 @@ def check_on_cpu(
     # model_new.py that Python cannot compile is part of the build failing (python_syntax.py), and comes
     # first: its static checks could not run, so the stage that failed is the build, not the rules.
     outcomes["build"] = PASSED if result.ok and syntax is None else FAILED
-    checks["build"] = {"compiled": list(result.compiled), "cached": list(result.cached), "pch": result.pch,
-                       "seconds": dict(result.step_seconds), "unit_seconds": dict(result.unit_seconds)}  # fmt: skip
+    checks["build"] = {**result.record(), "pch": result.pch}
     seconds.update({f"build_{step}": s for step, s in result.step_seconds.items()})  # as in a full judgment
     build_reasons = [syntax.reason] if syntax else []
     if not result.ok:

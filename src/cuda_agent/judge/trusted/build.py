@@ -115,6 +115,11 @@ class BuildResult:
     # Each unit compiled this time, its compiler's own seconds: which one a cold build waited for.
     unit_seconds: dict[str, float] = field(default_factory=dict)
 
+    def record(self) -> dict[str, object]:
+        """What a verdict's `checks.build` says of the build: what was compiled and cached, and the seconds."""
+        return {"compiled": list(self.compiled), "cached": list(self.cached), "seconds": dict(self.step_seconds),
+                "unit_seconds": dict(self.unit_seconds)}  # fmt: skip
+
 
 class SubmissionError(ValueError):
     """kernels/ is unusable as given (no sources, symlinks, oversize files)."""
