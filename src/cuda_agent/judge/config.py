@@ -135,6 +135,11 @@ class JudgeConfig:
     # do not share the 4 CPUs the timed rounds' host side runs on. On once judge_throughput's A/B
     # (--spares-cpus build|lane) shows the timing stage shorter at the same A/A and rewards.
     spares_on_build_cpus: bool = False
+    # Issue 34, an experiment (1: off): judgments in flight per GPU in a batch. At 2 a second judgment, of
+    # another task, is prepared, loaded and verified beside the first; timing stays alone with every other
+    # candidate frozen, and a failure beside another is judged again alone (trusted/lane_share.py). Taken
+    # only where candidates share no writable place and NVML names each process's GPU memory.
+    lane_depth: int = 1
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving
@@ -159,3 +164,7 @@ class JudgeConfig:
     cache_dir: Path | None = None  # baseline cache; None uses ~/.cache/cuda-agent/baselines
     scratch_dir: Path | None = None  # None uses /dev/shm when present, else the system temp folder
     keep_scratch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.lane_depth not in (1, 2):  # refused here, in one line, not in a lane
+            raise ValueError(f"lane_depth is {self.lane_depth}; the judge runs 1 or 2 judgments per GPU at once")

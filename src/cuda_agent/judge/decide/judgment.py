@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.judge.common.channel import WorkerHandle
 from cuda_agent.judge.config import JudgeConfig, JudgeUnavailable
 from cuda_agent.judge.decide.build_stage import BuildStage
 from cuda_agent.judge.decide.calls import WorkerCalls
@@ -49,6 +50,7 @@ from cuda_agent.judge.decide.verdict import (
     stage_outcomes,
 )
 from cuda_agent.judge.decide.verify_stage import VerifyStage
+from cuda_agent.judge.trusted.lane_share import JudgeAlone
 from cuda_agent.judge.trusted.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources
 from cuda_agent.judge.trusted.static_checks import describe as describe_findings
@@ -64,6 +66,12 @@ class Stop(Exception):
     def __init__(self, verdict: Verdict) -> None:
         super().__init__(verdict.reason)
         self.verdict = verdict
+
+
+# Verdicts that another candidate on the same GPU could have caused (its memory, its time on the GPU; a
+# task found too large for the memory left): at depth 2 they are not final; the judgment is made again
+# alone (trusted/lane_share.py). Wrong outputs are not among them: another process cannot reach this one's.
+BESIDE_ANOTHER_STATUSES = frozenset({Status.RUNTIME_ERROR, Status.TIMEOUT, Status.TASK_ERROR})
 
 
 def require_gpu() -> None:
@@ -107,6 +115,9 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         self.started = time.monotonic()
         # Calls per timed round: samples_per_round until the reference's sizes say a round would not fit.
         self.round_plan = RoundSize(self.config.timing.samples_per_round, self.config.timing.samples_per_round)
+        # Depth 2 (trusted/lane_share.py): why this judgment must be judged again alone, once it is over.
+        self.alone_again = ""
+        self.lane_shared = False  # its GPU part ran on a lane shared with another judgment
 
     # ---- the story -------------------------------------------------------------------------------
     def run(self, pool: WorkerPool) -> Verdict:
@@ -156,10 +167,16 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
                 # lane (1.9 s at the median of 33 cold cases, H200, 2026-12-04, spares warming only while
                 # the GPU is quiet).
                 self.stages["reference_wait"] = time.monotonic() - waited
+                if pool.share is not None:
+                    pool.share.note_worker(id(self), ref.worker.pid)
                 self.prepare_reference(pool, ref)
                 return self.candidate_stages(pool, ref, taken)
 
-        return self._guarded(story)
+        verdict = self._guarded(story)
+        share = pool.share  # memory or GPU time another candidate may have taken: not this one's verdict
+        if share is not None and verdict.status in BESIDE_ANOTHER_STATUSES and share.beside_another(id(self)):
+            self.alone_again = self.alone_again or f"{verdict.status.value} beside another judgment: {verdict.reason[:300]}"
+        return verdict
 
     def take_candidate_early(self, pool: WorkerPool) -> Future[CandidateSlot]:
         """Take this judgment's candidate worker now, so that waiting for it (a spare still warming) overlaps
@@ -197,6 +214,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         with self.timed("install"):
             self.install(slot)
         ref, cand = ref_slot.worker, slot.worker
+        if pool.share is not None:
+            return self.shared_gpu_part(pool, ref, cand)
         with pool.gpu_lock(self.stages, beside_retirement=True):  # not timed: see WorkerPool.retirement_fits
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
@@ -210,9 +229,38 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
                 timing = self.time(ref, cand)
         return self.verdict_ok(timing)
 
+    def shared_gpu_part(self, pool: WorkerPool, ref: WorkerHandle, cand: WorkerHandle) -> Verdict:
+        """Load, verify and time at depth 2 (trusted/lane_share.py): load and verification are readers of
+        the GPU beside the other judgment's; the timing is the writer, with every other candidate frozen
+        and the GPU drained first. Depth 1 holds one lock from the load to the end of timing instead."""
+        share = pool.share
+        assert share is not None
+        self.lane_shared = not share.is_alone(id(self))  # alone: device-wide readings are this judgment's
+        with pool.gpu_lock(self.stages, beside_retirement=True, reading=True):
+            share.add_candidate(id(self), cand.pid, self.tree_of(cand))  # frozen by others' timings
+            self.load_candidate(cand, ref)
+            self.verify(ref, cand)
+        if not self.config.time_candidate:
+            return self.verdict_ok(None)
+        with pool.gpu_lock(self.stages):  # settles: no earlier candidate's teardown beside timing
+            quiet = time.monotonic()
+            with pool.quiet.timing():
+                self.stages["quiet_wait"] = time.monotonic() - quiet
+                with share.others_frozen(id(self)) as others:
+                    if others:
+                        self.checks["lane_others_frozen"] = others
+                        drained = self._reference_call(ref, "drain", 60, timeout_s=self.config.timing.drain_timeout_s)
+                        if not drained.get("drained"):
+                            raise JudgeAlone("the GPU stayed busy after the other candidate on it was frozen")
+                    timing = self.time(ref, cand)
+        return self.verdict_ok(timing)
+
     def _guarded(self, story: Callable[[], Verdict]) -> Verdict:
         try:
             return story()
+        except JudgeAlone as exc:
+            self.alone_again = str(exc)
+            return self.finish(failure(Status.RUNTIME_ERROR, f"to be judged again alone: {exc}"))
         except Stop as stop:
             return self.finish(stop.verdict)
         except Exception as exc:  # fail closed: a judge bug is never a reward

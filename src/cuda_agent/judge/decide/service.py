@@ -21,13 +21,15 @@ import contextlib
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment, require_gpu, scratch_root
+from cuda_agent.judge.decide.lane_queue import BuiltQueue
 from cuda_agent.judge.decide.verdict import Status, Verdict, failure, stage_outcomes
+from cuda_agent.judge.trusted.lane_share import LaneShare, depth_refused, memory_admits
 from cuda_agent.judge.trusted.pool import WorkerPool, pin_current_thread
 from cuda_agent.task import Task, TaskError, load_task
 
@@ -92,6 +94,7 @@ class JudgeService:
         self._busy_lock = threading.Lock()
         self._started = False
         self.keep_warm = keep_warm
+        self.lane_depth_note = ""  # why judge_many ran one judgment per GPU where lane_depth asked for 2
 
     def __enter__(self) -> JudgeService:
         self.start()
@@ -149,7 +152,7 @@ class JudgeService:
         stream does."""
         self.start()
         results: queue.Queue[tuple[int, Verdict] | int] = queue.Queue()  # an int: how many items there were
-        built: queue.Queue[tuple[int, Judgment] | None] = queue.Queue()
+        built: BuiltQueue[tuple[int, Judgment] | None] = BuiltQueue()
         waiting = threading.BoundedSemaphore(self.build_workers + 2 * len(self.pools))
         stop = threading.Event()
 
@@ -178,10 +181,14 @@ class JudgeService:
                 if not handed_over:
                     waiting.release()
 
+        def takes(pool: WorkerPool) -> Callable[[tuple[int, Judgment] | None], bool]:
+            share = pool.share
+            return lambda item: item is None or share is None or not share.task_in_flight(item[1].task.digest)
+
         def lane(pool: WorkerPool) -> None:
             pin_current_thread(pool.cpus)
             while True:
-                item = built.get()
+                item = built.get(takes(pool))
                 if item is None:
                     return
                 index, judgment = item
@@ -190,7 +197,7 @@ class JudgeService:
                     self.lanes_busy += 1
                 try:
                     if not stop.is_set():
-                        verdict = judgment.run_built(pool)
+                        verdict = self._on_lane(judgment, pool)
                 except Exception as exc:  # never lose a verdict: the consumer waits for every index
                     verdict = failure(Status.RUNTIME_ERROR, f"judge error ({type(exc).__name__}: {exc})")
                 finally:
@@ -202,7 +209,8 @@ class JudgeService:
                     results.put((index, verdict))
 
         lanes = [self._free_lanes.get() for _ in self.pools]
-        lane_threads = [threading.Thread(target=lane, args=(p,), daemon=True) for p in lanes]
+        depth = self._share_lanes(lanes)
+        lane_threads = [threading.Thread(target=lane, args=(p,), daemon=True) for p in lanes for _ in range(depth)]
         for thread in lane_threads:
             thread.start()
         builders = ThreadPoolExecutor(
@@ -245,12 +253,50 @@ class JudgeService:
                 built.put(None)
             for thread in lane_threads:
                 thread.join()
-            while not built.empty():  # judgments built after the consumer stopped
-                leftover = built.get()
+            for leftover in built.drain():  # judgments built after the consumer stopped
                 if leftover is not None:
                     leftover[1].cleanup()
             for pool in lanes:
+                if pool.share is not None:
+                    pool.settle()  # teardowns queued as readers of the shared lane end before it goes
+                    pool.share = None
                 self._free_lanes.put(pool)
+
+    def _share_lanes(self, pools: list[WorkerPool]) -> int:
+        """Lane threads per GPU for this batch: `config.lane_depth` where every pool can share its lane
+        (trusted/lane_share.py), else 1 with the reason in `lane_depth_note`."""
+        if self.config.lane_depth == 1:
+            return 1
+        self.lane_depth_note = next((why for p in pools if (why := depth_refused(p.candidates_share_no_place()))), "")
+        if self.lane_depth_note:
+            return 1
+        for pool in pools:
+            pool.share = LaneShare(self.config.lane_depth, pool.gpu_lock_path())
+        return self.config.lane_depth
+
+    def _on_lane(self, judgment: Judgment, pool: WorkerPool) -> Verdict:
+        """A built judgment's GPU part; at depth 2 beside another, and judged again alone where a failure
+        may be the other candidate's doing (`Judgment.alone_again`)."""
+        share = pool.share
+        if share is None:
+            return judgment.run_built(pool)
+        with share.judgment(id(judgment), judgment.task.digest, memory_admits):
+            verdict = judgment.run_built(pool)
+        if not judgment.alone_again:
+            return verdict
+        again = Judgment(judgment.submission, judgment.task, self.config)
+        again.checks["judged_again_alone"] = judgment.alone_again[:500]
+        try:
+            refused = again.build_only()  # its objects are cached: a link, not a compile
+            if refused is not None:
+                return refused
+            with share.alone(id(again), again.task.digest):
+                verdict = again.run_built(pool)
+            if again.alone_again:  # nothing else ran: a fault of the judge's own (fails closed)
+                return failure(Status.RUNTIME_ERROR, f"judge error (judged alone, still: {again.alone_again[:300]})")
+            return verdict
+        finally:
+            again.cleanup()
 
 
 def _resolve_task(submission: Path, task: Task | None) -> tuple[Task | None, Verdict | None]:

@@ -29,6 +29,7 @@ from cuda_agent.judge.common.judge_files import VARIANT_FILE
 from cuda_agent.judge.decide.calls import _thread_count
 from cuda_agent.judge.decide.verdict import Status
 from cuda_agent.judge.trusted.gpumem import process_gpu_bytes
+from cuda_agent.judge.trusted.lane_share import JudgeAlone
 
 
 class VerifyStage:
@@ -178,6 +179,8 @@ class VerifyStage:
         traced.append(reply.get("kernels") or {})
         self.refuse_forbidden(reply)
         own = process_gpu_bytes(cand.pid)
+        if own is None and getattr(self, "lane_shared", False):  # the fallback counts another's memory too
+            raise JudgeAlone("NVML could not name the candidate's GPU memory beside another judgment")
         if own is None:  # the fallback asks the reference: settle its comparison first
             settle()
         # Before comparing: a memory hog must not starve the reference worker.

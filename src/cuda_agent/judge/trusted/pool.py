@@ -53,6 +53,7 @@ from cuda_agent.judge.common.procs import scrubbed_env
 from cuda_agent.judge.trusted.cpu_placement import move_threads
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free, process_gpu_bytes
+from cuda_agent.judge.trusted.lane_share import LaneShare, as_reader
 from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
 from cuda_agent.judge.trusted.sandbox import candidate_sandbox, candidates_share_no_place
@@ -96,6 +97,8 @@ class WorkerPool:
     # docs/design/throughput.md: on the H200 the time from one timing to the next never fell below ~1.4 s,
     # whatever the task, as if each verdict's replacement spare warmed its GPU part between two timings.
     warm_beside_timing: bool = False
+    # Two judgments in flight (JudgeConfig.lane_depth 2, an experiment): set by JudgeService.judge_many.
+    share: LaneShare | None = None
 
     def __post_init__(self) -> None:
         self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
@@ -224,13 +227,14 @@ class WorkerPool:
             # error may have left it mid-call, so it goes.
             broken = not getattr(exc, "keeps_workers", False)
             raise
-        finally:
-            broken = broken or slot.broken or slot.warm_error is not None or slot.worker.process.poll() is not None
-            broken = broken or (not self._closed and not self._ended(slot))
-            if broken or self._closed:
-                slot.close()
-            else:
-                self._keep(task_digest, slot)
+        finally:  # at depth 2 a reader: the worker's end of a judgment frees GPU memory, never beside a timing
+            with self.quiet.warming() if self.share is not None else contextlib.nullcontext():
+                broken = broken or slot.broken or slot.warm_error is not None or slot.worker.process.poll() is not None
+                broken = broken or (not self._closed and not self._ended(slot))
+                if broken or self._closed:
+                    slot.close()
+                else:
+                    self._keep(task_digest, slot)
 
     def _warmed_or_again(self, slot: Any, start: Callable[[], Any]) -> Any:
         """`slot`, or, where its warm-up failed, a worker started again once earlier candidates are torn down.
@@ -297,13 +301,24 @@ class WorkerPool:
         """A finished candidate: killed now (no code of it runs once this returns), reaped and swept off the
         caller's path. Whether NVML listed its worker just before the kill is kept: only then can
         `retirement_fits` see what its teardown still holds."""
+        if (share := self.share) is not None:  # depth 2: no teardown while another candidate is timed
+            def kill_and_close() -> None:  # a reader (retire_later): frozen by writers until killed
+                slot.kill()
+                share.drop_candidate(slot.worker.pid)
+                slot.close()
+
+            self.retire_later(kill_and_close)
+            return
         seen = process_gpu_bytes(slot.worker.pid) is not None
         slot.kill()
         self.retire_later(slot.close, dying=slot.worker.pid if seen else None)
 
     def retire_later(self, cleanup: Callable[[], None], dying: int | None = None) -> None:
         """Run `cleanup` (a finished candidate's teardown) off the caller's path; `settle` waits for it.
-        `dying`: the pid of an already killed worker whose GPU memory NVML can see (see `retire`)."""
+        `dying`: the pid of an already killed worker whose GPU memory NVML can see (see `retire`). At depth
+        2 a teardown is a reader of the GPU: never while another candidate is timed."""
+        if self.share is not None:
+            cleanup = as_reader(self.quiet, cleanup)
         with self._lock:
             if self._closed:
                 future = None
@@ -338,28 +353,44 @@ class WorkerPool:
         return seen is not None and 2 * seen[0] <= seen[1]
 
     @contextlib.contextmanager
-    def gpu_lock(self, waits: dict[str, float] | None = None, beside_retirement: bool = False) -> Iterator[None]:
+    def gpu_lock(self, waits: dict[str, float] | None = None, beside_retirement: bool = False,
+                 reading: bool = False) -> Iterator[None]:  # fmt: skip
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise.
         Granted once this pool's earlier candidates are fully retired, or, with `beside_retirement` (work
         that is not timed), once they are killed and `retirement_fits`. `waits` (a judgment's stage times)
         gets the seconds spent waiting for the retirements ("settle_wait") and for the lock held by another
-        judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md)."""
+        judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md).
+        At depth 2 (`share`) the file lock is shared by this process's lanes, and `reading` work (not timed)
+        runs beside the other judgment's, never beside a timing (`quiet`); the caller takes the writer."""
         began = time.monotonic()
         if not (beside_retirement and self.retirement_fits()):
             self.settle()
         settled = time.monotonic()
-        locks = machine_dir() / "locks"
-        locks.mkdir(exist_ok=True)
-        with open(locks / f"gpu-{self.physical_gpu()}.lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+
+        def waited() -> None:
             if waits is not None:
                 waits["settle_wait"] = waits.get("settle_wait", 0.0) + settled - began
                 waits["gpu_lock_wait"] = waits.get("gpu_lock_wait", 0.0) + time.monotonic() - settled
+
+        if self.share is not None:
+            with self.share.machine_hold(), self.quiet.warming() if reading else contextlib.nullcontext():
+                waited()
+                yield
+            return
+        with open(self.gpu_lock_path(), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            waited()
             try:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def gpu_lock_path(self) -> Path:
+        """The file every judge process on this machine locks for this GPU."""
+        locks = machine_dir() / "locks"
+        locks.mkdir(exist_ok=True)
+        return locks / f"gpu-{self.physical_gpu()}.lock"
 
     def _keep(self, task_digest: str, slot: ReferenceSlot) -> None:
         with self._lock:

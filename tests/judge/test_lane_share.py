@@ -1,0 +1,313 @@
+"""The depth-2 lane's discipline (trusted/lane_share.py, decide/lane_queue.py), on real threads and real
+processes: what may enter beside what, what a timing freezes, that teardowns wait for a timing, and that a
+failure beside another judgment is judged again alone. The GPU itself is tests/gpu/test_lane_depth_gpu.py."""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.judge.config import JudgeConfig
+from cuda_agent.judge.decide.lane_queue import BuiltQueue
+from cuda_agent.judge.trusted import lane_share
+from cuda_agent.judge.trusted.freeze import FreezeFailed, ProcessTree
+from cuda_agent.judge.trusted.lane_share import JudgeAlone, LaneShare, depth_refused
+from cuda_agent.judge.trusted.pool import WorkerPool
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _share(tmp_path: Path) -> LaneShare:
+    return LaneShare(2, tmp_path / "gpu.lock")
+
+
+def _admit_all(_: set[int]) -> bool:
+    return True
+
+
+def _entered_within(
+    share: LaneShare, key: int, task: str, seconds: float, admit=_admit_all
+) -> threading.Event:
+    """Start a thread that enters `share` as judgment `key` and stays until the returned event's `leave`."""
+    entered = threading.Event()
+    entered.leave = threading.Event()  # type: ignore[attr-defined]
+
+    def run() -> None:
+        with share.judgment(key, task, admit):
+            entered.set()
+            entered.leave.wait(10)  # type: ignore[attr-defined]
+
+    threading.Thread(target=run, daemon=True).start()
+    entered.wait(seconds)
+    return entered
+
+
+def test_two_judgments_of_different_tasks_share_the_lane_and_know_it(tmp_path: Path) -> None:
+    share = _share(tmp_path)
+    first = _entered_within(share, 1, "task-a", 2)
+    second = _entered_within(share, 2, "task-b", 2)
+    try:
+        assert first.is_set() and second.is_set() and share.in_flight == 2
+        assert share.beside_another(1) and share.beside_another(2)
+        third = _entered_within(share, 3, "task-c", 0.3)
+        assert not third.is_set(), "depth 2: a third judgment waits for a permit"
+    finally:
+        first.leave.set()  # type: ignore[attr-defined]
+        second.leave.set()  # type: ignore[attr-defined]
+    assert third.wait(2), "a permit given back lets the waiting judgment in"
+    third.leave.set()  # type: ignore[attr-defined]
+
+
+def test_a_judgment_waits_while_its_task_is_in_flight_or_the_others_memory_leaves_no_room(
+    tmp_path: Path,
+) -> None:
+    share = _share(tmp_path)
+    first = _entered_within(share, 1, "task-a", 2)
+    share.note_worker(1, 4242)
+    same_task = _entered_within(share, 2, "task-a", 0.3)
+    assert not same_task.is_set(), "one reference worker answers one judgment of a task at a time"
+    seen: list[set[int]] = []
+    room = threading.Event()
+
+    def admit(pids: set[int]) -> bool:
+        seen.append(pids)
+        return room.is_set()
+
+    other_task = _entered_within(share, 3, "task-b", 0.3, admit)
+    assert not other_task.is_set() and seen and seen[-1] == {4242}, (
+        "admission reads the other judgment's workers"
+    )
+    room.set()
+    assert other_task.wait(2)
+    assert not share.beside_another(1) or share.beside_another(3)
+    for event in (first, other_task):
+        event.leave.set()  # type: ignore[attr-defined]
+    assert same_task.wait(2)
+    same_task.leave.set()  # type: ignore[attr-defined]
+
+
+def test_judged_alone_waits_for_every_flight_and_lets_none_in(tmp_path: Path) -> None:
+    share = _share(tmp_path)
+    first = _entered_within(share, 1, "task-a", 2)
+    alone_in = threading.Event()
+    alone_out = threading.Event()
+
+    def run_alone() -> None:
+        with share.alone(9, "task-z"):
+            alone_in.set()
+            alone_out.wait(10)
+
+    threading.Thread(target=run_alone, daemon=True).start()
+    assert not alone_in.wait(0.3), "alone waits for the judgment in flight"
+    later = _entered_within(share, 2, "task-b", 0.3)
+    assert not later.is_set(), "a judgment waiting to be alone stops new ones from entering"
+    first.leave.set()  # type: ignore[attr-defined]
+    assert alone_in.wait(2) and share.is_alone(9) and not share.beside_another(9)
+    assert not later.wait(0.3), "nothing enters while one is judged alone"
+    alone_out.set()
+    assert later.wait(2)
+    later.leave.set()  # type: ignore[attr-defined]
+
+
+def test_two_judgments_wanting_to_be_alone_do_not_deadlock(tmp_path: Path) -> None:
+    share = _share(tmp_path)
+    done: list[int] = []
+
+    def run_alone(key: int) -> None:
+        with share.alone(key, f"task-{key}"):
+            assert share.in_flight == 1
+            time.sleep(0.05)
+        done.append(key)
+
+    threads = [threading.Thread(target=run_alone, args=(k,)) for k in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert sorted(done) == [1, 2]
+
+
+@pytest.fixture
+def sleeper() -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_timing_freezes_every_other_candidate_and_thaws_it_after(
+    tmp_path: Path, sleeper: subprocess.Popen
+) -> None:
+    share = _share(tmp_path)
+    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        share.add_candidate(1, own.pid, ProcessTree(own.pid))
+        share.add_candidate(2, sleeper.pid, ProcessTree(sleeper.pid))
+        with share.others_frozen(1) as frozen:
+            assert frozen == 1
+            assert _state(sleeper.pid) in "Tt", (
+                "the other judgment's candidate runs no code while one is timed"
+            )
+            assert _state(own.pid) not in "Tt", "the timed candidate itself is not frozen"
+        assert _state(sleeper.pid) not in "Tt", "thawed once the timing ends"
+        share.drop_candidate(sleeper.pid)
+        with share.others_frozen(1) as frozen:
+            assert frozen == 0, "a killed candidate is no longer frozen by anyone"
+    finally:
+        own.kill()
+        own.wait()
+
+
+def test_a_candidate_that_cannot_be_frozen_sends_the_timed_judgment_to_be_judged_alone(
+    tmp_path: Path, sleeper: subprocess.Popen, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    share = _share(tmp_path)
+    tree = ProcessTree(sleeper.pid)
+
+    def refuse(timeout: float = 5.0) -> None:
+        raise FreezeFailed("kept multiplying")
+
+    monkeypatch.setattr(tree, "freeze", refuse)
+    share.add_candidate(2, sleeper.pid, tree)
+    with pytest.raises(JudgeAlone, match="could not be frozen: kept multiplying"), share.others_frozen(1):
+        pytest.fail("the timing must not start")
+
+
+def test_the_lanes_of_one_process_share_the_machine_lock_other_processes_wait_on(tmp_path: Path) -> None:
+    share = _share(tmp_path)
+    probe = "import fcntl,sys; h=open(sys.argv[1],'a'); fcntl.flock(h, fcntl.LOCK_EX|fcntl.LOCK_NB)"
+
+    def other_process_gets_it() -> bool:
+        return (
+            subprocess.run([sys.executable, "-c", probe, str(share.lock_path)], check=False).returncode == 0
+        )
+
+    with share.machine_hold():
+        with share.machine_hold():  # the second lane of this process does not wait for the first
+            assert not other_process_gets_it()
+        assert not other_process_gets_it(), "held while any lane of this process is in a GPU section"
+    assert other_process_gets_it(), "given back by the last lane to leave"
+    with open(share.lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free in this process too
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def test_a_lane_takes_the_oldest_judgment_it_can_take() -> None:
+    queue: BuiltQueue[str | None] = BuiltQueue()
+    for item in ("a1", "a2", "b1", None):
+        queue.put(item)
+    assert queue.get(lambda item: item is None or not item.startswith("a")) == "b1"
+    assert queue.get() == "a1"
+    got: list[str | None] = []
+    waiter = threading.Thread(target=lambda: got.append(queue.get(lambda item: item == "c1")))
+    waiter.start()
+    time.sleep(0.2)
+    assert not got, "nothing it can take: it waits"
+    queue.put("c1")
+    waiter.join(2)
+    assert got == ["c1"]
+    assert queue.drain() == ["a2", None] and queue.drain() == []
+
+
+def test_lane_depth_is_one_or_two_and_refused_in_one_line() -> None:
+    assert JudgeConfig().lane_depth == 1
+    assert JudgeConfig(lane_depth=2).lane_depth == 2
+    with pytest.raises(ValueError, match="1 or 2 judgments per GPU"):
+        JudgeConfig(lane_depth=3)
+
+
+def test_depth_two_needs_private_places_and_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "writable place" in depth_refused(False)
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: None)
+    assert "NVML" in depth_refused(True)
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 0))
+    assert depth_refused(True) == ""
+
+
+def test_at_depth_two_a_teardown_waits_for_the_timing_and_its_candidate_stays_frozen_until_killed(
+    cpu_pool_factory, tmp_path: Path
+) -> None:
+    pool: WorkerPool = cpu_pool_factory(kept_references=1)
+    pool.share = _share(tmp_path)
+    slot = pool.take_candidate()
+    assert slot.warm_error is None
+    pool.share.add_candidate(7, slot.worker.pid, slot.tree or ProcessTree(slot.worker.pid))
+    timing_ends = threading.Event()
+    in_timing = threading.Event()
+
+    def timing() -> None:
+        with pool.quiet.timing(), pool.share.others_frozen(8):  # another judgment's timed window
+            in_timing.set()
+            timing_ends.wait(10)
+
+    timer = threading.Thread(target=timing)
+    timer.start()
+    assert in_timing.wait(5)
+    pool.retire(slot)
+    time.sleep(0.4)
+    tree = pool.share._candidates[slot.worker.pid][1]
+    assert slot.worker.process.poll() is None and tree._is_stopped(slot.worker.pid), (
+        "no teardown during a timing: the finished candidate waits, frozen (SIGSTOP, or its cgroup frozen)"
+    )
+    timing_ends.set()
+    timer.join(5)
+    pool.settle()
+    assert slot.worker.process.poll() is not None and not slot.root.exists()
+    with pool.share.others_frozen(8) as frozen:
+        assert frozen == 0
+
+
+def test_a_failure_beside_another_judgment_is_judged_again_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's side of it: the first verdict is dropped, the submission built again and judged with
+    every permit, and the second verdict says why. Judgment's GPU part is replaced (no GPU here)."""
+    from cuda_agent.judge.decide import service as service_module
+    from cuda_agent.judge.decide.judgment import Judgment
+    from cuda_agent.judge.decide.service import JudgeService
+    from cuda_agent.judge.decide.verdict import Status, Verdict, failure
+
+    runs: list[tuple[str, bool, int]] = []
+
+    def run_built(self: Judgment, pool: WorkerPool) -> Verdict:
+        assert pool.share is not None
+        alone = pool.share.is_alone(id(self))
+        runs.append((self.submission.name, alone, pool.share.in_flight))
+        if not alone and self.submission.name == "oom":
+            self.alone_again = "runtime_error beside another judgment: CUDA out of memory"
+            return failure(Status.RUNTIME_ERROR, "CUDA out of memory")
+        return Verdict(reward=2, status=Status.OK, reason="ok", checks=dict(self.checks))
+
+    monkeypatch.setattr(service_module, "require_gpu", lambda: None)
+    monkeypatch.setattr(Judgment, "build_only", lambda self: None)
+    monkeypatch.setattr(Judgment, "run_built", run_built)
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 1))
+    monkeypatch.setattr(WorkerPool, "candidates_share_no_place", lambda self: True)
+    monkeypatch.setattr(WorkerPool, "start", lambda self: None)
+    root = Path(__file__).parents[2] / "examples"
+    from cuda_agent.task import load_task
+
+    items = []
+    for name, example in (("oom", "row_softmax"), ("other", "layernorm")):
+        folder = tmp_path / name
+        folder.mkdir()
+        items.append((folder, load_task(root / example / "model.py")))
+    service = JudgeService(JudgeConfig(scratch_dir=tmp_path / "scratch", lane_depth=2), build_workers=2)
+    service.start()
+    try:
+        verdicts = dict(service.judge_many(items))
+    finally:
+        service.close()
+    assert service.lane_depth_note == ""
+    assert verdicts[0].status == Status.OK and verdicts[1].status == Status.OK
+    assert verdicts[0].checks["judged_again_alone"].startswith("runtime_error beside another judgment")
+    assert ("oom", True, 1) in runs, "judged again with every permit: nothing else in flight"
+    assert "judged_again_alone" not in verdicts[1].checks
