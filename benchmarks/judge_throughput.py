@@ -135,6 +135,9 @@ def brief(verdict: Any) -> dict[str, Any]:
         "cached": list(build.get("cached", [])) if isinstance(build, dict) else None,
         # A reference preparation shared with earlier judgments of the task (decide/reference_group.py).
         "shared_preparation": str(checks.get("reference_preparation", "")).startswith("shared"),
+        # Depth 2 (--lane-depth 2): judged again alone after a failure beside another; others frozen while timed.
+        "judged_again_alone": bool(checks.get("judged_again_alone")),
+        "others_frozen": int(checks.get("lane_others_frozen", 0) or 0),
     }
 
 
@@ -357,6 +360,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(JudgeConfig.spares_on_build_cpus, an experiment; issue 34), or the lane's (the default)",
     )  # fmt: skip
     parser.add_argument(
+        "--lane-depth", type=int, choices=(1, 2), default=1,
+        help="judgments in flight per GPU in the batches (JudgeConfig.lane_depth, an experiment; issue 34): 2 "
+        "verifies a second one beside the first, timing alone",
+    )  # fmt: skip
+    parser.add_argument(
         "--pad-release", choices=("on", "off"), default=None,
         help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
     )  # fmt: skip
@@ -467,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             pads = {} if args.pad_release is None else {"pad_release": args.pad_release == "on"}
             config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads),
                                  warm_beside_timing=args.warm_beside_timing == "on",
-                                 spares_on_build_cpus=args.spares_cpus == "build")
+                                 spares_on_build_cpus=args.spares_cpus == "build", lane_depth=args.lane_depth)
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

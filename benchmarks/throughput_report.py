@@ -83,6 +83,14 @@ def _shared_preparations(records: list[dict[str, Any]]) -> tuple[int, int]:
     return sum(bool(v.get("shared_preparation")) for v in judged), len(judged)
 
 
+def depth_two(records: list[dict[str, Any]]) -> dict[str, int] | None:
+    """At --lane-depth 2: verdicts judged again alone, and those timed with another candidate frozen."""
+    judged = [r["verdict"] for r in records if isinstance(r.get("verdict"), dict)]
+    alone = sum(bool(v.get("judged_again_alone")) for v in judged)
+    beside = sum(bool(v.get("others_frozen")) for v in judged)
+    return {"judged_again_alone": alone, "timed_with_another_frozen": beside, "of": len(judged)} if judged else None
+
+
 def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any] | None:
     """Where a batch's lane time went, per verdict: the median of each lane stage, the mean of "lane" (the
     verdict's whole time on the lane), and what the batch's wall per verdict leaves outside the lanes'
@@ -263,6 +271,11 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     lanes = {"batch": lane_accounting(batch, batch_wall), "rl": lane_accounting(rl_records, rl["wall_s"] if rl else None)}
     for phase, accounting in lanes.items():
         print_lane_accounting(phase, accounting)
+    depth = {phase: depth_two(records) for phase, records in (("batch", batch), ("rl", rl_records))}
+    for phase, counts in depth.items():
+        if counts and (counts["judged_again_alone"] or counts["timed_with_another_frozen"]):
+            print(f"lane depth 2, {phase}: {counts['timed_with_another_frozen']} of {counts['of']} timed with another "
+                  f"candidate frozen, {counts['judged_again_alone']} judged again alone")  # fmt: skip
     retired, warmed = part_medians(report.get("retirements") or []), part_medians(report.get("warmups") or [])
     for what, medians in (("warm-up", warmed), ("retirement", retired)):
         if medians:
@@ -337,6 +350,7 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
         "rl_gpu_idle_share": (rl_idle or {}).get("idle_time_share"),
         "shared_preparations": {phase: {"shared": a, "of": b} for phase, (a, b) in shared.items()},
         "lane_accounting": lanes,
+        "lane_depth_two": depth,
         "retirement_medians_s": retired,
         "warmup_medians_s": warmed,
         "rl_gpu_idle_samples_share": (rl_idle or {}).get("idle_share"),

@@ -48,6 +48,9 @@ def main() -> int:
                              "not judged again, and the table covers them too")  # fmt: skip
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="judge with spares warming beside timing (issue 34's experiment, before it is the default)")  # fmt: skip
+    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
+                        help="judgments in flight per GPU (issue 34's experiment, JudgeConfig.lane_depth): the whole "
+                             "suite at depth 2 comes before it is ever a default")  # fmt: skip
     parser.add_argument("--compile-builds", type=int, metavar="N",
                         help="the judge's --compile-builds: fewer fresh torch.compile builds per cold task (default "
                              "3). Every case is its own task, so the baselines are much of a suite run; 1 shortens "
@@ -86,6 +89,7 @@ def main() -> int:
         command = [sys.executable, "-m", "cuda_agent.cli", "judge", "--json", "--forward-timeout", "30",
                    "--build-timeout", "60", "--build-workers", builds,
                    *(["--warm-beside-timing"] if args.warm_beside_timing else []),
+                   *(["--lane-depth", str(args.lane_depth)] if args.lane_depth != 1 else []),
                    *(["--compile-builds", str(args.compile_builds)] if args.compile_builds else []),
                    *map(str, share)]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)

@@ -21,15 +21,18 @@ if [ "${PROBE:-0}" = 1 ]; then
   echo "== warm-up beside timing"
   timeout 150 python3 benchmarks/warmup_beside_timing.py --reps 5 --json "$OUT/warmup.json" 2>&1 | tail -22
 fi
-# ARMS: which runs, each "<beside>:<spares' CPUs>" (default the pair off:lane on:lane). The third experiment,
-# spares warmed on the compilers' CPUs (JudgeConfig.spares_on_build_cpus), is ARMS="on:lane on:build" with
-# TP_S=270, or all three as ARMS="off:lane on:lane on:build" TP_S=175 (each cut shorter).
+# ARMS: which runs, each "<beside>:<spares' CPUs>[:<lane depth>]" (default the pair off:lane on:lane). The
+# third experiment, spares warmed on the compilers' CPUs (JudgeConfig.spares_on_build_cpus), is
+# ARMS="on:lane on:build" with TP_S=270, or all three as ARMS="off:lane on:lane on:build" TP_S=175 (each cut
+# shorter). Two judgments per GPU (JudgeConfig.lane_depth 2, trusted/lane_share.py) against one:
+# ARMS="off:lane:1 off:lane:2" (and "on:lane:2" for both experiments at once).
 for arm in ${ARMS:-off:lane on:lane}; do
-  beside=${arm%%:*}; cpus=${arm##*:}
-  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs"
+  IFS=: read -r beside cpus depth <<< "$arm"; depth=${depth:-1}
+  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth"
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
-    --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --out "$OUT/tp_${beside}_$cpus" 2>&1 \
-    | grep -E "^lane, batch|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
+    --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
+    --out "$OUT/tp_${beside}_${cpus}_$depth" 2>&1 \
+    | grep -E "^lane, batch|^lane depth|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
 done
 echo "== 2. GPU tests"
 timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_timing_gpu.py \

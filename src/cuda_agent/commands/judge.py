@@ -50,6 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="an experiment (issue 34): spare candidate workers warm their GPU part while a candidate "
                              "is timed instead of waiting for it (JudgeConfig.warm_beside_timing)")  # fmt: skip
+    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
+                        help="an experiment (issue 34): judgments in flight per GPU when judging many; 2 verifies one "
+                             "beside another, timing alone (JudgeConfig.lane_depth)")  # fmt: skip
     add_compile_mode_argument(parser)
     parser.add_argument("--compile-builds", type=positive_int, default=None, metavar="N",
                         help="fresh torch.compile builds the compile baseline is the fastest of (default 3; fewer "
@@ -177,7 +180,7 @@ def judge_config(args: argparse.Namespace, build: Any) -> Any:
         forward_timeout_s=args.forward_timeout, precision_audit=not args.tolerance_only,
         timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode,
                             compile_builds=getattr(args, "compile_builds", None) or DEFAULT_COMPILE_BUILDS),
-        warm_beside_timing=getattr(args, "warm_beside_timing", False),
+        warm_beside_timing=getattr(args, "warm_beside_timing", False), lane_depth=getattr(args, "lane_depth", 1),
     )  # fmt: skip
 
 
