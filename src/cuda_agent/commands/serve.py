@@ -47,6 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                         help="judge on a Ray cluster (ADDRESS, default: auto; 'local' starts one here)")  # fmt: skip
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
+    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
+                        help="an experiment (issue 34): judgments in flight per GPU; 2 verifies one beside another, "
+                             "timing alone (JudgeConfig.lane_depth)")  # fmt: skip
     add_compile_mode_argument(parser)  # for every job: jobs carry no judge options
     parser.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
     config = JudgeConfig(build=BuildConfig(arch=args.arch or default_arch()), time_candidate=not args.no_timing,
-                         timing=TimingConfig(compile_mode=args.compile_mode))  # fmt: skip
+                         timing=TimingConfig(compile_mode=args.compile_mode), lane_depth=args.lane_depth)  # fmt: skip
     executor = _executor(args, config)
     store = Store(args.data_dir / "judgments.sqlite")
     jobs = JobQueue(store, executor, args.data_dir / "scratch", args.max_pending, args.max_attempts)
