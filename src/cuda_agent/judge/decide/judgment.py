@@ -240,6 +240,7 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             share.add_candidate(id(self), cand.pid, self.tree_of(cand))  # frozen by others' timings
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
+        self.checks["lane_beside_another"] = share.beside_another(id(self))  # two in flight by now
         if not self.config.time_candidate:
             return self.verdict_ok(None)
         with pool.gpu_lock(self.stages):  # settles: no earlier candidate's teardown beside timing
