@@ -311,3 +311,38 @@ def test_a_failure_beside_another_judgment_is_judged_again_alone(
     assert verdicts[0].checks["judged_again_alone"].startswith("runtime_error beside another judgment")
     assert ("oom", True, 1) in runs, "judged again with every permit: nothing else in flight"
     assert "judged_again_alone" not in verdicts[1].checks
+
+
+def test_at_depth_two_a_reference_workers_end_of_judgment_waits_for_a_timing(
+    cpu_pool_factory, tmp_path: Path
+) -> None:
+    """The reference worker's end of a judgment frees GPU memory (and may close a worker pushed out of the
+    kept ones): at depth 2 a reader, so it never runs while the other judgment is timed."""
+    pool: WorkerPool = cpu_pool_factory(kept_references=1)
+    pool.share = _share(tmp_path)
+    timing_ends = threading.Event()
+    in_timing = threading.Event()
+    ended = threading.Event()
+
+    def timing() -> None:
+        with pool.quiet.timing():
+            in_timing.set()
+            timing_ends.wait(10)
+
+    def judgment() -> None:
+        with pool.reference("task-a"):
+            assert in_timing.wait(5)
+        ended.set()
+
+    threads = [threading.Thread(target=timing), threading.Thread(target=judgment)]
+    threads[0].start()
+    assert in_timing.wait(5)
+    threads[1].start()
+    assert not ended.wait(0.5), "the end of the judgment waits while another candidate is timed"
+    timing_ends.set()
+    assert ended.wait(10)
+    for thread in threads:
+        thread.join(5)
+    pool.share = None
+    with pool.reference("task-a") as slot:
+        assert slot.warm_error is None, "kept for its task as at depth 1"
