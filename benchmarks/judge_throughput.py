@@ -545,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
                     service, journal, args.rl_shape, variants, expected, idle_reader, idle_note
                 )
             report.update(service.worker_lifecycle())
+            report["lane_depth_note"] = service.lane_depth_note  # why --lane-depth 2 was not taken ("" if it was)
+            if service.lane_depth_note:
+                print(f"note: --lane-depth {args.lane_depth} not taken: {service.lane_depth_note}", flush=True)
         finally:
             service_cm.__exit__(None, None, None)
     finally:

@@ -17,7 +17,7 @@ throughput() {  # $1: the lane depth
   echo "== judge_throughput, batch 32, lane depth $1"
   timeout "${TP_S:-300}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --lane-depth "$1" ${TP_ARGS:-} --out "$OUT/tp_$1" 2>&1 \
-    | grep -E "^lane|^candidate worker|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)|Traceback|Error" | cut -c1-400
+    | grep -E "^lane|^note|^candidate worker|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)|Traceback|Error" | cut -c1-400
 }
 if [ "${PART:-a}" = a ]; then
   echo "== the examples, two judgments per GPU"

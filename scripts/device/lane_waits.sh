@@ -32,7 +32,7 @@ for arm in ${ARMS:-off:lane on:lane}; do
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
     --out "$OUT/tp_${beside}_${cpus}_$depth" 2>&1 \
-    | grep -E "^lane, batch|^lane depth|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
+    | grep -E "^lane, batch|^lane depth|^note|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
 done
 echo "== 2. GPU tests"
 timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_timing_gpu.py \

@@ -346,3 +346,20 @@ def test_at_depth_two_a_reference_workers_end_of_judgment_waits_for_a_timing(
     pool.share = None
     with pool.reference("task-a") as slot:
         assert slot.warm_error is None, "kept for its task as at depth 1"
+
+
+def test_a_batch_asked_for_depth_two_says_why_it_ran_one_per_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cuda_agent.judge.decide.service import JudgeService
+
+    service = JudgeService(JudgeConfig(scratch_dir=tmp_path / "scratch", lane_depth=2), keep_warm=False)
+    monkeypatch.setattr(WorkerPool, "candidates_share_no_place", lambda self: False)
+    assert service._share_lanes(service.pools) == 1
+    assert "writable place" in service.lane_depth_note and all(p.share is None for p in service.pools)
+    monkeypatch.setattr(WorkerPool, "candidates_share_no_place", lambda self: True)
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: None)
+    assert service._share_lanes(service.pools) == 1 and "NVML" in service.lane_depth_note
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 1))
+    assert service._share_lanes(service.pools) == 2 and service.lane_depth_note == ""
+    assert all(p.share is not None and p.share.depth == 2 for p in service.pools)

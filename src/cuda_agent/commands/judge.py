@@ -151,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
                 progress.update(args.submissions[index], verdict)
                 printed = _emit_in_order(args.submissions, verdicts, printed, args.json, sink)
             progress.done()
+        if service.lane_depth_note:  # asked for two per GPU, judged one per GPU: say why, in one line
+            print(f"note: --lane-depth {config.lane_depth} not taken ({service.lane_depth_note}); judged one per GPU",
+                  file=sys.stderr)  # fmt: skip
     except JudgeUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("hint: use --build-only to compile without a GPU", file=sys.stderr)
