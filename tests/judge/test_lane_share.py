@@ -15,7 +15,7 @@ import pytest
 
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.lane_queue import BuiltQueue
-from cuda_agent.judge.trusted import lane_share
+from cuda_agent.judge.trusted import gpumem, lane_share
 from cuda_agent.judge.trusted.freeze import FreezeFailed, ProcessTree
 from cuda_agent.judge.trusted.lane_share import JudgeAlone, LaneShare, depth_refused
 from cuda_agent.judge.trusted.pool import WorkerPool
@@ -289,7 +289,8 @@ def test_a_failure_beside_another_judgment_is_judged_again_alone(
     monkeypatch.setattr(service_module, "require_gpu", lambda: None)
     monkeypatch.setattr(Judgment, "build_only", lambda self: None)
     monkeypatch.setattr(Judgment, "run_built", run_built)
-    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 1))
+    monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 1))  # depth 2 is taken
+    monkeypatch.setattr(gpumem, "gpu_bytes_and_free", lambda pids: (0, 1))  # and the second one admitted
     monkeypatch.setattr(WorkerPool, "candidates_share_no_place", lambda self: True)
     monkeypatch.setattr(WorkerPool, "start", lambda self: None)
     root = Path(__file__).parents[2] / "examples"

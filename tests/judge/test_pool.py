@@ -90,15 +90,15 @@ def test_verification_may_start_beside_a_teardown_only_when_its_memory_leaves_ro
     """`gpu_lock(beside_retirement=True)` skips the wait for earlier teardowns only where each was killed
     by `retire` and seen by NVML, and what they still hold is at most half their GPU's free memory; timing
     never does (it takes `gpu_lock()` or `settle`). Without NVML (this machine) it always waits."""
-    import cuda_agent.judge.trusted.pool as pool_module
+    import cuda_agent.judge.trusted.gpumem as gpumem
 
     release = threading.Event()
     pool.retire_later(lambda: release.wait(10), dying=4242)
     try:
         assert not pool.retirement_fits(), "no NVML: what the teardown holds is unknown, so wait"
-        monkeypatch.setattr(pool_module, "gpu_bytes_and_free", lambda pids: (2 << 30, 3 << 30))
+        monkeypatch.setattr(gpumem, "gpu_bytes_and_free", lambda pids: (2 << 30, 3 << 30))
         assert not pool.retirement_fits(), "2 GiB held with 3 GiB free: a candidate like it may not fit"
-        monkeypatch.setattr(pool_module, "gpu_bytes_and_free", lambda pids: (1 << 30, 3 << 30))
+        monkeypatch.setattr(gpumem, "gpu_bytes_and_free", lambda pids: (1 << 30, 3 << 30))
         assert pool.retirement_fits()
         waits: dict[str, float] = {}
         began = time.monotonic()

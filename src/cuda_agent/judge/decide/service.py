@@ -29,7 +29,8 @@ from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment, require_gpu, scratch_root
 from cuda_agent.judge.decide.lane_queue import BuiltQueue
 from cuda_agent.judge.decide.verdict import Status, Verdict, failure, stage_outcomes
-from cuda_agent.judge.trusted.lane_share import LaneShare, depth_refused, memory_admits
+from cuda_agent.judge.trusted.gpumem import leaves_room_twice
+from cuda_agent.judge.trusted.lane_share import LaneShare, depth_refused
 from cuda_agent.judge.trusted.pool import WorkerPool, pin_current_thread
 from cuda_agent.task import Task, TaskError, load_task
 
@@ -280,7 +281,7 @@ class JudgeService:
         share = pool.share
         if share is None:
             return judgment.run_built(pool)
-        with share.judgment(id(judgment), judgment.task.digest, memory_admits):
+        with share.judgment(id(judgment), judgment.task.digest, leaves_room_twice):
             verdict = judgment.run_built(pool)
         if not judgment.alone_again:
             return verdict

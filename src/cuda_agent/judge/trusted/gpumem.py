@@ -12,7 +12,7 @@ fact (the candidate cannot lower what the driver reports for its pid).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -62,3 +62,11 @@ def gpu_bytes_and_free(pids: list[int]) -> tuple[int, int] | None:
         return held, min((int(nvml.nvmlDeviceGetMemoryInfo(handle).free) for handle, _ in found), default=0)
     except Exception:
         return None
+
+
+def leaves_room_twice(pids: Iterable[int]) -> bool:
+    """Whether what `pids` hold on their GPUs is at most half the free memory there, so that one more like
+    them still fits twice over (a teardown beside a verification, a second judgment beside a first). False
+    where NVML cannot tell: then the caller waits."""
+    seen = gpu_bytes_and_free(sorted(pids))
+    return seen is not None and 2 * seen[0] <= seen[1]

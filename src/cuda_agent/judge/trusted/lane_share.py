@@ -12,7 +12,7 @@ does can reach a measurement or a sibling's reward:
   so work of it can only be what it queued before, which the writer's drain must see end.
 - **A judgment waits to enter** while one is judged alone, while another of its task is in flight (one
   reference worker answers one judgment at a time), and while the others' workers hold more than half the
-  free memory (`admit`): a candidate like theirs then still fits.
+  free memory (`admit`, gpumem.leaves_room_twice): a candidate like theirs then still fits.
 - **Failures beside another are judged again alone** (`alone`): a judgment that ran out of memory, timed
   out or found the GPU busy while another was in flight has no verdict; it is judged again with every
   permit, so a candidate can never lower a sibling's reward (GRPO's advantages are relative in a group).
@@ -39,13 +39,6 @@ from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
 
 ENTRY_POLL_S = 0.05  # how often a waiting judgment looks again at the others' memory
-
-
-def memory_admits(pids: set[int]) -> bool:
-    """Whether a judgment may enter beside judgments whose workers are `pids`: what those hold is at most
-    half the GPU's free memory, so a candidate like theirs still fits (the rule of `retirement_fits`)."""
-    seen = gpu_bytes_and_free(sorted(pids))
-    return seen is not None and 2 * seen[0] <= seen[1]
 
 
 def depth_refused(shares_no_place: bool) -> str:

@@ -52,7 +52,7 @@ from cuda_agent.judge.common.channel import WorkerFailure, WorkerHandle
 from cuda_agent.judge.common.procs import scrubbed_env
 from cuda_agent.judge.trusted.cpu_placement import move_threads
 from cuda_agent.judge.trusted.freeze import ProcessTree
-from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free, process_gpu_bytes
+from cuda_agent.judge.trusted.gpumem import leaves_room_twice, process_gpu_bytes
 from cuda_agent.judge.trusted.lane_share import LaneShare, as_reader
 from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
@@ -349,8 +349,7 @@ class WorkerPool:
             return True
         if any(pid is None for _, pid in pending):
             return False  # an unused spare closed, or a worker NVML could not see: wait for it
-        seen = gpu_bytes_and_free([pid for _, pid in pending if pid is not None])
-        return seen is not None and 2 * seen[0] <= seen[1]
+        return leaves_room_twice(pid for _, pid in pending if pid is not None)
 
     @contextlib.contextmanager
     def gpu_lock(self, waits: dict[str, float] | None = None, beside_retirement: bool = False,
