@@ -29,6 +29,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +60,37 @@ class WorkerFailure(RuntimeError):
         self.kind = kind
         self.signal_name = signal_name
         self.log_tail = log_tail
+
+
+class PauseClock:
+    """Seconds a worker spent frozen by the judge (trusted/lane_share.py: a timing freezes the other
+    judgment's workers mid-call at depth 2 with `lane_preempt`). A reply's time limit is the worker's own
+    running time: time it was held stopped by the judge is not the worker's, and counting it would turn a
+    sibling's long timing into a timeout of an honest call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = 0.0
+        self._since: float | None = None  # a pause under way
+        self._depth = 0
+
+    def begin(self) -> None:
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                self._since = time.monotonic()
+
+    def end(self) -> None:
+        with self._lock:
+            self._depth = max(0, self._depth - 1)
+            if self._depth == 0 and self._since is not None:
+                self._held += time.monotonic() - self._since
+                self._since = None
+
+    def total(self) -> float:
+        """Seconds paused so far, the pause under way included."""
+        with self._lock:
+            return self._held + (time.monotonic() - self._since if self._since is not None else 0.0)
 
 
 class WorkerHandle:
@@ -110,6 +142,7 @@ class WorkerHandle:
         self._sent_ns = self._sent_perf = 0
         self._reply_stamp_ns: int | None = None
         self._noticed_perf = 0
+        self.pauses: PauseClock | None = None  # set while the judge may freeze it mid-call (PauseClock)
 
     @property
     def pid(self) -> int:
@@ -211,8 +244,11 @@ class WorkerHandle:
 
     def _read_line(self, timeout: float, command: str) -> bytes:
         deadline = time.monotonic() + timeout
+        pauses = self.pauses  # time the judge holds this worker frozen extends the deadline
+        paused_before = pauses.total() if pauses is not None else 0.0
         while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
+            paused = pauses.total() - paused_before if pauses is not None else 0.0
+            remaining = deadline + paused - time.monotonic()
             if remaining <= 0:
                 self.close()
                 raise WorkerFailure(

@@ -13,6 +13,11 @@ writer:
 - a timing that is waiting stops new warm-ups from starting, so a stream of warm-ups cannot hold it back:
   it waits at most for the warm-ups already under way.
 
+A third kind, `reading` (depth 2 with `lane_preempt`, trusted/lane_share.py): work of another judgment whose
+every process the writer freezes on entry (its reference's preparation, its candidate's load and
+verification). It waits like a warm-up to start, but the writer does not wait for it to end: it is stopped
+where it stands and its queued GPU work drained, so a timing never waits for a sibling's verification.
+
 Trust boundary: runs in the parent, between the judge's own threads. It establishes one fact: no worker of
 this pool warms its GPU part during a timed window of this pool. Candidate code never takes it.
 """
@@ -30,6 +35,7 @@ class QuietWindow:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._warming = 0
+        self._reading = 0  # preemptible readers under way (`reading`): not waited for by the writer
         self._timing = False
         self._timing_waits = 0
 
@@ -62,6 +68,25 @@ class QuietWindow:
             with self._changed:
                 self._warming -= 1
                 self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """GPU work the writer freezes instead of waiting for (the module docstring): starts only while no
+        timing runs or waits, like a warm-up, and does not hold a timing back once under way."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._timing and self._timing_waits == 0)
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                self._changed.notify_all()
+
+    @property
+    def reading_now(self) -> int:
+        """Preemptible readers under way now (for tests and accounts)."""
+        return self._reading
 
     @property
     def warming_now(self) -> int:
