@@ -365,6 +365,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "verifies a second one beside the first, timing alone",
     )  # fmt: skip
     parser.add_argument(
+        "--lane-preempt", choices=("on", "off"), default="off",
+        help="with --lane-depth 2: a timing freezes the other judgment's workers mid-call instead of waiting for "
+        "its verification (JudgeConfig.lane_preempt, an experiment; issue 34)",
+    )  # fmt: skip
+    parser.add_argument(
         "--pad-release", choices=("on", "off"), default=None,
         help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
     )  # fmt: skip
@@ -382,6 +387,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"g: tasks per RL step, the first T of RL_TASKS (1-{len(RL_TASKS)}; default 8)")  # fmt: skip
     parser.add_argument("--group-size", type=int, metavar="G", help="g: candidates per task (default 8)")
     args = parser.parse_args(argv)
+    if args.lane_preempt == "on" and args.lane_depth != 2:
+        parser.error("--lane-preempt on freezes another judgment's workers: it needs --lane-depth 2")
 
     for name in ("warm_reps", "aa_reps", "batch", "original_reps"):
         if getattr(args, name) < 0:
@@ -475,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
             pads = {} if args.pad_release is None else {"pad_release": args.pad_release == "on"}
             config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads),
                                  warm_beside_timing=args.warm_beside_timing == "on",
-                                 spares_on_build_cpus=args.spares_cpus == "build", lane_depth=args.lane_depth)
+                                 spares_on_build_cpus=args.spares_cpus == "build", lane_depth=args.lane_depth,
+                                 lane_preempt=args.lane_preempt == "on")
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

@@ -83,12 +83,15 @@ def _shared_preparations(records: list[dict[str, Any]]) -> tuple[int, int]:
     return sum(bool(v.get("shared_preparation")) for v in judged), len(judged)
 
 
-def depth_two(records: list[dict[str, Any]]) -> dict[str, int] | None:
-    """At --lane-depth 2: verdicts judged again alone, and those timed with another candidate frozen."""
+def depth_two(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """At --lane-depth 2: verdicts judged again alone, those timed with another candidate frozen, and with
+    --lane-preempt how many were held frozen mid-preparation or mid-verification and for how long in all."""
     judged = [r["verdict"] for r in records if isinstance(r.get("verdict"), dict)]
     alone = sum(bool(v.get("judged_again_alone")) for v in judged)
     beside = sum(bool(v.get("others_frozen")) for v in judged)
-    return {"judged_again_alone": alone, "timed_with_another_frozen": beside, "of": len(judged)} if judged else None
+    held = [float(v.get("stage_seconds", {}).get("held_frozen", 0.0)) for v in judged]
+    return {"judged_again_alone": alone, "timed_with_another_frozen": beside, "of": len(judged),
+            "held_frozen": sum(h > 0 for h in held), "held_frozen_s": round(sum(held), 3)} if judged else None  # fmt: skip
 
 
 def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any] | None:
@@ -275,7 +278,9 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
     for phase, counts in depth.items():
         if counts and (counts["judged_again_alone"] or counts["timed_with_another_frozen"]):
             print(f"lane depth 2, {phase}: {counts['timed_with_another_frozen']} of {counts['of']} timed with another "
-                  f"candidate frozen, {counts['judged_again_alone']} judged again alone")  # fmt: skip
+                  f"candidate frozen, {counts['judged_again_alone']} judged again alone"
+                  + (f", {counts['held_frozen']} held frozen by another's timing ({counts['held_frozen_s']:.1f} s in all)"
+                     if counts["held_frozen"] else ""))  # fmt: skip
     retired, warmed = part_medians(report.get("retirements") or []), part_medians(report.get("warmups") or [])
     for what, medians in (("warm-up", warmed), ("retirement", retired)):
         if medians:

@@ -51,11 +51,16 @@ def main() -> int:
     parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
                         help="judgments in flight per GPU (issue 34's experiment, JudgeConfig.lane_depth): the whole "
                              "suite at depth 2 comes before it is ever a default")  # fmt: skip
+    parser.add_argument("--lane-preempt", action="store_true",
+                        help="with --lane-depth 2: timings freeze the other judgment's workers instead of waiting "
+                             "(JudgeConfig.lane_preempt)")  # fmt: skip
     parser.add_argument("--compile-builds", type=int, metavar="N",
                         help="the judge's --compile-builds: fewer fresh torch.compile builds per cold task (default "
                              "3). Every case is its own task, so the baselines are much of a suite run; 1 shortens "
                              "it, at the cost of a compile baseline that one unlucky autotuning choice may slow")  # fmt: skip
     args = parser.parse_args()
+    if args.lane_preempt and args.lane_depth != 2:
+        parser.error("--lane-preempt needs --lane-depth 2")
     import torch
 
     gpus = args.gpus or torch.cuda.device_count()
@@ -90,6 +95,7 @@ def main() -> int:
                    "--build-timeout", "60", "--build-workers", builds,
                    *(["--warm-beside-timing"] if args.warm_beside_timing else []),
                    *(["--lane-depth", str(args.lane_depth)] if args.lane_depth != 1 else []),
+                   *(["--lane-preempt"] if args.lane_preempt else []),
                    *(["--compile-builds", str(args.compile_builds)] if args.compile_builds else []),
                    *map(str, share)]  # fmt: skip
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)

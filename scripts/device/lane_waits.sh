@@ -25,15 +25,19 @@ fi
 # third experiment, spares warmed on the compilers' CPUs (JudgeConfig.spares_on_build_cpus), is
 # ARMS="on:lane on:build" with TP_S=270, or all three as ARMS="off:lane on:lane on:build" TP_S=175 (each cut
 # shorter). Two judgments per GPU (JudgeConfig.lane_depth 2, trusted/lane_share.py) against one:
-# ARMS="off:lane:1 off:lane:2" (and "on:lane:2" for both experiments at once).
+# ARMS="off:lane:1 off:lane:2" (and "on:lane:2" for both experiments at once). A fourth field "p" adds
+# JudgeConfig.lane_preempt (timings freeze the other judgment's readers): ARMS="on:lane:2 on:lane:2:p".
+# GPU_TESTS=0 skips part 2 (a call that has time only for the arms).
 for arm in ${ARMS:-off:lane on:lane}; do
-  IFS=: read -r beside cpus depth <<< "$arm"; depth=${depth:-1}
-  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth"
+  IFS=: read -r beside cpus depth preempt <<< "$arm"; depth=${depth:-1}
+  pre=off; [ "${preempt:-}" = p ] && pre=on
+  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth, preempt $pre"
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
-    --out "$OUT/tp_${beside}_${cpus}_$depth" 2>&1 \
+    --lane-preempt "$pre" --out "$OUT/tp_${beside}_${cpus}_${depth}_$pre" 2>&1 \
     | grep -E "^lane, batch|^lane depth|^note|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
 done
+[ "${GPU_TESTS:-1}" = 0 ] && exit 0
 echo "== 2. GPU tests"
 timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_timing_gpu.py \
   -k "drain_probe_sees or copy_staged_during_the_pad" 2>&1 | tail -4

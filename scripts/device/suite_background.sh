@@ -19,6 +19,7 @@ if [ "${PART:-start}" = start ]; then
   extra=(); [ "${WARM_BESIDE:-0}" = 1 ] && extra=(--warm-beside-timing)
   [ -n "${COMPILE_BUILDS:-}" ] && extra+=(--compile-builds "$COMPILE_BUILDS")
   [ -n "${LANE_DEPTH:-}" ] && extra+=(--lane-depth "$LANE_DEPTH")  # LANE_DEPTH=2: two judgments per GPU
+  [ "${LANE_PREEMPT:-0}" = 1 ] && extra+=(--lane-preempt)  # with LANE_DEPTH=2: timings freeze the other's readers
   # FIRST="case folders": judged before the rest (when a session cannot wait for the whole suite)
   export FIRST="${FIRST:-}" GPUS="${GPUS:-1}"
   # EARLIER="files": verdicts.jsonl of parts judged before (by this judge code), not judged again

@@ -261,7 +261,8 @@ def test_the_rl_shape_of_the_command_line(argv: list[str], shape: tuple[int, int
     [(["--groups", "0"], "--groups must be 1-8"), (["--groups", "9"], "--groups must be 1-8"),
      (["--rl-shaped", "--group-size", "0"], "--group-size must be >= 1"), (["--batch", "-1"], "--batch must be >= 0"),
      (["--aa-example", "layernorm", "--examples", "row_softmax"], "is not among --examples"),
-     (["--examples", "no_such_example"], "not a submission folder")],
+     (["--examples", "no_such_example"], "not a submission folder"),
+     (["--lane-preempt", "on"], "needs --lane-depth 2")],
 )  # fmt: skip
 def test_bad_arguments_stop_with_a_usage_error(argv: list[str], message: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
@@ -311,3 +312,19 @@ def test_the_lane_accounting_says_what_the_wall_leaves_outside_the_lane(tmp_path
     assert lanes["batch"] is None and lanes["rl"]["outside_lane_s"] == pytest.approx(0.15)
     summary = json.loads((tmp_path / "judge_throughput.json").read_text())["summary"]
     assert summary["retirement_medians_s"]["reap"] == pytest.approx(0.7)
+
+
+def test_at_depth_two_with_preempt_the_report_says_who_was_held_frozen_and_how_long(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--lane-preempt: a timing freezes the other judgment's reference and candidate mid-call; the report
+    counts the verdicts so held and the seconds, so an A/B shows what the freezes cost the frozen side."""
+    made = report(2.4, 8, 10.0, idle_figures(0.1))
+    for i, record in enumerate(made["batch"]["records"]):
+        record["verdict"]["others_frozen"] = i % 2
+        if i < 3:
+            record["verdict"]["stage_seconds"]["held_frozen"] = 0.5
+    bench.finish(made, tmp_path, 60.0)
+    out = capsys.readouterr().out
+    assert ("lane depth 2, batch: 4 of 8 timed with another candidate frozen, 0 judged again alone, "
+            "3 held frozen by another's timing (1.5 s in all)") in out  # fmt: skip

@@ -16,13 +16,17 @@ ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.gpu
 
 
-def test_examples_judged_two_per_gpu_get_their_expected_verdicts_with_two_in_flight() -> None:
+@pytest.mark.parametrize("preempt", [False, True], ids=["waits-for-readers", "freezes-readers"])
+def test_examples_judged_two_per_gpu_get_their_expected_verdicts_with_two_in_flight(preempt: bool) -> None:
+    """With `preempt` (JudgeConfig.lane_preempt) a timing freezes the other judgment's reference and
+    candidate mid-call instead of waiting for them: the verdicts must not change."""
     from cuda_agent.judge.decide.service import JudgeService
 
     cases = sorted(p.parent for p in (ROOT / "examples").glob("*/expected.json"))
     config = JudgeConfig(
-        forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0), lane_depth=2
-    )
+        forward_timeout_s=30.0, build=BuildConfig(arch="9.0", compile_timeout_s=60.0), lane_depth=2,
+        lane_preempt=preempt,
+    )  # fmt: skip
     with JudgeService(config) as service:
         judged = {cases[i]: v.to_dict() for i, v in service.judge_many(cases)}
         note = service.lane_depth_note
@@ -32,7 +36,7 @@ def test_examples_judged_two_per_gpu_get_their_expected_verdicts_with_two_in_fli
         expected = json.loads((case / "expected.json").read_text())
         checks = verdict.get("checks", {})
         print(f"{case.name:26s} {verdict['status']:13s} {verdict['reward']:+d} frozen beside: "
-              f"{checks.get('lane_others_frozen', 0)} two in flight: {checks.get('lane_beside_another')} again alone: {checks.get('judged_again_alone', '')[:80]}")  # fmt: skip
+              f"{checks.get('lane_others_frozen', 0)} held frozen: {verdict.get('stage_seconds', {}).get('held_frozen', 0):.2f} s two in flight: {checks.get('lane_beside_another')} again alone: {checks.get('judged_again_alone', '')[:80]}")  # fmt: skip
         if not meets(expected, verdict):
             wrong.append(
                 f"{case.name}: expected {expected}, got {verdict['status']} {verdict['reward']}: {verdict['reason']}"

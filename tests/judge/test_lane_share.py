@@ -364,3 +364,161 @@ def test_a_batch_asked_for_depth_two_says_why_it_ran_one_per_gpu(
     monkeypatch.setattr(lane_share, "gpu_bytes_and_free", lambda pids: (0, 1))
     assert service._share_lanes(service.pools) == 2 and service.lane_depth_note == ""
     assert all(p.share is not None and p.share.depth == 2 for p in service.pools)
+
+
+# ---- lane_preempt: a timing freezes the other judgment's readers instead of waiting for them ------------
+
+
+def _spin_worker(tmp_path: Path, name: str):
+    from cuda_agent.judge.common.channel import WorkerHandle
+    from cuda_agent.judge.common.procs import scrubbed_env
+
+    worker = WorkerHandle(
+        "cuda_agent.judge.common.spin_worker", log_path=tmp_path / f"{name}.log", env=scrubbed_env(), cwd=tmp_path
+    )
+    worker.call("spin", 60, ms=1.0)  # started and answering
+    return worker
+
+
+def test_a_timing_waits_for_a_warm_up_but_not_for_a_preemptible_reader() -> None:
+    from cuda_agent.judge.trusted.quiet_window import QuietWindow
+
+    window = QuietWindow()
+    entered = threading.Event()
+
+    def timing() -> None:
+        with window.timing():
+            entered.set()
+
+    with window.reading():
+        thread = threading.Thread(target=timing)
+        thread.start()
+        assert entered.wait(2), "a reader the writer freezes does not hold a timing back"
+        thread.join(2)
+    entered.clear()
+    with window.warming():
+        thread = threading.Thread(target=timing)
+        thread.start()
+        assert not entered.wait(0.3), "a warm-up (it cannot be frozen) is still waited for"
+    assert entered.wait(2)
+    thread.join(2)
+    started = threading.Event()
+
+    def read() -> None:
+        with window.reading():
+            started.set()
+
+    with window.timing():
+        reader = threading.Thread(target=read)
+        reader.start()
+        assert not started.wait(0.3), "no new reader starts while a candidate is timed"
+    assert started.wait(2)
+    reader.join(2)
+
+
+def test_with_preempt_a_timing_freezes_the_other_judgments_reference_mid_call_and_its_limit_excludes_it(
+    tmp_path: Path,
+) -> None:
+    """The other judgment's reference worker is frozen where it stands, inside a call; the call's time limit
+    counts only the time it ran, so a sibling's long timing is not its timeout. Without the share's
+    preempt the reference is not registered and nothing of it is frozen."""
+    share = LaneShare(2, tmp_path / "gpu.lock", preempt=True)
+    ours, theirs = _entered_within(share, 1, "task-a", 2), _entered_within(share, 2, "task-b", 2)
+    reference = _spin_worker(tmp_path, "reference")
+    try:
+        share.add_reference(2, reference)
+        replies: list[object] = []
+
+        def call() -> None:  # 0.6 s of work under a 1 s limit, frozen 1.2 s of it
+            try:
+                replies.append(reference.call("spin", 1.0, ms=600))
+            except Exception as exc:  # the test reports what it got
+                replies.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.2)
+        with share.others_frozen(1) as frozen:
+            assert frozen == 1 and _state(reference.pid) in "Tt", "frozen mid-call"
+            time.sleep(1.2)
+        caller.join(5)
+        assert isinstance(replies[0], dict), f"the time held frozen counted against its limit: {replies[0]}"
+        assert share.held_s(2) >= 1.2 and share.held_s(1) == 0.0
+        share.drop_reference(reference)
+        assert reference.pauses is None
+        with share.others_frozen(1) as frozen:
+            assert frozen == 0, "a reference given back to the pool is nobody's to freeze"
+    finally:
+        ours.leave.set()  # type: ignore[attr-defined]
+        theirs.leave.set()  # type: ignore[attr-defined]
+        reference.close()
+    plain = _share(tmp_path)
+    with plain.judgment(3, "task-c", _admit_all):
+        plain.add_reference(3, reference)
+        assert not plain._references, "without preempt a reference is waited for, never frozen"
+
+
+def test_without_the_pause_clock_a_frozen_call_would_time_out(tmp_path: Path) -> None:
+    """The control for the test above: the same call, frozen by hand with no clock attached, fails."""
+    from cuda_agent.judge.common.channel import WorkerFailure
+
+    worker = _spin_worker(tmp_path, "plain")
+    tree = ProcessTree(worker.pid)
+    try:
+        failed: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                worker.call("spin", 1.0, ms=600)
+            except WorkerFailure as exc:
+                failed.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.2)
+        tree.freeze()
+        time.sleep(1.2)
+        tree.thaw()
+        caller.join(5)
+        assert failed and failed[0].kind == "timeout"
+    finally:
+        worker.close()
+
+
+def test_lane_preempt_needs_depth_two_in_config_and_commands() -> None:
+    with pytest.raises(ValueError, match="needs lane_depth 2"):
+        JudgeConfig(lane_preempt=True)
+    assert JudgeConfig(lane_depth=2, lane_preempt=True).lane_preempt
+    result = subprocess.run(
+        [sys.executable, "-m", "cuda_agent.cli", "judge", "--lane-preempt", "--task", "x", "."],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "needs --lane-depth 2" in result.stderr
+
+
+@pytest.mark.parametrize("preempt", [False, True])
+def test_a_pools_preemptible_reading_holds_a_timing_back_only_without_preempt(
+    cpu_pool_factory, tmp_path: Path, preempt: bool
+) -> None:
+    pool: WorkerPool = cpu_pool_factory(kept_references=1)
+    pool.share = LaneShare(2, tmp_path / "gpu.lock", preempt=preempt)
+    timed = threading.Event()
+
+    def timing() -> None:
+        with pool.quiet.timing():
+            timed.set()
+
+    with pool.gpu_lock(reading=True, preemptible=True):  # another judgment's verification under way
+        thread = threading.Thread(target=timing)
+        thread.start()
+        assert timed.wait(0.5) is preempt, "with preempt the timing freezes the reader and goes on"
+    assert timed.wait(2)
+    thread.join(2)
+    with pool.gpu_lock(reading=True):  # a teardown or a reference's end: never frozen, always waited for
+        timed.clear()
+        thread = threading.Thread(target=timing)
+        thread.start()
+        assert not timed.wait(0.3)
+    assert timed.wait(2)
+    thread.join(2)
+    pool.share = None

@@ -53,6 +53,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
                         help="an experiment (issue 34): judgments in flight per GPU when judging many; 2 verifies one "
                              "beside another, timing alone (JudgeConfig.lane_depth)")  # fmt: skip
+    parser.add_argument("--lane-preempt", action="store_true",
+                        help="an experiment (issue 34), with --lane-depth 2: a timing freezes the other judgment's "
+                             "workers mid-call instead of waiting for its verification (JudgeConfig.lane_preempt)")  # fmt: skip
     add_compile_mode_argument(parser)
     parser.add_argument("--compile-builds", type=positive_int, default=None, metavar="N",
                         help="fresh torch.compile builds the compile baseline is the fastest of (default 3; fewer "
@@ -118,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
                 f"error: {path} is not a folder (expected model_new.py and kernels/ inside)", file=sys.stderr
             )
             return 2
+    if getattr(args, "lane_preempt", False) and getattr(args, "lane_depth", 1) != 2:
+        print("error: --lane-preempt freezes another judgment's workers: it needs --lane-depth 2", file=sys.stderr)
+        return 2
     try:
         task = load_task(args.task) if args.task else None
     except TaskError as exc:
@@ -184,6 +190,7 @@ def judge_config(args: argparse.Namespace, build: Any) -> Any:
         timing=TimingConfig(sequential=not args.fixed_budget_timing, compile_mode=args.compile_mode,
                             compile_builds=getattr(args, "compile_builds", None) or DEFAULT_COMPILE_BUILDS),
         warm_beside_timing=getattr(args, "warm_beside_timing", False), lane_depth=getattr(args, "lane_depth", 1),
+        lane_preempt=getattr(args, "lane_preempt", False),
     )  # fmt: skip
 
 

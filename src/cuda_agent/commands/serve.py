@@ -50,6 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
                         help="an experiment (issue 34): judgments in flight per GPU; 2 verifies one beside another, "
                              "timing alone (JudgeConfig.lane_depth)")  # fmt: skip
+    parser.add_argument("--lane-preempt", action="store_true",
+                        help="an experiment (issue 34), with --lane-depth 2: a timing freezes the other judgment's "
+                             "workers mid-call instead of waiting for them (JudgeConfig.lane_preempt)")  # fmt: skip
     add_compile_mode_argument(parser)  # for every job: jobs carry no judge options
     parser.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -81,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
+    if args.lane_preempt and args.lane_depth != 2:
+        print("error: --lane-preempt freezes another judgment's workers: it needs --lane-depth 2", file=sys.stderr)
+        return 2
     config = JudgeConfig(build=BuildConfig(arch=args.arch or default_arch()), time_candidate=not args.no_timing,
-                         timing=TimingConfig(compile_mode=args.compile_mode), lane_depth=args.lane_depth)  # fmt: skip
+                         timing=TimingConfig(compile_mode=args.compile_mode), lane_depth=args.lane_depth,
+                         lane_preempt=args.lane_preempt)  # fmt: skip
     executor = _executor(args, config)
     store = Store(args.data_dir / "judgments.sqlite")
     jobs = JobQueue(store, executor, args.data_dir / "scratch", args.max_pending, args.max_attempts)

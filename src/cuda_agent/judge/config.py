@@ -140,6 +140,12 @@ class JudgeConfig:
     # candidate frozen, and a failure beside another is judged again alone (trusted/lane_share.py). Taken
     # only where candidates share no writable place and NVML names each process's GPU memory.
     lane_depth: int = 1
+    # Issue 34, an experiment (off; needs lane_depth 2): a timing does not wait for the other judgment's
+    # preparation, load or verification to end. It freezes that judgment's reference and candidate workers
+    # where they stand (mid-call), drains what they queued, and thaws them after; their calls' time limits
+    # do not count the time held (trusted/lane_share.py, common/channel.py PauseClock). At depth 2 without
+    # it a timing waited 0.63 s at the median for such readers and the spares' warm-ups (H100, 2026-12-07).
+    lane_preempt: bool = False
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving
@@ -168,3 +174,5 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         if self.lane_depth not in (1, 2):  # refused here, in one line, not in a lane
             raise ValueError(f"lane_depth is {self.lane_depth}; the judge runs 1 or 2 judgments per GPU at once")
+        if self.lane_preempt and self.lane_depth != 2:
+            raise ValueError("lane_preempt freezes another judgment's workers: it needs lane_depth 2")

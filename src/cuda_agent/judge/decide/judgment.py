@@ -167,10 +167,16 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
                 # lane (1.9 s at the median of 33 cold cases, H200, 2026-12-04, spares warming only while
                 # the GPU is quiet).
                 self.stages["reference_wait"] = time.monotonic() - waited
-                if pool.share is not None:
-                    pool.share.note_worker(id(self), ref.worker.pid)
-                self.prepare_reference(pool, ref)
-                return self.candidate_stages(pool, ref, taken)
+                share = pool.share
+                if share is not None:
+                    share.note_worker(id(self), ref.worker.pid)
+                    share.add_reference(id(self), ref.worker)  # frozen by others' timings (preempt)
+                try:
+                    self.prepare_reference(pool, ref)
+                    return self.candidate_stages(pool, ref, taken)
+                finally:
+                    if share is not None:
+                        share.drop_reference(ref.worker)
 
         verdict = self._guarded(story)
         share = pool.share  # memory or GPU time another candidate may have taken: not this one's verdict
@@ -236,11 +242,15 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         share = pool.share
         assert share is not None
         self.lane_shared = not share.is_alone(id(self))  # alone: device-wide readings are this judgment's
-        with pool.gpu_lock(self.stages, beside_retirement=True, reading=True):
-            share.add_candidate(id(self), cand.pid, self.tree_of(cand))  # frozen by others' timings
+        # Frozen by others' timings from here until killed: registered before its first GPU section, which
+        # a writer may freeze mid-call where the share preempts (it does not wait for it to end).
+        share.add_candidate(id(self), cand.pid, self.tree_of(cand), cand)
+        with pool.gpu_lock(self.stages, beside_retirement=True, reading=True, preemptible=True):
             self.load_candidate(cand, ref)
             self.verify(ref, cand)
         self.checks["lane_beside_another"] = share.beside_another(id(self))  # two in flight by now
+        if share.preempt:  # its readers' time held frozen by the other's timings (a wait, not its work)
+            self.stages["held_frozen"] = share.held_s(id(self))
         if not self.config.time_candidate:
             return self.verdict_ok(None)
         with pool.gpu_lock(self.stages):  # settles: no earlier candidate's teardown beside timing

@@ -47,7 +47,8 @@ class ReferenceStage:
         group = slot.group if shareable else None
         serves = group is not None and group.serves(key)
         # Handing out a kept preparation is small; a preparation needs the earlier candidates' memory back.
-        with pool.gpu_lock(self.stages, beside_retirement=serves, reading=True):  # beside another (depth 2)
+        # Beside another judgment at depth 2; its worker registered (add_reference), so a writer may freeze it.
+        with pool.gpu_lock(self.stages, beside_retirement=serves, reading=True, preemptible=True):
             if group is not None and serves:  # the reference worker kept it (reference_group.py)
                 reply = group.hand_out(self.io_dir)
                 self.input_seeds = list(group.input_seeds)

@@ -272,7 +272,7 @@ class JudgeService:
         if self.lane_depth_note:
             return 1
         for pool in pools:
-            pool.share = LaneShare(self.config.lane_depth, pool.gpu_lock_path())
+            pool.share = LaneShare(self.config.lane_depth, pool.gpu_lock_path(), preempt=self.config.lane_preempt)
         return self.config.lane_depth
 
     def _on_lane(self, judgment: Judgment, pool: WorkerPool) -> Verdict:

@@ -17,6 +17,11 @@ does can reach a measurement or a sibling's reward:
   out or found the GPU busy while another was in flight has no verdict; it is judged again with every
   permit, so a candidate can never lower a sibling's reward (GRPO's advantages are relative in a group).
   `alone` takes all permits at once: two such judgments cannot each hold one and wait for the other.
+- **With `preempt`** (`JudgeConfig.lane_preempt`), a writer does not wait for the other judgment's
+  preparation, load or verification to end (`QuietWindow.reading`): it freezes that judgment's reference
+  worker too (`add_reference`), mid-call, and its drain waits for the work they had queued. Their replies'
+  time limits do not count the time they were held (`PauseClock`). Teardowns and warm-ups, which cannot be
+  frozen, are still waited for.
 - **One lock for the machine**: the lanes of this process share the file lock other judge processes wait
   on (`machine_hold`), held while any of them is in a GPU section.
 
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from cuda_agent.judge.common.channel import PauseClock, WorkerHandle
 from cuda_agent.judge.trusted.freeze import FreezeFailed, ProcessTree
 from cuda_agent.judge.trusted.gpumem import gpu_bytes_and_free
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
@@ -74,17 +80,20 @@ class Flight:
     pids: set[int] = field(default_factory=set)  # its reference and candidate workers (memory admission)
     beside_another: bool = False  # another judgment was in flight at some point of this one
     alone: bool = False  # judged with every permit (`LaneShare.alone`): nothing else enters meanwhile
+    pauses: PauseClock = field(default_factory=PauseClock)  # time its workers were held frozen (preempt)
 
 
 class LaneShare:
     """The depth-2 lane's bookkeeping for one GPU (see the module docstring)."""
 
-    def __init__(self, depth: int, lock_path: Path) -> None:
+    def __init__(self, depth: int, lock_path: Path, preempt: bool = False) -> None:
         self.depth = depth
         self.lock_path = lock_path
+        self.preempt = preempt  # a writer freezes the others' readers instead of waiting for them
         self._changed = threading.Condition()
         self._flights: dict[int, Flight] = {}
         self._candidates: dict[int, tuple[int, ProcessTree]] = {}  # worker pid -> (its judgment, its tree)
+        self._references: dict[int, tuple[int, ProcessTree]] = {}  # the same, for reference workers (preempt)
         self._alone_waiting = 0
         self._alone = False
         self._holders = 0
@@ -147,17 +156,48 @@ class LaneShare:
         with self._changed:
             return any(f.task_digest == task_digest for f in self._flights.values())
 
+    def held_s(self, key: int) -> float:
+        """Seconds judgment `key`'s workers have been held frozen by others' timings so far (preempt)."""
+        with self._changed:
+            flight = self._flights.get(key)
+        return flight.pauses.total() if flight is not None else 0.0
+
     def beside_another(self, key: int) -> bool:
         with self._changed:
             flight = self._flights.get(key)
             return flight is not None and flight.beside_another
 
     # ---- candidates that may run ----------------------------------------------------------------------
-    def add_candidate(self, key: int, pid: int, tree: ProcessTree) -> None:
-        """From the load of a candidate until its tree is killed, other judgments' timings freeze it."""
+    def add_candidate(
+        self, key: int, pid: int, tree: ProcessTree, handle: WorkerHandle | None = None
+    ) -> None:
+        """From before the load of a candidate until its tree is killed, other judgments' timings freeze it.
+        `handle`: its channel, whose calls then do not count the time it is held frozen (`preempt`)."""
         with self._changed:
             self._candidates[pid] = (key, tree)
+            flight = self._flights.get(key)
+            if handle is not None and flight is not None and self.preempt:
+                handle.pauses = flight.pauses
         self.note_worker(key, pid)
+
+    def add_reference(self, key: int, handle: WorkerHandle) -> None:
+        """With `preempt`, judgment `key`'s reference worker, from before its preparation until
+        `drop_reference`: other judgments' timings freeze it, mid-call if it is in one. (Without `preempt`
+        they wait for its GPU work instead, and it is not registered.)"""
+        with self._changed:
+            flight = self._flights.get(key)
+            if not self.preempt or flight is None:
+                return
+            self._references[handle.pid] = (key, ProcessTree(handle.pid))
+            handle.pauses = flight.pauses
+        self.note_worker(key, handle.pid)
+
+    def drop_reference(self, handle: WorkerHandle) -> None:
+        """The judgment is done with the reference worker (it goes back to the pool, then to the next
+        judgment of its task, which registers it again)."""
+        with self._changed:
+            self._references.pop(handle.pid, None)
+            handle.pauses = None
 
     def drop_candidate(self, pid: int) -> None:
         with self._changed:
@@ -165,10 +205,16 @@ class LaneShare:
 
     @contextlib.contextmanager
     def others_frozen(self, key: int) -> Iterator[int]:
-        """Every candidate tree but judgment `key`'s own frozen for the block (the caller holds the writer,
-        so none of them is inside a call); yields how many. A tree that cannot be frozen is `JudgeAlone`."""
+        """Every candidate tree but judgment `key`'s own frozen for the block, and with `preempt` every other
+        judgment's reference worker; yields how many. Without `preempt` the caller holds the writer after
+        every reader ended, so none of them is inside a call; with it they may be, and their judgments'
+        `PauseClock`s run meanwhile. A tree that cannot be frozen is `JudgeAlone`."""
         with self._changed:
-            trees = [tree for owner, tree in self._candidates.values() if owner != key]
+            held = [*self._candidates.values(), *(self._references.values() if self.preempt else ())]
+            trees = [tree for owner, tree in held if owner != key]
+            clocks = [f.pauses for f in self._flights.values() if f.key != key] if self.preempt else []
+        for clock in clocks:
+            clock.begin()  # before the first stop: a call's limit never counts a held worker's time
         frozen: list[ProcessTree] = []
         try:
             for tree in trees:
@@ -181,6 +227,8 @@ class LaneShare:
         finally:
             for tree in frozen:
                 tree.thaw()
+            for clock in clocks:
+                clock.end()
 
     # ---- the machine's lock -------------------------------------------------------------------------
     @contextlib.contextmanager

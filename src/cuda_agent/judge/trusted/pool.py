@@ -353,7 +353,7 @@ class WorkerPool:
 
     @contextlib.contextmanager
     def gpu_lock(self, waits: dict[str, float] | None = None, beside_retirement: bool = False,
-                 reading: bool = False) -> Iterator[None]:  # fmt: skip
+                 reading: bool = False, preemptible: bool = False) -> Iterator[None]:  # fmt: skip
         """Exclusive use of this GPU for verification and timing, across every judge process on the
         machine (a file lock): a measurement taken while another judge runs kernels would be noise.
         Granted once this pool's earlier candidates are fully retired, or, with `beside_retirement` (work
@@ -361,7 +361,9 @@ class WorkerPool:
         gets the seconds spent waiting for the retirements ("settle_wait") and for the lock held by another
         judge ("gpu_lock_wait"): the lane's time outside its stages (docs/design/throughput.md).
         At depth 2 (`share`) the file lock is shared by this process's lanes, and `reading` work (not timed)
-        runs beside the other judgment's, never beside a timing (`quiet`); the caller takes the writer."""
+        runs beside the other judgment's, never beside a timing (`quiet`); the caller takes the writer.
+        `preemptible` reading (every process of it registered with the share) is frozen by a writer rather
+        than waited for, where the share preempts (`QuietWindow.reading`)."""
         began = time.monotonic()
         if not (beside_retirement and self.retirement_fits()):
             self.settle()
@@ -373,7 +375,8 @@ class WorkerPool:
                 waits["gpu_lock_wait"] = waits.get("gpu_lock_wait", 0.0) + time.monotonic() - settled
 
         if self.share is not None:
-            with self.share.machine_hold(), self.quiet.warming() if reading else contextlib.nullcontext():
+            side = self.quiet.reading() if preemptible and self.share.preempt else self.quiet.warming()
+            with self.share.machine_hold(), side if reading else contextlib.nullcontext():
                 waited()
                 yield
             return
