@@ -380,28 +380,28 @@ def _spin_worker(tmp_path: Path, name: str):
     return worker
 
 
-def test_a_timing_waits_for_a_warm_up_but_not_for_a_preemptible_reader() -> None:
-    from cuda_agent.judge.trusted.quiet_window import QuietWindow
-
-    window = QuietWindow()
+def _start_timing(window) -> threading.Event:
+    """A timing started on another thread; the event is set once it entered `window` (it then ends)."""
     entered = threading.Event()
 
     def timing() -> None:
         with window.timing():
             entered.set()
 
+    threading.Thread(target=timing, daemon=True).start()
+    return entered
+
+
+def test_a_timing_waits_for_a_warm_up_but_not_for_a_preemptible_reader() -> None:
+    from cuda_agent.judge.trusted.quiet_window import QuietWindow
+
+    window = QuietWindow()
     with window.reading():
-        thread = threading.Thread(target=timing)
-        thread.start()
-        assert entered.wait(2), "a reader the writer freezes does not hold a timing back"
-        thread.join(2)
-    entered.clear()
+        assert _start_timing(window).wait(2), "a reader the writer freezes does not hold a timing back"
     with window.warming():
-        thread = threading.Thread(target=timing)
-        thread.start()
+        entered = _start_timing(window)
         assert not entered.wait(0.3), "a warm-up (it cannot be frozen) is still waited for"
     assert entered.wait(2)
-    thread.join(2)
     started = threading.Event()
 
     def read() -> None:
@@ -502,25 +502,14 @@ def test_a_pools_preemptible_reading_holds_a_timing_back_only_without_preempt(
 ) -> None:
     pool: WorkerPool = cpu_pool_factory(kept_references=1)
     pool.share = LaneShare(2, tmp_path / "gpu.lock", preempt=preempt)
-    timed = threading.Event()
-
-    def timing() -> None:
-        with pool.quiet.timing():
-            timed.set()
-
     with pool.gpu_lock(reading=True, preemptible=True):  # another judgment's verification under way
-        thread = threading.Thread(target=timing)
-        thread.start()
-        assert timed.wait(0.5) is preempt, "with preempt the timing freezes the reader and goes on"
-    assert timed.wait(2)
-    thread.join(2)
+        entered = _start_timing(pool.quiet)
+        assert entered.wait(0.5) is preempt, "with preempt the timing freezes the reader and goes on"
+    assert entered.wait(2)
     with pool.gpu_lock(reading=True):  # a teardown or a reference's end: never frozen, always waited for
-        timed.clear()
-        thread = threading.Thread(target=timing)
-        thread.start()
-        assert not timed.wait(0.3)
-    assert timed.wait(2)
-    thread.join(2)
+        entered = _start_timing(pool.quiet)
+        assert not entered.wait(0.3)
+    assert entered.wait(2)
     pool.share = None
 
 

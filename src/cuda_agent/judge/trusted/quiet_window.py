@@ -34,8 +34,7 @@ class QuietWindow:
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._warming = 0
-        self._reading = 0  # preemptible readers under way (`reading`): not waited for by the writer
+        self._counts = {False: 0, True: 0}  # readers under way: warm-ups (waited for), `reading` (frozen)
         self._timing = False
         self._timing_waits = 0
 
@@ -45,7 +44,7 @@ class QuietWindow:
         with self._changed:
             self._timing_waits += 1
             try:
-                self._changed.wait_for(lambda: not self._timing and self._warming == 0)
+                self._changed.wait_for(lambda: not self._timing and self._counts[False] == 0)
             finally:
                 self._timing_waits -= 1
             self._timing = True
@@ -56,42 +55,36 @@ class QuietWindow:
                 self._timing = False
                 self._changed.notify_all()
 
-    @contextlib.contextmanager
-    def warming(self) -> Iterator[None]:
+    def warming(self) -> contextlib.AbstractContextManager[None]:
         """A worker's GPU warm-up: waits while a timing runs or waits, then runs beside other warm-ups."""
-        with self._changed:
-            self._changed.wait_for(lambda: not self._timing and self._timing_waits == 0)
-            self._warming += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._warming -= 1
-                self._changed.notify_all()
+        return self._reader(frozen_by_writer=False)
 
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> contextlib.AbstractContextManager[None]:
         """GPU work the writer freezes instead of waiting for (the module docstring): starts only while no
         timing runs or waits, like a warm-up, and does not hold a timing back once under way."""
+        return self._reader(frozen_by_writer=True)
+
+    @contextlib.contextmanager
+    def _reader(self, frozen_by_writer: bool) -> Iterator[None]:
         with self._changed:
             self._changed.wait_for(lambda: not self._timing and self._timing_waits == 0)
-            self._reading += 1
+            self._counts[frozen_by_writer] += 1
         try:
             yield
         finally:
             with self._changed:
-                self._reading -= 1
+                self._counts[frozen_by_writer] -= 1
                 self._changed.notify_all()
 
     @property
     def reading_now(self) -> int:
         """Preemptible readers under way now (for tests and accounts)."""
-        return self._reading
+        return self._counts[True]
 
     @property
     def warming_now(self) -> int:
         """Warm-ups in their GPU part now (for tests and accounts)."""
-        return self._warming
+        return self._counts[False]
 
     @property
     def timing_now(self) -> bool:
