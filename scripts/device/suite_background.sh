@@ -7,6 +7,9 @@
 # is ~26 min on one H200: 81 distinct tasks cold). WARM_BESIDE=1: issue 34's warm-up beside timing.
 # FIRST="folders": those cases judged first, then the rest (their verdicts joined by --earlier).
 # COMPILE_BUILDS=1: one torch.compile build per cold task's baseline instead of three (see gpu_suite.py).
+# CODE=<tar>: judge with the tree of `git archive -o .cache/suite_code.tar <commit>` (carried), so that a
+# suite begun in one session by that commit's judge can be finished in another with EARLIER= its verdicts
+# (gpu_suite.py joins only verdicts of the same judge code).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -24,6 +27,11 @@ if [ "${PART:-start}" = start ]; then
   export FIRST="${FIRST:-}" GPUS="${GPUS:-1}"
   # EARLIER="files": verdicts.jsonl of parts judged before (by this judge code), not judged again
   export EARLIER="${EARLIER:-}"
+  if [ -n "${CODE:-}" ]; then
+    EARLIER=$(for f in $EARLIER; do realpath "$f"; done | tr '\n' ' ')
+    rm -rf /tmp/suite-code && mkdir -p /tmp/suite-code && tar -xf "$CODE" -C /tmp/suite-code || exit 1
+    cd /tmp/suite-code && echo "judging with the code of $CODE"
+  fi
   setsid nohup bash -c 'set -u; earlier=($EARLIER)
     if [ -n "${FIRST:-}" ]; then
       python3 scripts/gpu_suite.py --gpus "${GPUS:-1}" "$@" --out '$S'/first $FIRST
