@@ -552,3 +552,62 @@ def test_at_depth_two_a_verification_may_start_beside_a_retirement_nvml_sees_and
     pool.settle()
     assert seen.worker.process.poll() is not None and unseen.worker.process.poll() is not None
     pool.share = None
+
+
+def test_with_preempt_a_judgment_registers_its_workers_before_their_first_gpu_section_and_drops_its_reference(
+    cpu_pool_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a writer freezes must be registered before it can run GPU work that is not waited for: the
+    reference before its preparation (and given back however the judgment ends), the candidate before the
+    section that loads it. The stages themselves are replaced (no GPU here)."""
+    import contextlib
+
+    from cuda_agent.judge.decide.judgment import Judgment
+    from cuda_agent.judge.decide.verdict import Status
+    from cuda_agent.task import load_task
+
+    pool: WorkerPool = cpu_pool_factory(kept_references=1)
+    share = pool.share = LaneShare(2, tmp_path / "gpu.lock", preempt=True)
+    task = load_task(Path(__file__).parents[2] / "examples" / "row_softmax" / "model.py")
+    config = JudgeConfig(scratch_dir=tmp_path / "scratch", lane_depth=2, lane_preempt=True)
+    judgment = Judgment(tmp_path, task, config)
+    judgment.built = True
+    seen: dict[str, bool] = {}
+    handles: list = []
+
+    def prepare(self: Judgment, pool: WorkerPool, slot) -> None:
+        handles.append(slot.worker)
+        seen["reference at its preparation"] = slot.worker.pid in share._references and slot.worker.pauses is not None
+
+    def stages(self: Judgment, pool: WorkerPool, ref_slot, taken) -> None:
+        cand = taken.result().worker
+        opened = pool.gpu_lock
+
+        @contextlib.contextmanager
+        def gpu_lock(*args, **kwargs):
+            seen.setdefault("candidate at its first GPU section", cand.pid in share._candidates)
+            with opened(*args, **kwargs):
+                yield
+
+        monkeypatch.setattr(pool, "gpu_lock", gpu_lock)
+        monkeypatch.setattr(Judgment, "load_candidate", lambda self, cand, ref: None)
+
+        def verify(self: Judgment, ref, cand) -> None:
+            raise RuntimeError("a verification that fails")
+
+        monkeypatch.setattr(Judgment, "verify", verify)
+        self.candidate_taken = True
+        pool_slot = taken.result()
+        self.exits.callback(pool.retire, pool_slot)
+        return self.shared_gpu_part(pool, ref_slot.worker, cand)
+
+    monkeypatch.setattr(Judgment, "prepare_reference", prepare)
+    monkeypatch.setattr(Judgment, "candidate_stages", stages)
+    with share.judgment(id(judgment), task.digest, _admit_all):
+        verdict = judgment.run_built(pool)
+    pool.settle()
+    assert verdict.status == Status.RUNTIME_ERROR and "a verification that fails" in verdict.reason
+    assert seen == {"reference at its preparation": True, "candidate at its first GPU section": True}
+    assert not share._references and handles[0].pauses is None, "given back with the judgment, failed or not"
+    pool.share = None
+    judgment.cleanup()
