@@ -374,7 +374,10 @@ def _spin_worker(tmp_path: Path, name: str):
     from cuda_agent.judge.common.procs import scrubbed_env
 
     worker = WorkerHandle(
-        "cuda_agent.judge.common.spin_worker", log_path=tmp_path / f"{name}.log", env=scrubbed_env(), cwd=tmp_path
+        "cuda_agent.judge.common.spin_worker",
+        log_path=tmp_path / f"{name}.log",
+        env=scrubbed_env(),
+        cwd=tmp_path,
     )
     worker.call("spin", 60, ms=1.0)  # started and answering
     return worker
@@ -577,7 +580,9 @@ def test_with_preempt_a_judgment_registers_its_workers_before_their_first_gpu_se
 
     def prepare(self: Judgment, pool: WorkerPool, slot) -> None:
         handles.append(slot.worker)
-        seen["reference at its preparation"] = slot.worker.pid in share._references and slot.worker.pauses is not None
+        seen["reference at its preparation"] = (
+            slot.worker.pid in share._references and slot.worker.pauses is not None
+        )
 
     def stages(self: Judgment, pool: WorkerPool, ref_slot, taken) -> None:
         cand = taken.result().worker
