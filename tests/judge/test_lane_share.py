@@ -516,47 +516,6 @@ def test_a_pools_preemptible_reading_holds_a_timing_back_only_without_preempt(
     pool.share = None
 
 
-def test_at_depth_two_a_verification_may_start_beside_a_retirement_nvml_sees_and_timing_never_does(
-    cpu_pool_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A depth-2 retirement is killed only once no timing runs (its kill is a reader); until then it is
-    frozen by every timing. Seen by NVML, it counts in `retirement_fits` like a killed one at depth 1, so
-    the next verification need not wait for its teardown where its memory leaves room; unseen, it must."""
-    from cuda_agent.judge.trusted import pool as pool_module
-
-    pool: WorkerPool = cpu_pool_factory(kept_references=1)
-    pool.share = _share(tmp_path)
-    in_timing, timing_ends = threading.Event(), threading.Event()
-
-    def timing() -> None:  # another judgment's timed window holds the kill back
-        with pool.quiet.timing():
-            in_timing.set()
-            timing_ends.wait(10)
-
-    timer = threading.Thread(target=timing)
-    timer.start()
-    assert in_timing.wait(5)
-    try:
-        monkeypatch.setattr(pool_module, "process_gpu_bytes", lambda pid: 1 << 30)
-        monkeypatch.setattr(gpumem, "gpu_bytes_and_free", lambda pids: (1 << 30, 3 << 30))
-        seen = pool.take_candidate()
-        pool.share.add_candidate(7, seen.worker.pid, seen.tree or ProcessTree(seen.worker.pid))
-        pool.retire(seen)
-        assert seen.worker.process.poll() is None, "not killed while a timing runs"
-        assert pool.retirement_fits(), "seen by NVML, with room twice over: verification may start beside it"
-        monkeypatch.setattr(pool_module, "process_gpu_bytes", lambda pid: None)
-        unseen = pool.take_candidate()
-        pool.share.add_candidate(8, unseen.worker.pid, unseen.tree or ProcessTree(unseen.worker.pid))
-        pool.retire(unseen)
-        assert not pool.retirement_fits(), "one NVML cannot see: what it holds is unknown, so wait"
-    finally:
-        timing_ends.set()
-        timer.join(5)
-    pool.settle()
-    assert seen.worker.process.poll() is not None and unseen.worker.process.poll() is not None
-    pool.share = None
-
-
 def test_with_preempt_a_judgment_registers_its_workers_before_their_first_gpu_section_and_drops_its_reference(
     cpu_pool_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

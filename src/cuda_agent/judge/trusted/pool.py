@@ -301,23 +301,21 @@ class WorkerPool:
         """A finished candidate: killed now (no code of it runs once this returns), reaped and swept off the
         caller's path. Whether NVML listed its worker just before the kill is kept: only then can
         `retirement_fits` see what its teardown still holds."""
-        seen = process_gpu_bytes(slot.worker.pid) is not None
         if (share := self.share) is not None:  # depth 2: no teardown while another candidate is timed
             def kill_and_close() -> None:  # a reader (retire_later): frozen by writers until killed
                 slot.kill()
                 share.drop_candidate(slot.worker.pid)
                 slot.close()
 
-            # Seen by NVML it counts in `retirement_fits` as a killed one does (verification waited for every
-            # depth-2 teardown: settle_wait 0.17 s a verdict against 0.01 s at depth 1, H100, 2026-12-07).
-            self.retire_later(kill_and_close, dying=slot.worker.pid if seen else None)
+            self.retire_later(kill_and_close)
             return
+        seen = process_gpu_bytes(slot.worker.pid) is not None
         slot.kill()
         self.retire_later(slot.close, dying=slot.worker.pid if seen else None)
 
     def retire_later(self, cleanup: Callable[[], None], dying: int | None = None) -> None:
         """Run `cleanup` (a finished candidate's teardown) off the caller's path; `settle` waits for it.
-        `dying`: the pid of a retired worker whose GPU memory NVML can see (see `retire`). At depth
+        `dying`: the pid of an already killed worker whose GPU memory NVML can see (see `retire`). At depth
         2 a teardown is a reader of the GPU: never while another candidate is timed."""
         if self.share is not None:
             cleanup = as_reader(self.quiet, cleanup)
@@ -341,9 +339,8 @@ class WorkerPool:
 
     def retirement_fits(self) -> bool:
         """Whether the next candidate may be loaded and verified while earlier ones are still being torn
-        down (never timed: `settle` comes first). Only where every one of them was retired by `retire` and
-        seen by NVML (at depth 2 it may not be killed yet: frozen by every timing until its kill, which is a
-        reader), and what their CUDA contexts still hold is at most half the free memory of their GPU:
+        down (never timed: `settle` comes first). Only where every one of them was killed by `retire` and
+        seen by NVML, and what their CUDA contexts still hold is at most half the free memory of their GPU:
         a candidate like the last one then fits twice over, so the teardown cannot make an honest
         candidate or the reference run out of memory. Saves the reap (about 0.2 s a verdict, H200)."""
         with self._lock:
