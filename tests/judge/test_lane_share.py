@@ -425,8 +425,9 @@ def test_with_preempt_a_timing_freezes_the_other_judgments_reference_mid_call_an
     """The other judgment's reference worker is frozen where it stands, inside a call; the call's time limit
     counts only the time it ran, so a sibling's long timing is not its timeout. Without the share's
     preempt the reference is not registered and nothing of it is frozen."""
-    share = LaneShare(2, tmp_path / "gpu.lock", preempt=True)
+    share = LaneShare(3, tmp_path / "gpu.lock", preempt=True)  # three permits: one with nothing registered
     ours, theirs = _entered_within(share, 1, "task-a", 2), _entered_within(share, 2, "task-b", 2)
+    idle = _entered_within(share, 3, "task-c", 2)
     reference = _spin_worker(tmp_path, "reference")
     try:
         share.add_reference(2, reference)
@@ -447,13 +448,14 @@ def test_with_preempt_a_timing_freezes_the_other_judgments_reference_mid_call_an
         caller.join(5)
         assert isinstance(replies[0], dict), f"the time held frozen counted against its limit: {replies[0]}"
         assert share.held_s(2) >= 1.2 and share.held_s(1) == 0.0
+        assert share.held_s(3) == 0.0, "a judgment none of whose workers was stopped was not held"
         share.drop_reference(reference)
         assert reference.pauses is None
         with share.others_frozen(1) as frozen:
             assert frozen == 0, "a reference given back to the pool is nobody's to freeze"
     finally:
-        ours.leave.set()  # type: ignore[attr-defined]
-        theirs.leave.set()  # type: ignore[attr-defined]
+        for entered in (ours, theirs, idle):
+            entered.leave.set()  # type: ignore[attr-defined]
         reference.close()
     plain = _share(tmp_path)
     with plain.judgment(3, "task-c", _admit_all):
@@ -507,7 +509,7 @@ def test_a_pools_preemptible_reading_holds_a_timing_back_only_without_preempt(
     pool.share = LaneShare(2, tmp_path / "gpu.lock", preempt=preempt)
     with pool.gpu_lock(reading=True, preemptible=True):  # another judgment's verification under way
         entered = _start_timing(pool.quiet)
-        assert entered.wait(0.5) is preempt, "with preempt the timing freezes the reader and goes on"
+        assert entered.wait(5 if preempt else 0.5) is preempt, "with preempt the timing freezes the reader"
     assert entered.wait(2)
     with pool.gpu_lock(reading=True):  # a teardown or a reference's end: never frozen, always waited for
         entered = _start_timing(pool.quiet)
@@ -549,7 +551,8 @@ def test_with_preempt_a_judgment_registers_its_workers_before_their_first_gpu_se
 
         @contextlib.contextmanager
         def gpu_lock(*args, **kwargs):
-            seen.setdefault("candidate at its first GPU section", cand.pid in share._candidates)
+            registered = cand.pid in share._candidates and cand.pauses is share._flights[id(self)].pauses
+            seen.setdefault("candidate at its first GPU section", registered)
             with opened(*args, **kwargs):
                 yield
 

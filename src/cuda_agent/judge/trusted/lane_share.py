@@ -210,9 +210,13 @@ class LaneShare:
         every reader ended, so none of them is inside a call; with it they may be, and their judgments'
         `PauseClock`s run meanwhile. A tree that cannot be frozen is `JudgeAlone`."""
         with self._changed:
-            held = [*self._candidates.values(), *(self._references.values() if self.preempt else ())]
-            trees = [tree for owner, tree in held if owner != key]
-            clocks = [f.pauses for f in self._flights.values() if f.key != key] if self.preempt else []
+            held = [(owner, tree) for owner, tree in (*self._candidates.values(),
+                    *(self._references.values() if self.preempt else ())) if owner != key]  # fmt: skip
+            trees = [tree for _, tree in held]
+            # The clocks of the judgments whose workers are stopped here, and no others: `held_frozen` is
+            # then time a worker of the judgment really stood still.
+            owners = {owner for owner, _ in held}
+            clocks = [f.pauses for f in self._flights.values() if f.key in owners] if self.preempt else []
         for clock in clocks:
             clock.begin()  # before the first stop: a call's limit never counts a held worker's time
         frozen: list[ProcessTree] = []
