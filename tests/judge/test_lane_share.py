@@ -578,3 +578,74 @@ def test_with_preempt_a_judgment_registers_its_workers_before_their_first_gpu_se
     assert not share._references and handles[0].pauses is None, "given back with the judgment, failed or not"
     pool.share = None
     judgment.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("preempt", "drains", "outcome"),
+    [
+        (True, [False, True], "timed after waiting"),  # the section ended: its queued work with it
+        (True, [False, False], "alone"),  # busy even then: judged again alone, as without preempt
+        (False, [False], "alone"),
+    ],
+)
+def test_a_drain_that_fails_beside_a_frozen_section_first_waits_for_it_where_the_share_preempts(
+    cpu_pool_factory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeper: subprocess.Popen,
+    preempt: bool,
+    drains: list[bool],
+    outcome: str,
+) -> None:
+    """A frozen judgment's queued GPU work can outlast the writer's drain. With preempt the writer then
+    thaws it and waits for its section to end (the discipline without preempt) before draining again;
+    only a second failure, or any failure without preempt, sends the timed judgment to be judged alone."""
+    from cuda_agent.judge.decide.judgment import Judgment
+    from cuda_agent.task import load_task
+
+    pool: WorkerPool = cpu_pool_factory(kept_references=1)
+    share = pool.share = LaneShare(2, tmp_path / "gpu.lock", preempt=preempt)
+    task = load_task(Path(__file__).parents[2] / "examples" / "row_softmax" / "model.py")
+    judgment = Judgment(tmp_path, task, JudgeConfig(scratch_dir=tmp_path / "scratch", lane_depth=2))
+    answers, seen = iter(drains), []
+
+    def reference_call(self: Judgment, ref, command: str, timeout: float, **kwargs) -> dict:
+        assert command == "drain"
+        seen.append((pool.quiet.reading_now, _state(sleeper.pid) in "Tt"))
+        return {"drained": next(answers)}
+
+    monkeypatch.setattr(Judgment, "_reference_call", reference_call)
+    monkeypatch.setattr(Judgment, "time", lambda self, ref, cand: "timed")
+    section_on, leave = threading.Event(), threading.Event()
+
+    def sibling() -> None:  # another judgment, its candidate registered, in a section a writer may freeze
+        with share.judgment(2, "task-b", _admit_all):
+            share.add_candidate(2, sleeper.pid, ProcessTree(sleeper.pid))
+            with pool.gpu_lock(reading=True, preemptible=True):
+                section_on.set()
+                time.sleep(0.8)
+            leave.wait(10)
+
+    thread = threading.Thread(target=sibling)
+    thread.start()
+    assert section_on.wait(5)
+    try:
+        with share.judgment(id(judgment), task.digest, _admit_all):
+            if outcome == "alone":
+                with pytest.raises(JudgeAlone, match="stayed busy"):
+                    judgment._writer(pool, share, None, None)  # type: ignore[arg-type]
+            else:
+                assert judgment._writer(pool, share, None, None) == "timed"  # type: ignore[arg-type]
+    finally:
+        leave.set()
+        thread.join(5)
+    assert all(stopped for _, stopped in seen), "every drain ran with the other candidate frozen"
+    if preempt:
+        assert seen[0][0] == 1, "the first drain did not wait for the other judgment's section"
+        if len(seen) > 1:
+            assert seen[1][0] == 0 and judgment.checks["lane_waited_after_freeze"], "then waited for it"
+    else:
+        assert seen == [(0, True)], "without preempt the writer waited for the section before draining once"
+    share.drop_candidate(sleeper.pid)
+    pool.share = None
+    judgment.cleanup()

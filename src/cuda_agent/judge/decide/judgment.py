@@ -50,7 +50,7 @@ from cuda_agent.judge.decide.verdict import (
     stage_outcomes,
 )
 from cuda_agent.judge.decide.verify_stage import VerifyStage
-from cuda_agent.judge.trusted.lane_share import JudgeAlone
+from cuda_agent.judge.trusted.lane_share import JudgeAlone, LaneShare
 from cuda_agent.judge.trusted.pool import CandidateSlot, ReferenceSlot, WorkerPool, pin_current_thread
 from cuda_agent.judge.trusted.static_checks import check_imports, check_kernel_sources
 from cuda_agent.judge.trusted.static_checks import describe as describe_findings
@@ -254,17 +254,28 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         if not self.config.time_candidate:
             return self.verdict_ok(None)
         with pool.gpu_lock(self.stages):  # settles: no earlier candidate's teardown beside timing
+            return self.verdict_ok(self._writer(pool, share, ref, cand))
+
+    def _writer(self, pool: WorkerPool, share: LaneShare, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
+        """The timing as the GPU's one writer, every other candidate frozen and the GPU drained. Where the
+        share preempts, a drain that fails (work the frozen judgment had queued, past its limit) is first
+        answered by waiting for that judgment's section to end, as without preempt; only a second failure
+        sends this judgment to be judged again alone."""
+        for patient in (False, True) if share.preempt else (True,):
             quiet = time.monotonic()
-            with pool.quiet.timing():
-                self.stages["quiet_wait"] = time.monotonic() - quiet
+            with pool.quiet.timing(every_reader=patient):
+                self.stages["quiet_wait"] = self.stages.get("quiet_wait", 0.0) + time.monotonic() - quiet
                 with share.others_frozen(id(self)) as others:
                     if others:
                         self.checks["lane_others_frozen"] = others
                         drained = self._reference_call(ref, "drain", 60, timeout_s=self.config.timing.drain_timeout_s)
+                        if not drained.get("drained") and not patient:
+                            self.checks["lane_waited_after_freeze"] = True  # then as without preempt
+                            continue
                         if not drained.get("drained"):
                             raise JudgeAlone("the GPU stayed busy after the other candidate on it was frozen")
-                    timing = self.time(ref, cand)
-        return self.verdict_ok(timing)
+                    return self.time(ref, cand)
+        raise AssertionError("unreachable: the patient pass returns or raises")
 
     def _guarded(self, story: Callable[[], Verdict]) -> Verdict:
         try:

@@ -39,12 +39,19 @@ class QuietWindow:
         self._timing_waits = 0
 
     @contextlib.contextmanager
-    def timing(self) -> Iterator[None]:
-        """The timed window: waits for the warm-ups under way, and lets no new one start until it ends."""
+    def timing(self, every_reader: bool = False) -> Iterator[None]:
+        """The timed window: waits for the warm-ups under way, and lets no new one start until it ends.
+        `every_reader`: waits for the `reading` ones too (a writer whose freeze left the GPU busy)."""
         with self._changed:
             self._timing_waits += 1
             try:
-                self._changed.wait_for(lambda: not self._timing and self._counts[False] == 0)
+                self._changed.wait_for(
+                    lambda: (
+                        not self._timing
+                        and self._counts[False] == 0
+                        and not (every_reader and self._counts[True])
+                    )
+                )
             finally:
                 self._timing_waits -= 1
             self._timing = True
