@@ -138,6 +138,8 @@ def brief(verdict: Any) -> dict[str, Any]:
         # Depth 2 (--lane-depth 2): judged again alone after a failure beside another; others frozen while timed.
         "judged_again_alone": bool(checks.get("judged_again_alone")),
         "others_frozen": int(checks.get("lane_others_frozen", 0) or 0),
+        # --lane-preempt: its drain failed beside a frozen section, so it waited for that section to end.
+        "waited_after_freeze": bool(checks.get("lane_waited_after_freeze")),
     }
 
 

@@ -90,8 +90,10 @@ def depth_two(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     alone = sum(bool(v.get("judged_again_alone")) for v in judged)
     beside = sum(bool(v.get("others_frozen")) for v in judged)
     held = [float(v.get("stage_seconds", {}).get("held_frozen", 0.0)) for v in judged]
+    waited = sum(bool(v.get("waited_after_freeze")) for v in judged)
     return {"judged_again_alone": alone, "timed_with_another_frozen": beside, "of": len(judged),
-            "held_frozen": sum(h > 0 for h in held), "held_frozen_s": round(sum(held), 3)} if judged else None  # fmt: skip
+            "held_frozen": sum(h > 0 for h in held), "held_frozen_s": round(sum(held), 3),
+            "waited_after_freeze": waited} if judged else None  # fmt: skip
 
 
 def lane_accounting(records: list[dict[str, Any]], wall_s: float | None) -> dict[str, Any] | None:
@@ -280,7 +282,9 @@ def finish(report: dict[str, Any], out: Path, bench_s: float) -> int:
             print(f"lane depth 2, {phase}: {counts['timed_with_another_frozen']} of {counts['of']} timed with another "
                   f"candidate frozen, {counts['judged_again_alone']} judged again alone"
                   + (f", {counts['held_frozen']} held frozen by another's timing ({counts['held_frozen_s']:.1f} s in all)"
-                     if counts["held_frozen"] else ""))  # fmt: skip
+                     if counts["held_frozen"] else "")
+                  + (f", a failed drain beside a frozen section waited out in {counts['waited_after_freeze']}"
+                     if counts["waited_after_freeze"] else ""))  # fmt: skip
     retired, warmed = part_medians(report.get("retirements") or []), part_medians(report.get("warmups") or [])
     for what, medians in (("warm-up", warmed), ("retirement", retired)):
         if medians:

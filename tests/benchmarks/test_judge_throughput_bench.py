@@ -324,7 +324,9 @@ def test_at_depth_two_with_preempt_the_report_says_who_was_held_frozen_and_how_l
         record["verdict"]["others_frozen"] = i % 2
         if i < 3:
             record["verdict"]["stage_seconds"]["held_frozen"] = 0.5
+        record["verdict"]["waited_after_freeze"] = i == 7
     bench.finish(made, tmp_path, 60.0)
     out = capsys.readouterr().out
     assert ("lane depth 2, batch: 4 of 8 timed with another candidate frozen, 0 judged again alone, "
-            "3 held frozen by another's timing (1.5 s in all)") in out  # fmt: skip
+            "3 held frozen by another's timing (1.5 s in all), a failed drain beside a frozen section waited out "
+            "in 1") in out  # fmt: skip
