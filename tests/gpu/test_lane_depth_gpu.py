@@ -36,7 +36,7 @@ def test_examples_judged_two_per_gpu_get_their_expected_verdicts_with_two_in_fli
         expected = json.loads((case / "expected.json").read_text())
         checks = verdict.get("checks", {})
         print(f"{case.name:26s} {verdict['status']:13s} {verdict['reward']:+d} frozen beside: "
-              f"{checks.get('lane_others_frozen', 0)} held frozen: {verdict.get('stage_seconds', {}).get('held_frozen', 0):.2f} s two in flight: {checks.get('lane_beside_another')} again alone: {checks.get('judged_again_alone', '')[:80]}")  # fmt: skip
+              f"{checks.get('lane_others_frozen', 0)} held frozen: {verdict.get('stage_seconds', {}).get('held_frozen', 0):.2f} s waited after freeze: {bool(checks.get('lane_waited_after_freeze'))} two in flight: {checks.get('lane_beside_another')} again alone: {checks.get('judged_again_alone', '')[:80]}")  # fmt: skip
         if not meets(expected, verdict):
             wrong.append(
                 f"{case.name}: expected {expected}, got {verdict['status']} {verdict['reward']}: {verdict['reason']}"
