@@ -73,6 +73,8 @@ from throughput_report import (  # noqa: E402  (benchmarks/, on the path above)
     share_text,
 )
 
+from cuda_agent.commands.judge import lane_arguments_refused  # noqa: E402  (src/, on the path above)
+
 HONEST_EXAMPLES = ("elementwise_chain", "row_softmax", "layernorm", "gemm_bias_relu")
 
 # Honest cases of tests/adversarial that g adds to the 4 examples, each with the reason it was chosen.
@@ -389,8 +391,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"g: tasks per RL step, the first T of RL_TASKS (1-{len(RL_TASKS)}; default 8)")  # fmt: skip
     parser.add_argument("--group-size", type=int, metavar="G", help="g: candidates per task (default 8)")
     args = parser.parse_args(argv)
-    if args.lane_preempt == "on" and args.lane_depth != 2:
-        parser.error("--lane-preempt on freezes another judgment's workers: it needs --lane-depth 2")
+    if refused := lane_arguments_refused(args.lane_depth, args.lane_preempt == "on"):
+        parser.error(refused)
 
     for name in ("warm_reps", "aa_reps", "batch", "original_reps"):
         if getattr(args, name) < 0:

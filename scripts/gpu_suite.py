@@ -32,6 +32,8 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests" / "gpu"), str(ROOT / "benc
 from test_judge_gpu import meets  # noqa: E402
 from throughput_report import LANE_STAGES, STAGE_ORDER  # noqa: E402
 
+from cuda_agent.commands.judge import add_lane_arguments, lane_arguments_refused  # noqa: E402  (src/, above)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(
@@ -48,19 +50,14 @@ def main() -> int:
                              "not judged again, and the table covers them too")  # fmt: skip
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="judge with spares warming beside timing (issue 34's experiment, before it is the default)")  # fmt: skip
-    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
-                        help="judgments in flight per GPU (issue 34's experiment, JudgeConfig.lane_depth): the whole "
-                             "suite at depth 2 comes before it is ever a default")  # fmt: skip
-    parser.add_argument("--lane-preempt", action="store_true",
-                        help="with --lane-depth 2: timings freeze the other judgment's workers instead of waiting "
-                             "(JudgeConfig.lane_preempt)")  # fmt: skip
+    add_lane_arguments(parser)  # passed on to `cuda-agent judge`; the whole suite at depth 2 before it is a default
     parser.add_argument("--compile-builds", type=int, metavar="N",
                         help="the judge's --compile-builds: fewer fresh torch.compile builds per cold task (default "
                              "3). Every case is its own task, so the baselines are much of a suite run; 1 shortens "
                              "it, at the cost of a compile baseline that one unlucky autotuning choice may slow")  # fmt: skip
     args = parser.parse_args()
-    if args.lane_preempt and args.lane_depth != 2:
-        parser.error("--lane-preempt needs --lane-depth 2")
+    if refused := lane_arguments_refused(args.lane_depth, args.lane_preempt):
+        parser.error(refused)
     import torch
 
     gpus = args.gpus or torch.cuda.device_count()

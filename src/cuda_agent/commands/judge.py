@@ -50,12 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--warm-beside-timing", action="store_true",
                         help="an experiment (issue 34): spare candidate workers warm their GPU part while a candidate "
                              "is timed instead of waiting for it (JudgeConfig.warm_beside_timing)")  # fmt: skip
-    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
-                        help="an experiment (issue 34): judgments in flight per GPU when judging many; 2 verifies one "
-                             "beside another, timing alone (JudgeConfig.lane_depth)")  # fmt: skip
-    parser.add_argument("--lane-preempt", action="store_true",
-                        help="an experiment (issue 34), with --lane-depth 2: a timing freezes the other judgment's "
-                             "workers mid-call instead of waiting for its verification (JudgeConfig.lane_preempt)")  # fmt: skip
+    add_lane_arguments(parser)
     add_compile_mode_argument(parser)
     parser.add_argument("--compile-builds", type=positive_int, default=None, metavar="N",
                         help="fresh torch.compile builds the compile baseline is the fastest of (default 3; fewer "
@@ -111,6 +106,25 @@ def add_compile_mode_argument(parser: argparse.ArgumentParser | argparse._Argume
                              "(modes with CUDA graphs are refused); baselines are cached per mode")  # fmt: skip
 
 
+def add_lane_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--lane-depth` and `--lane-preempt`, issue 34's experiments, shared by `judge` and `serve` (and
+    scripts/gpu_suite.py, which passes them on to `judge`); `lane_arguments_refused` says when they clash."""
+    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
+                        help="an experiment (issue 34): judgments in flight per GPU when judging many; 2 verifies one "
+                             "beside another, timing alone (JudgeConfig.lane_depth)")  # fmt: skip
+    parser.add_argument("--lane-preempt", action="store_true",
+                        help="an experiment (issue 34), with --lane-depth 2: a timing freezes the other judgment's "
+                             "workers mid-call instead of waiting for its verification (JudgeConfig.lane_preempt)")  # fmt: skip
+
+
+def lane_arguments_refused(lane_depth: int, lane_preempt: bool) -> str:
+    """Why the lane options cannot go together, in one line ("" where they can): JudgeConfig's own rule,
+    said in the options' names before a config is made."""
+    if lane_preempt and lane_depth != 2:
+        return "--lane-preempt freezes another judgment's workers: it needs --lane-depth 2"
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     from cuda_agent.judge import BuildConfig, JudgeConfig, JudgeUnavailable, default_arch
     from cuda_agent.task import TaskError, load_task
@@ -121,8 +135,8 @@ def run(args: argparse.Namespace) -> int:
                 f"error: {path} is not a folder (expected model_new.py and kernels/ inside)", file=sys.stderr
             )
             return 2
-    if getattr(args, "lane_preempt", False) and getattr(args, "lane_depth", 1) != 2:
-        print("error: --lane-preempt freezes another judgment's workers: it needs --lane-depth 2", file=sys.stderr)
+    if refused := lane_arguments_refused(getattr(args, "lane_depth", 1), getattr(args, "lane_preempt", False)):
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     try:
         task = load_task(args.task) if args.task else None

@@ -14,7 +14,7 @@ import socket
 import sys
 from pathlib import Path
 
-from cuda_agent.commands.judge import add_compile_mode_argument
+from cuda_agent.commands.judge import add_compile_mode_argument, add_lane_arguments, lane_arguments_refused
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -47,12 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction, name: str) -> None:
     parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                         help="judge on a Ray cluster (ADDRESS, default: auto; 'local' starts one here)")  # fmt: skip
     parser.add_argument("--no-timing", action="store_true", help="verify only; reward 1 when correct")
-    parser.add_argument("--lane-depth", type=int, choices=(1, 2), default=1,
-                        help="an experiment (issue 34): judgments in flight per GPU; 2 verifies one beside another, "
-                             "timing alone (JudgeConfig.lane_depth)")  # fmt: skip
-    parser.add_argument("--lane-preempt", action="store_true",
-                        help="an experiment (issue 34), with --lane-depth 2: a timing freezes the other judgment's "
-                             "workers mid-call instead of waiting for them (JudgeConfig.lane_preempt)")  # fmt: skip
+    add_lane_arguments(parser)
     add_compile_mode_argument(parser)  # for every job: jobs carry no judge options
     parser.add_argument("--arch", help="CUDA architecture to build for (default: the visible GPU)")
     parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -84,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    if args.lane_preempt and args.lane_depth != 2:
-        print("error: --lane-preempt freezes another judgment's workers: it needs --lane-depth 2", file=sys.stderr)
+    if refused := lane_arguments_refused(args.lane_depth, args.lane_preempt):
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     config = JudgeConfig(build=BuildConfig(arch=args.arch or default_arch()), time_candidate=not args.no_timing,
                          timing=TimingConfig(compile_mode=args.compile_mode), lane_depth=args.lane_depth,
