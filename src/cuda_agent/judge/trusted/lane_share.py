@@ -183,14 +183,14 @@ class LaneShare:
     def add_reference(self, key: int, handle: WorkerHandle) -> None:
         """With `preempt`, judgment `key`'s reference worker, from before its preparation until
         `drop_reference`: other judgments' timings freeze it, mid-call if it is in one. (Without `preempt`
-        they wait for its GPU work instead, and it is not registered.)"""
+        they wait for its GPU work instead, and it is not registered.) Its memory is counted by the caller's
+        `note_worker`, which every depth-2 judgment makes for its reference."""
         with self._changed:
             flight = self._flights.get(key)
             if not self.preempt or flight is None:
                 return
             self._references[handle.pid] = (key, ProcessTree(handle.pid))
             handle.pauses = flight.pauses
-        self.note_worker(key, handle.pid)
 
     def drop_reference(self, handle: WorkerHandle) -> None:
         """The judgment is done with the reference worker (it goes back to the pool, then to the next
