@@ -82,7 +82,10 @@ JUDGE_FAULT_RULES: tuple[tuple[str, str, str], ...] = (
 
 
 def on_the_judge(outcome: JudgeOutcome) -> JudgeOutcome:
-    """`outcome` without a reward where the verdict records the judge's own failure (JUDGE_FAULT_RULES)."""
+    """`outcome` without a reward where the verdict records the judge's own failure (JUDGE_FAULT_RULES); one
+    already without a reward is left as it is."""
+    if outcome.reward is None:
+        return outcome
     return _unjudged_by(outcome, JUDGE_FAULT_RULES, "the judge failed, not this rollout")
 
 
