@@ -4,7 +4,9 @@ kept per task and retired on failure, and the GPU lock excludes concurrent users
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -251,6 +253,83 @@ def test_escaped_candidate_processes_are_killed_live_workers_kept(
     finally:
         worker.kill()
         kill_strays(uid, set())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run processes as another user")
+def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate of a dead judge (its uid encodes that judge's pid) dies when the next judge registers,
+    stopped (as a timing's freeze leaves it) or not; candidates of a live judge, this process, live on."""
+    import signal
+    import subprocess
+
+    from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, UIDS_PER_JUDGE
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+
+    def runner(judge_pid: int) -> subprocess.Popen[bytes]:
+        uid = CANDIDATE_UID_BASE + judge_pid * UIDS_PER_JUDGE + 7
+
+        def as_candidate() -> None:
+            os.setgid(uid)
+            os.setuid(uid)
+
+        return subprocess.Popen(["sleep", "60"], preexec_fn=as_candidate, start_new_session=True)
+
+    orphan, frozen_orphan, live = runner(dead.pid), runner(dead.pid), runner(os.getpid())
+    frozen_orphan.send_signal(signal.SIGSTOP)
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    try:
+        register_judge()
+        for gone in (orphan, frozen_orphan):
+            assert gone.wait(timeout=5) == -signal.SIGKILL
+        assert live.poll() is None, "a live judge's candidate must not be killed"
+    finally:
+        for process in (orphan, frozen_orphan, live):
+            process.kill()
+            process.wait()
+
+
+def test_a_judge_starting_kills_a_reference_worker_that_init_adopted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped worker of the judge's own user whose judge died (init adopted it) dies when the next
+    judge registers; a worker of that module whose judge lives (here: this test) and an adopted process
+    running something else live on."""
+    import signal
+    import subprocess
+
+    module = f"fake_reference_{os.getpid()}"
+    pids = tmp_path / "pids"
+    script = f"import time; time.sleep(60)  # from {module} import main"
+    subprocess.run(["sh", "-c", f'(setsid {sys.executable} -c "{script}" & echo $! >> {pids};'
+                    f' setsid sleep 60 & echo $! >> {pids})'], check=True)  # fmt: skip
+    adopted_worker, adopted_other = (int(line) for line in pids.read_text().split())
+    live_worker = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        if _ppid(adopted_worker) != 1:
+            pytest.skip("orphans here are adopted by a subreaper, not init")
+        os.kill(adopted_worker, signal.SIGSTOP)
+        monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+        register_judge((module,))
+        deadline = time.monotonic() + 5
+        while _state(str(adopted_worker)) not in ("gone", "Z") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _state(str(adopted_worker)) in ("gone", "Z"), "the adopted, stopped worker must be killed"
+        assert live_worker.poll() is None, "a worker whose judge lives must not be killed"
+        assert _state(str(adopted_other)) not in ("gone", "Z"), "only the judge's own workers are swept"
+    finally:
+        live_worker.kill()
+        for pid in (adopted_worker, adopted_other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _owner(pid: str) -> int:

@@ -1,6 +1,7 @@
 """Machine-wide state that every judge process on the machine shares, whatever cache each one uses: the
-folder of the GPU locks and of the judge registry, the registry itself, and the sweep that kills a retired
-candidate's escaped processes without touching another judge's live workers (split from pool.py)."""
+folder of the GPU locks and of the judge registry, the registry itself, the sweep that kills a retired
+candidate's escaped processes without touching another judge's live workers (split from pool.py), and the
+sweep at a judge's start that kills what a judge that died left running."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from cuda_agent.judge.trusted.build import cache_root
+from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, UIDS_PER_JUDGE
+
+PID_LIMIT = 1 << 22  # Linux's largest pid_max: candidate uids of every possible judge pid lie below it
 
 
 def _uid_and_stat(pid: int | str) -> tuple[int, list[str]] | None:
@@ -49,9 +53,10 @@ def judges_dir() -> Path:
     return machine_dir() / "judges"
 
 
-def register_judge() -> None:
-    """Enter this process in the registry, and drop entries of judges that have exited (their pid could
-    otherwise be reused by a process whose children would then be spared as a judge's workers)."""
+def register_judge(worker_modules: tuple[str, ...] = ()) -> None:
+    """Enter this process in the registry, drop entries of judges that have exited (their pid could
+    otherwise be reused by a process whose children would then be spared as a judge's workers), and kill
+    what dead judges left running (`kill_orphaned_workers`; `worker_modules`: the judge's own workers)."""
     folder = judges_dir()
     folder.mkdir(parents=True, exist_ok=True)
     for entry in folder.iterdir():
@@ -59,6 +64,57 @@ def register_judge() -> None:
             with contextlib.suppress(OSError):
                 entry.unlink()
     (folder / str(os.getpid())).touch()
+    kill_orphaned_workers(worker_modules)
+
+
+def kill_orphaned_workers(worker_modules: tuple[str, ...] = ()) -> int:
+    """SIGKILL every candidate process whose judge has died, and every orphaned worker of this user that
+    runs one of `worker_modules` (a reference worker). Returns how many.
+
+    A judge killed mid-judgment (SIGKILL, or SIGTERM from `timeout`, which runs no cleanup) leaves its
+    candidates running: one stuck in an endless kernel kept an H100 busy under the next judge's timings
+    on 2026-12-07, and one frozen by a timing stays frozen with its GPU memory. With a uid per candidate,
+    no later judge's stray sweep reaches them (their uid encodes the dead judge's pid, `candidate_uid`),
+    so each judge sweeps them once at its start. A reference worker runs as the judge's own user: it is
+    an orphan when init (pid 1) has adopted it, and frozen by a timing it would never read its end of
+    file. Kept: candidates whose judge pid still exists, workers that still have their judge, and
+    processes in another pid namespace (there the encoded pid names a different process)."""
+    own_namespace = _pid_namespace("self")
+    init_is_a_judge = (judges_dir() / "1").exists()  # run as a container's init, its live workers' ppid is 1
+    markers = [f"from {module} import main".encode() for module in worker_modules]
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        info = _uid_and_stat(entry)
+        if info is None or own_namespace is None:
+            continue
+        if CANDIDATE_UID_BASE <= info[0] < CANDIDATE_UID_BASE + PID_LIMIT * UIDS_PER_JUDGE:
+            orphan = not Path(f"/proc/{(info[0] - CANDIDATE_UID_BASE) // UIDS_PER_JUDGE}").exists()
+        else:
+            adopted = info[1][1] == "1" and not init_is_a_judge
+            orphan = adopted and info[0] == os.geteuid() and _runs_any(entry, markers)
+        if not orphan or _pid_namespace(entry) != own_namespace:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(entry), signal.SIGKILL)  # a frozen or stopped process dies of it too
+            killed += 1
+    return killed
+
+
+def _runs_any(pid: str, markers: list[bytes]) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(marker in command for marker in markers)
+
+
+def _pid_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
 
 
 def kill_strays(uid: int, live_sessions: set[int]) -> int:

@@ -104,7 +104,7 @@ class WorkerPool:
         self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
         self._references: OrderedDict[str, ReferenceSlot] = OrderedDict()
         self._live_sessions: set[int] = set()  # session ids (= pids) of candidate workers alive now
-        register_judge()  # before any worker exists: other judges' reapers must know its workers
+        register_judge((REFERENCE_WORKER,))  # before any worker: other judges' reapers must know its workers
         self._spare_references: deque[Future[ReferenceSlot]] = deque()
         self._lock = threading.Lock()
         self._closed = False
