@@ -17,6 +17,10 @@ cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; git log --oneline -1 2>/dev/null
+# What already runs on the GPU (an arm or test cut by `timeout` can leave a candidate behind until the next
+# judge's start sweeps it, trusted/machine.py): printed before each part, so a disturbed run shows.
+on_gpu() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader | sed 's/^/already on the GPU: /'; }
+on_gpu
 if [ "${PROBE:-0}" = 1 ]; then
   echo "== warm-up beside timing"
   timeout 150 python3 benchmarks/warmup_beside_timing.py --reps 5 --json "$OUT/warmup.json" 2>&1 | tail -22
@@ -32,6 +36,7 @@ for arm in ${ARMS:-off:lane on:lane}; do
   IFS=: read -r beside cpus depth preempt <<< "$arm"; depth=${depth:-1}
   pre=off; [ "${preempt:-}" = p ] && pre=on
   echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth, preempt $pre"
+  on_gpu
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
     --lane-preempt "$pre" --out "$OUT/tp_${beside}_${cpus}_${depth}_$pre" 2>&1 \

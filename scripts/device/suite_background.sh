@@ -17,6 +17,7 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 S=/tmp/suite-bg
 if [ "${PART:-start}" = start ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader | sed 's/^/already on the GPU: /'
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   mkdir -p $S
   extra=(); [ "${WARM_BESIDE:-0}" = 1 ] && extra=(--warm-beside-timing)
