@@ -174,3 +174,32 @@ def make_undumpable() -> bool:
         return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def exit_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM end this process with SystemExit (status 143) instead of the default action, so that a
+    `with JudgeService(...)` block closes its pools and kills its workers on the way out. The default
+    action runs no cleanup: workers live in sessions of their own, so a candidate in an endless kernel kept
+    the GPU busy under the next run after `timeout` ended a benchmark (2026-12-07).
+
+    Installed only from the main thread and only over the default action (a server such as uvicorn has
+    its own). A second SIGTERM during the cleanup takes the default action. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return lambda: None
+
+    def on_term(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    def undo() -> None:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is on_term
+        ):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return undo
