@@ -39,9 +39,12 @@ for arm in ${ARMS:-off:lane on:lane}; do
   on_gpu
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
-    --lane-preempt "$pre" --out "$OUT/tp_${beside}_${cpus}_${depth}_$pre" 2>&1 \
+    --lane-preempt "$pre" --out "$OUT/tp_${beside}_${cpus}_${depth}_$pre" 2>&1 | tee "$OUT/tp_log" \
     | grep -E "^lane, batch|^lane depth|^note|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
+  # Cut by TP_S before its report: the phase it reached and the batch's rate so far, same machine as the others.
+  grep -q "^throughput" "$OUT/tp_log" || { echo "cut at ${TP_S:-270} s:"; grep -E "^  \[" "$OUT/tp_log" | tail -2; }
 done
+rm -f "$OUT/tp_log"
 [ "${GPU_TESTS:-1}" = 0 ] && exit 0
 echo "== 2. GPU tests"
 timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_timing_gpu.py \
