@@ -601,4 +601,7 @@ def make_variant_copy(submission: Path, root: Path, tag: str) -> Path:
 
 
 if __name__ == "__main__":
+    from cuda_agent.judge.common.procs import exit_on_sigterm
+
+    exit_on_sigterm()  # `timeout` (scripts/device/lane_waits.sh): the service closes, its workers die
     sys.exit(main())

@@ -53,9 +53,20 @@ def _version() -> str:
         return __version__
 
 
+# Commands that own their process end through their cleanup on SIGTERM (`timeout`, a scheduler): a judge's
+# workers are killed rather than left on the GPU. Not `serve` (uvicorn's own shutdown; jobs resume after a
+# restart) nor `train` (the training framework's signals).
+CLEAN_EXIT_ON_SIGTERM = frozenset({"judge", "eval", "import", "solve", "synth", "workspace", "cache"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    undo = lambda: None  # noqa: E731
+    if args.command in CLEAN_EXIT_ON_SIGTERM:
+        from cuda_agent.judge.common.procs import exit_on_sigterm
+
+        undo = exit_on_sigterm()
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
@@ -67,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {message}", file=sys.stderr)
         return EXIT_MISSING_TOOL
+    finally:
+        undo()  # main() is called from tests too: the process's handler goes back as it was
 
 
 # The machine lacks something a command needs (nvcc, a C++ compiler, a GPU): a message, not a traceback.

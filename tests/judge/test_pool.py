@@ -4,9 +4,7 @@ kept per task and retired on failure, and the GPU lock excludes concurrent users
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -259,26 +257,32 @@ def test_escaped_candidate_processes_are_killed_live_workers_kept(
 def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A candidate of a dead judge (its uid encodes that judge's pid) dies when the next judge registers,
-    stopped (as a timing's freeze leaves it) or not; candidates of a live judge, this process, live on."""
+    """A candidate of a dead judge (its uid encodes that judge's pid; its group the sandbox user's) dies
+    when the next judge registers, stopped (as a timing's freeze leaves it) or not. Live on: a candidate of
+    a live judge (this process), and a process whose uid lies in the same range but which is no candidate
+    (another group: a directory service's user, say)."""
     import signal
     import subprocess
 
-    from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, UIDS_PER_JUDGE
+    from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, UIDS_PER_JUDGE, _sandbox_user
 
+    sandbox = _sandbox_user()
+    if sandbox is None:
+        pytest.skip("no sandbox user can be made here (useradd)")
     dead = subprocess.Popen(["true"])
     dead.wait()
 
-    def runner(judge_pid: int) -> subprocess.Popen[bytes]:
+    def runner(judge_pid: int, gid: int) -> subprocess.Popen[bytes]:
         uid = CANDIDATE_UID_BASE + judge_pid * UIDS_PER_JUDGE + 7
 
-        def as_candidate() -> None:
-            os.setgid(uid)
+        def as_user() -> None:
+            os.setgid(gid)
             os.setuid(uid)
 
-        return subprocess.Popen(["sleep", "60"], preexec_fn=as_candidate, start_new_session=True)
+        return subprocess.Popen(["sleep", "60"], preexec_fn=as_user, start_new_session=True)
 
-    orphan, frozen_orphan, live = runner(dead.pid), runner(dead.pid), runner(os.getpid())
+    orphan, frozen_orphan = runner(dead.pid, sandbox[1]), runner(dead.pid, sandbox[1])
+    live, not_a_candidate = runner(os.getpid(), sandbox[1]), runner(dead.pid, sandbox[1] + 1)
     frozen_orphan.send_signal(signal.SIGSTOP)
     monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     try:
@@ -286,50 +290,49 @@ def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
         for gone in (orphan, frozen_orphan):
             assert gone.wait(timeout=5) == -signal.SIGKILL
         assert live.poll() is None, "a live judge's candidate must not be killed"
+        assert not_a_candidate.poll() is None, "a uid in the range is not enough: only the sandbox's group"
     finally:
-        for process in (orphan, frozen_orphan, live):
+        for process in (orphan, frozen_orphan, live, not_a_candidate):
             process.kill()
             process.wait()
 
 
-def test_a_judge_starting_kills_a_reference_worker_that_init_adopted(
+def test_a_judge_starting_kills_workers_whose_judge_is_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stopped worker of the judge's own user whose judge died (init adopted it) dies when the next
-    judge registers; a worker of that module whose judge lives (here: this test) and an adopted process
-    running something else live on."""
+    """A worker of the judge's own user says which judge started it (pid and start time, in its
+    environment): one whose judge is gone dies when the next judge registers, stopped or not, whoever
+    adopted it, and so does one whose judge's pid now names a process started at another time. One whose
+    judge lives (this process) lives on, and so does a process no judge marked."""
     import signal
     import subprocess
 
-    module = f"fake_reference_{os.getpid()}"
-    pids = tmp_path / "pids"
-    script = f"import time; time.sleep(60)  # from {module} import main"
-    subprocess.run(["sh", "-c", f'(setsid {sys.executable} -c "{script}" & echo $! >> {pids};'
-                    f' setsid sleep 60 & echo $! >> {pids})'], check=True)  # fmt: skip
-    adopted_worker, adopted_other = (int(line) for line in pids.read_text().split())
-    live_worker = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    from cuda_agent.judge.trusted.machine import JUDGE_ID_ENV, judge_id
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+
+    def worker(started_by: str | None) -> subprocess.Popen[bytes]:
+        env = {k: v for k, v in os.environ.items() if k != JUDGE_ID_ENV}
+        if started_by is not None:
+            env[JUDGE_ID_ENV] = started_by
+        return subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
+
+    orphan, stopped_orphan = worker(f"{dead.pid}:1"), worker(f"{dead.pid}:1")
+    reused = worker(f"{os.getpid()}:1")  # this pid, but a judge that started at another time
+    live, unmarked = worker(judge_id()), worker(None)
+    stopped_orphan.send_signal(signal.SIGSTOP)
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     try:
-        time.sleep(0.3)
-        if _ppid(adopted_worker) != 1:
-            pytest.skip("orphans here are adopted by a subreaper, not init")
-        os.kill(adopted_worker, signal.SIGSTOP)
-        monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
-        register_judge((module,))
-        deadline = time.monotonic() + 5
-        while _state(str(adopted_worker)) not in ("gone", "Z") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _state(str(adopted_worker)) in ("gone", "Z"), "the adopted, stopped worker must be killed"
-        assert live_worker.poll() is None, "a worker whose judge lives must not be killed"
-        assert _state(str(adopted_other)) not in ("gone", "Z"), "only the judge's own workers are swept"
+        register_judge()
+        for gone in (orphan, stopped_orphan, reused):
+            assert gone.wait(timeout=5) == -signal.SIGKILL
+        assert live.poll() is None, "a worker whose judge lives must not be killed"
+        assert unmarked.poll() is None, "a process no judge marked is not swept"
     finally:
-        live_worker.kill()
-        for pid in (adopted_worker, adopted_other):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _ppid(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        for process in (orphan, stopped_orphan, reused, live, unmarked):
+            process.kill()
+            process.wait()
 
 
 def _owner(pid: str) -> int:

@@ -6,6 +6,7 @@ processes here: a JudgeService with CPU-warmed workers in a child Python, ended 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ JUDGE = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
+    from cuda_agent.judge.common.procs import exit_on_sigterm
     from cuda_agent.judge.config import JudgeConfig
     from cuda_agent.judge.decide import service as service_module
     from cuda_agent.judge.trusted.pool import WorkerPool
@@ -36,6 +38,7 @@ JUDGE = textwrap.dedent(
     service_module.require_gpu = lambda: None  # this machine has no GPU; the workers are real processes
     WorkerPool._warm = warm_without_gpu
     scratch = Path(sys.argv[1])
+    exit_on_sigterm()  # as `cuda-agent judge` and the benchmarks do
     with service_module.JudgeService(JudgeConfig(scratch_dir=scratch), keep_warm=False) as service:
         pool = service.pools[0]
         spares = [pool._spares.queue[0].result(timeout=120), pool._spare_references[0].result(timeout=120)]
@@ -64,6 +67,8 @@ def test_a_judge_ended_by_sigterm_closes_its_workers(tmp_path: Path) -> None:
         assert line, f"the judge did not start its workers: {judge.stderr.read() if judge.stderr else ''}"
         workers = json.loads(line)
         assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        for pid in workers:  # stopped, as a timing leaves them: they cannot leave on their own end of file
+            os.kill(pid, signal.SIGSTOP)
         judge.send_signal(signal.SIGTERM)
         assert judge.wait(timeout=60) == 128 + signal.SIGTERM
         deadline = time.monotonic() + 10
@@ -73,6 +78,31 @@ def test_a_judge_ended_by_sigterm_closes_its_workers(tmp_path: Path) -> None:
     finally:
         judge.kill()
         judge.wait()
+        for pid in workers if "workers" in locals() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_cli_ends_judging_commands_through_their_cleanup_and_gives_the_handler_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`cuda-agent judge` (and the other commands that own their process) run with SIGTERM ending them
+    through their cleanup; `serve` keeps uvicorn's shutdown and `train` its framework's signals; main()
+    puts the process's handler back as it was (tests call it)."""
+    from cuda_agent import cli
+    from cuda_agent.commands import cache
+
+    seen: list[object] = []
+    monkeypatch.setattr(cache, "run", lambda args: seen.append(signal.getsignal(signal.SIGTERM)) or 0)
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        assert cli.main(["cache", "show"]) == 0
+        assert seen and seen[0] is not signal.SIG_DFL, "the command ran with the default SIGTERM action"
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, "main() left its handler installed"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert "judge" in cli.CLEAN_EXIT_ON_SIGTERM and not {"serve", "train"} & cli.CLEAN_EXIT_ON_SIGTERM
 
 
 def test_sigterm_is_taken_over_only_where_nobody_else_handles_it() -> None:

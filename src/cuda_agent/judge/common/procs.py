@@ -179,11 +179,13 @@ def make_undumpable() -> bool:
 def exit_on_sigterm() -> Callable[[], None]:
     """Make SIGTERM end this process with SystemExit (status 143) instead of the default action, so that a
     `with JudgeService(...)` block closes its pools and kills its workers on the way out. The default
-    action runs no cleanup: workers live in sessions of their own, so a candidate in an endless kernel kept
-    the GPU busy under the next run after `timeout` ended a benchmark (2026-12-07).
+    action runs no cleanup: workers live in sessions of their own, so a candidate in an endless kernel most
+    likely kept the GPU busy under the next run after `timeout` ended a benchmark (2026-12-07).
 
-    Installed only from the main thread and only over the default action (a server such as uvicorn has
-    its own). A second SIGTERM during the cleanup takes the default action. Returns the undo."""
+    Opt-in, for entry points that own the process (`cuda-agent judge`, `eval`, the device scripts); not
+    the server (its jobs resume after a restart, and closing under running lanes would end them) nor a
+    library user (training). Only from the main thread and only over the default action. A second
+    SIGTERM during the cleanup takes the default action. Returns the undo."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:

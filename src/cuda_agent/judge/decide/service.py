@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cuda_agent.judge.common.procs import exit_on_sigterm
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment, require_gpu, scratch_root
 from cuda_agent.judge.decide.lane_queue import BuiltQueue
@@ -96,7 +95,6 @@ class JudgeService:
         self._busy_lock = threading.Lock()
         self._started = False
         self.keep_warm = keep_warm
-        self._undo_sigterm: Callable[[], None] = lambda: None
         self.lane_depth_note = ""  # why judge_many ran one judgment per GPU where lane_depth asked for 2
 
     def __enter__(self) -> JudgeService:
@@ -111,7 +109,6 @@ class JudgeService:
         if self._started:
             return
         require_gpu()
-        self._undo_sigterm = exit_on_sigterm()  # `timeout` and schedulers: close the pools, kill the workers
         for pool in self.pools:
             pool.start()
             self._free_lanes.put(pool)
@@ -121,9 +118,16 @@ class JudgeService:
         self._started = True
 
     def close(self) -> None:
+        """Close every pool, each one even where closing another raised (SystemExit from a SIGTERM among
+        them, `exit_on_sigterm`): a pool left open leaves its workers running."""
+        first: BaseException | None = None
         for pool in self.pools:
-            pool.close()
-        self._undo_sigterm()
+            try:
+                pool.close()
+            except BaseException as exc:  # re-raised below, after the other pools
+                first = first or exc
+        if first is not None:
+            raise first
 
     # ---- one submission ------------------------------------------------------------------------------
     def worker_lifecycle(self) -> dict[str, list[dict[str, float]]]:

@@ -6,13 +6,15 @@ sweep at a judge's start that kills what a judge that died left running."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import pwd
 import signal
 from pathlib import Path
 from stat import S_ISDIR
 
 from cuda_agent.judge.trusted.build import cache_root
-from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, UIDS_PER_JUDGE
+from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, SANDBOX_USER, UIDS_PER_JUDGE
 
 PID_LIMIT = 1 << 22  # Linux's largest pid_max: candidate uids of every possible judge pid lie below it
 
@@ -53,10 +55,10 @@ def judges_dir() -> Path:
     return machine_dir() / "judges"
 
 
-def register_judge(worker_modules: tuple[str, ...] = ()) -> None:
+def register_judge() -> None:
     """Enter this process in the registry, drop entries of judges that have exited (their pid could
     otherwise be reused by a process whose children would then be spared as a judge's workers), and kill
-    what dead judges left running (`kill_orphaned_workers`; `worker_modules`: the judge's own workers)."""
+    what dead judges left running (`kill_orphaned_workers`)."""
     folder = judges_dir()
     folder.mkdir(parents=True, exist_ok=True)
     for entry in folder.iterdir():
@@ -64,50 +66,109 @@ def register_judge(worker_modules: tuple[str, ...] = ()) -> None:
             with contextlib.suppress(OSError):
                 entry.unlink()
     (folder / str(os.getpid())).touch()
-    kill_orphaned_workers(worker_modules)
+    kill_orphaned_workers()
 
 
-def kill_orphaned_workers(worker_modules: tuple[str, ...] = ()) -> int:
-    """SIGKILL every candidate process whose judge has died, and every orphaned worker of this user that
-    runs one of `worker_modules` (a reference worker). Returns how many.
+# In every worker's environment (WorkerPool._env): which judge started it, as "pid:start time", so that a
+# later judge can tell its workers from a dead judge's whatever adopted them (init, a subreaper).
+JUDGE_ID_ENV = "CUDA_AGENT_JUDGE_ID"
 
-    A judge killed mid-judgment (SIGKILL, or SIGTERM from `timeout`, which runs no cleanup) leaves its
-    candidates running: one stuck in an endless kernel kept an H100 busy under the next judge's timings
-    on 2026-12-07, and one frozen by a timing stays frozen with its GPU memory. With a uid per candidate,
-    no later judge's stray sweep reaches them (their uid encodes the dead judge's pid, `candidate_uid`),
-    so each judge sweeps them once at its start. A reference worker runs as the judge's own user: it is
-    an orphan when init (pid 1) has adopted it, and frozen by a timing it would never read its end of
-    file. Kept: candidates whose judge pid still exists, workers that still have their judge, and
-    processes in another pid namespace (there the encoded pid names a different process)."""
+
+@functools.cache
+def judge_id() -> str:
+    """This process as a judge: its pid and its start time (a reused pid has a later one)."""
+    return f"{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def kill_orphaned_workers() -> int:
+    """SIGKILL every worker a dead judge left running. Returns how many.
+
+    A judge killed mid-judgment (SIGKILL, or SIGTERM from `timeout` without `exit_on_sigterm`) leaves its
+    workers running in sessions of their own: a candidate stuck in an endless kernel most likely kept an
+    H100 busy under the next run's timings on 2026-12-07, and a worker stopped by a timing stays stopped with
+    its GPU memory. Each judge sweeps them once at its start. Two kinds of evidence, neither a name:
+    - a candidate's uid encodes its judge's pid (`candidate_uid`): an orphan when no process of that pid
+      started before the candidate did. Only processes of the sandbox user's group, never the judge's own
+      uid (a real user's uid can lie in the same range), and only where the judge is root;
+    - any worker of the judge's own user or of the shared sandbox user carries `JUDGE_ID_ENV`: an orphan
+      when no process has that pid and start time any more.
+    Only in this judge's pid namespace (elsewhere the pids name other processes). Left: a process that
+    dropped both kinds of evidence, which the dead judge's own stray sweep had no chance to reach."""
     own_namespace = _pid_namespace("self")
-    init_is_a_judge = (judges_dir() / "1").exists()  # run as a container's init, its live workers' ppid is 1
-    markers = [f"from {module} import main".encode() for module in worker_modules]
+    if own_namespace is None:
+        return 0
+    me, sandbox = os.geteuid(), _sandbox_ids()
     killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        info = _uid_and_stat(entry)
-        if info is None or own_namespace is None:
+        ids = _ids_and_stat(entry)
+        if ids is None:
             continue
-        if CANDIDATE_UID_BASE <= info[0] < CANDIDATE_UID_BASE + PID_LIMIT * UIDS_PER_JUDGE:
-            orphan = not Path(f"/proc/{(info[0] - CANDIDATE_UID_BASE) // UIDS_PER_JUDGE}").exists()
+        uid, gid, stat = ids
+        in_range = CANDIDATE_UID_BASE <= uid < CANDIDATE_UID_BASE + PID_LIMIT * UIDS_PER_JUDGE
+        if in_range and me == 0 and uid != me and sandbox is not None and gid == sandbox[1]:
+            judge_started = _start_time((uid - CANDIDATE_UID_BASE) // UIDS_PER_JUDGE)
+            orphan = judge_started is None or judge_started > int(stat[19])  # stat[19]: its start time
+        elif uid == me or (sandbox is not None and uid == sandbox[0]):
+            started_by = _judge_id_of(entry)
+            orphan = started_by is not None and not _judge_alive(started_by)
         else:
-            adopted = info[1][1] == "1" and not init_is_a_judge
-            orphan = adopted and info[0] == os.geteuid() and _runs_any(entry, markers)
+            continue
         if not orphan or _pid_namespace(entry) != own_namespace:
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(int(entry), signal.SIGKILL)  # a frozen or stopped process dies of it too
+            os.kill(int(entry), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
     return killed
 
 
-def _runs_any(pid: str, markers: list[bytes]) -> bool:
+def _ids_and_stat(pid: int | str) -> tuple[int, int, list[str]] | None:
+    """A process's real uid and gid, and its /proc stat fields after the command name."""
     try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return False
-    return any(marker in command for marker in markers)
+        return None
+    lines = {line.split(":", 1)[0]: line.split() for line in status.splitlines() if line[:4] in ("Uid:", "Gid:")}
+    if "Uid" not in lines or "Gid" not in lines:
+        return None
+    return int(lines["Uid"][1]), int(lines["Gid"][1]), stat
+
+
+def _start_time(pid: int | str) -> int | None:
+    """When `pid` started (clock ticks since boot), or None where no such process or thread exists."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _judge_id_of(pid: str) -> str | None:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{JUDGE_ID_ENV}=".encode()
+    found = next((item[len(prefix) :] for item in environ.split(b"\0") if item.startswith(prefix)), None)
+    return found.decode(errors="replace") if found is not None else None
+
+
+def _judge_alive(identity: str) -> bool:
+    """Whether the judge `pid:start time` still runs (a malformed value counts as alive: nothing is killed
+    on a claim the sweep cannot read)."""
+    pid, _, started = identity.partition(":")
+    if not (pid.isdigit() and started.isdigit()):
+        return True
+    return _start_time(pid) == int(started)
+
+
+def _sandbox_ids() -> tuple[int, int] | None:
+    """The shared sandbox user's uid and gid (its group is every candidate's), if the user exists."""
+    with contextlib.suppress(KeyError):
+        entry = pwd.getpwnam(SANDBOX_USER)
+        return entry.pw_uid, entry.pw_gid
+    return None
 
 
 def _pid_namespace(pid: int | str) -> str | None:

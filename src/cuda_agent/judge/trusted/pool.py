@@ -54,7 +54,7 @@ from cuda_agent.judge.trusted.cpu_placement import move_threads
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.gpumem import leaves_room_twice, process_gpu_bytes
 from cuda_agent.judge.trusted.lane_share import LaneShare, as_reader
-from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, register_judge
+from cuda_agent.judge.trusted.machine import JUDGE_ID_ENV, judge_id, kill_strays, machine_dir, register_judge
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
 from cuda_agent.judge.trusted.sandbox import candidate_sandbox, candidates_share_no_place
 from cuda_agent.judge.trusted.slots import CandidateSlot, ReferenceSlot
@@ -104,7 +104,7 @@ class WorkerPool:
         self._spares: queue.Queue[Future[CandidateSlot]] = queue.Queue()
         self._references: OrderedDict[str, ReferenceSlot] = OrderedDict()
         self._live_sessions: set[int] = set()  # session ids (= pids) of candidate workers alive now
-        register_judge((REFERENCE_WORKER,))  # before any worker: other judges' reapers must know its workers
+        register_judge()  # before any worker exists: other judges' reapers must know its workers
         self._spare_references: deque[Future[ReferenceSlot]] = deque()
         self._lock = threading.Lock()
         self._closed = False
@@ -124,7 +124,7 @@ class WorkerPool:
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = scrubbed_env(extra)
+        env = scrubbed_env({JUDGE_ID_ENV: judge_id(), **(extra or {})})  # whose worker (kill_orphaned_workers)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.physical_gpu()
         return env
