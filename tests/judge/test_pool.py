@@ -258,8 +258,9 @@ def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A candidate of a dead judge (its uid encodes that judge's pid; its group the sandbox user's) dies
-    when the next judge registers, stopped (as a timing's freeze leaves it) or not. Live on: a candidate of
-    a live judge (this process), and a process whose uid lies in the same range but which is no candidate
+    when the next judge registers, stopped (as a timing's freeze leaves it) or not, and so does one whose
+    judge's pid now names another process (the registry's start time tells). Live on: a candidate of a
+    live judge (this process), and a process whose uid lies in the same range but which is no candidate
     (another group: a directory service's user, say)."""
     import signal
     import subprocess
@@ -269,8 +270,12 @@ def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
     sandbox = _sandbox_user()
     if sandbox is None:
         pytest.skip("no sandbox user can be made here (useradd)")
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     dead = subprocess.Popen(["true"])
     dead.wait()
+    reused = subprocess.Popen(["sleep", "60"])  # a live process whose pid a dead judge had
+    judges_dir().mkdir(parents=True)
+    (judges_dir() / str(reused.pid)).write_text("judge 1\n")
 
     def runner(judge_pid: int, gid: int) -> subprocess.Popen[bytes]:
         uid = CANDIDATE_UID_BASE + judge_pid * UIDS_PER_JUDGE + 7
@@ -281,58 +286,76 @@ def test_a_judge_starting_kills_candidates_left_by_a_judge_that_died(
 
         return subprocess.Popen(["sleep", "60"], preexec_fn=as_user, start_new_session=True)
 
-    orphan, frozen_orphan = runner(dead.pid, sandbox[1]), runner(dead.pid, sandbox[1])
+    gone = [runner(dead.pid, sandbox[1]), runner(dead.pid, sandbox[1]), runner(reused.pid, sandbox[1])]
     live, not_a_candidate = runner(os.getpid(), sandbox[1]), runner(dead.pid, sandbox[1] + 1)
-    frozen_orphan.send_signal(signal.SIGSTOP)
-    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    gone[1].send_signal(signal.SIGSTOP)
     try:
         register_judge()
-        for gone in (orphan, frozen_orphan):
-            assert gone.wait(timeout=5) == -signal.SIGKILL
+        for process in gone:
+            assert process.wait(timeout=5) == -signal.SIGKILL
         assert live.poll() is None, "a live judge's candidate must not be killed"
         assert not_a_candidate.poll() is None, "a uid in the range is not enough: only the sandbox's group"
+        assert reused.poll() is None, "the process that now has a dead judge's pid is not that judge's"
     finally:
-        for process in (orphan, frozen_orphan, live, not_a_candidate):
+        for process in (*gone, live, not_a_candidate, reused):
             process.kill()
             process.wait()
 
 
-def test_a_judge_starting_kills_workers_whose_judge_is_gone(
+def test_a_judge_starting_kills_the_sessions_of_workers_a_dead_judge_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker of the judge's own user says which judge started it (pid and start time, in its
-    environment): one whose judge is gone dies when the next judge registers, stopped or not, whoever
-    adopted it, and so does one whose judge's pid now names a process started at another time. One whose
-    judge lives (this process) lives on, and so does a process no judge marked."""
+    """The registry lists each judge's start time and its workers (pid, start time). A later judge kills
+    the workers of a judge that no longer runs, with everything in their sessions, stopped or not, whoever
+    adopted them; it spares a listed pid that now names a process started at another time, the workers of
+    a live judge, and every process no judge listed."""
     import signal
     import subprocess
 
-    from cuda_agent.judge.trusted.machine import JUDGE_ID_ENV, judge_id
+    from cuda_agent.judge.trusted.machine import _start_time, note_worker
 
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    register_judge()  # this process: a live judge
+
+    def worker() -> subprocess.Popen[bytes]:  # a session of its own, with a child in it
+        return subprocess.Popen(["sh", "-c", "sleep 60 & wait"], start_new_session=True)
+
+    listed, stopped, reused, ours, unlisted = (worker() for _ in range(5))
+    stopped.send_signal(signal.SIGSTOP)
     dead = subprocess.Popen(["true"])
     dead.wait()
-
-    def worker(started_by: str | None) -> subprocess.Popen[bytes]:
-        env = {k: v for k, v in os.environ.items() if k != JUDGE_ID_ENV}
-        if started_by is not None:
-            env[JUDGE_ID_ENV] = started_by
-        return subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
-
-    orphan, stopped_orphan = worker(f"{dead.pid}:1"), worker(f"{dead.pid}:1")
-    reused = worker(f"{os.getpid()}:1")  # this pid, but a judge that started at another time
-    live, unmarked = worker(judge_id()), worker(None)
-    stopped_orphan.send_signal(signal.SIGSTOP)
-    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    entry = [f"worker {w.pid} {_start_time(w.pid)}" for w in (listed, stopped)] + [f"worker {reused.pid} 1"]
+    (judges_dir() / str(dead.pid)).write_text("\n".join(["judge 1", *entry]) + "\n")
+    note_worker(ours.pid)
+    time.sleep(0.3)
+    children = {w.pid: _session_members(w.pid) - {w.pid} for w in (listed, stopped)}
+    assert all(children.values()), "each worker's child should be running before the sweep"
     try:
         register_judge()
-        for gone in (orphan, stopped_orphan, reused):
-            assert gone.wait(timeout=5) == -signal.SIGKILL
-        assert live.poll() is None, "a worker whose judge lives must not be killed"
-        assert unmarked.poll() is None, "a process no judge marked is not swept"
+        for process in (listed, stopped):
+            assert process.wait(timeout=5) == -signal.SIGKILL
+        time.sleep(0.2)
+        assert not {pid for kids in children.values() for pid in kids if _state(str(pid)) not in ("gone", "Z")}
+        for process in (reused, ours, unlisted):
+            assert process.poll() is None, "only a dead judge's own workers are killed"
+        assert not (judges_dir() / str(dead.pid)).exists() and (judges_dir() / str(os.getpid())).exists()
     finally:
-        for process in (orphan, stopped_orphan, reused, live, unmarked):
-            process.kill()
+        for process in (listed, stopped, reused, ours, unlisted):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _session_members(session: int) -> set[int]:
+    found = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3]) == session:
+                    found.add(int(pid))
+            except (OSError, IndexError):
+                continue
+    return found
 
 
 def _owner(pid: str) -> int:

@@ -6,7 +6,7 @@ sweep at a judge's start that kills what a judge that died left running."""
 from __future__ import annotations
 
 import contextlib
-import functools
+import grp
 import os
 import pwd
 import signal
@@ -56,71 +56,108 @@ def judges_dir() -> Path:
 
 
 def register_judge() -> None:
-    """Enter this process in the registry, drop entries of judges that have exited (their pid could
-    otherwise be reused by a process whose children would then be spared as a judge's workers), and kill
-    what dead judges left running (`kill_orphaned_workers`)."""
+    """Enter this process in the registry (its entry: its start time, then each worker it starts, from
+    `note_worker`), and kill what judges that have exited left running (`kill_orphaned_workers`). Entries of
+    exited judges are dropped once swept: their pid could otherwise be reused by a process whose children
+    would then be spared as a judge's workers."""
     folder = judges_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    for entry in folder.iterdir():
-        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
-            with contextlib.suppress(OSError):
-                entry.unlink()
-    (folder / str(os.getpid())).touch()
     kill_orphaned_workers()
+    entry = folder / str(os.getpid())
+    if _entry_start(entry) != _start_time(os.getpid()):  # absent, or a dead judge's of the same pid
+        entry.write_text(f"judge {_start_time(os.getpid())}\n")
 
 
-# In every worker's environment (WorkerPool._env): which judge started it, as "pid:start time", so that a
-# later judge can tell its workers from a dead judge's whatever adopted them (init, a subreaper).
-JUDGE_ID_ENV = "CUDA_AGENT_JUDGE_ID"
-
-
-@functools.cache
-def judge_id() -> str:
-    """This process as a judge: its pid and its start time (a reused pid has a later one)."""
-    return f"{os.getpid()}:{_start_time(os.getpid())}"
+def note_worker(pid: int) -> None:
+    """Record a worker this judge started (pid and start time) in its registry entry, so that a later
+    judge can kill it and its session if this one dies without closing it. The registry folder is the
+    judge's user's alone (`machine_dir`): no candidate can add to it or forge an entry."""
+    with contextlib.suppress(OSError), open(judges_dir() / str(os.getpid()), "a") as entry:
+        entry.write(f"worker {pid} {_start_time(pid)}\n")
 
 
 def kill_orphaned_workers() -> int:
-    """SIGKILL every worker a dead judge left running. Returns how many.
+    """SIGKILL every worker a judge that has exited left running. Returns how many processes.
 
-    A judge killed mid-judgment (SIGKILL, or SIGTERM from `timeout` without `exit_on_sigterm`) leaves its
-    workers running in sessions of their own: a candidate stuck in an endless kernel most likely kept an
-    H100 busy under the next run's timings on 2026-12-07, and a worker stopped by a timing stays stopped with
-    its GPU memory. Each judge sweeps them once at its start. Two kinds of evidence, neither a name:
-    - a candidate's uid encodes its judge's pid (`candidate_uid`): an orphan when no process of that pid
-      started before the candidate did. Only processes of the sandbox user's group, never the judge's own
-      uid (a real user's uid can lie in the same range), and only where the judge is root;
-    - any worker of the judge's own user or of the shared sandbox user carries `JUDGE_ID_ENV`: an orphan
-      when no process has that pid and start time any more.
-    Only in this judge's pid namespace (elsewhere the pids name other processes). Left: a process that
-    dropped both kinds of evidence, which the dead judge's own stray sweep had no chance to reach."""
+    A judge killed mid-judgment (SIGKILL, or SIGTERM without `exit_on_sigterm`) leaves its workers running
+    in sessions of their own: a candidate stuck in an endless kernel most likely kept an H100 busy under the
+    next run's timings on 2026-12-07, and a worker stopped by a timing stays stopped with its GPU memory.
+    Each judge sweeps them at its start, on two kinds of evidence that no candidate and no other user
+    controls, never on names or environments:
+    - the registry: each judge's entry lists its start time and its workers' pids and start times. For a
+      judge no longer running (no process of that pid with that start time), every listed worker still
+      running (same pid, same start time) is killed with its whole session (workers lead their own);
+    - a candidate's uid encodes its judge's pid (`candidate_uid`): such a process is killed when that judge
+      no longer runs (by the registry's start time, or, for a judge of another registry, when no process of
+      that pid started before the candidate). Only processes of the sandbox user's own group, never the
+      judge's own uid (a real user's uid can lie in the same range), and only where the judge is root.
+    Only in this judge's pid namespace (elsewhere the pids name other processes)."""
     own_namespace = _pid_namespace("self")
     if own_namespace is None:
         return 0
-    me, sandbox = os.geteuid(), _sandbox_ids()
-    killed = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    starts: dict[int, int | None] = {}
+    sessions: set[int] = set()
+    for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
+        if not entry.name.isdigit():
             continue
-        ids = _ids_and_stat(entry)
+        starts[int(entry.name)] = recorded = _entry_start(entry)
+        if recorded is not None and _start_time(entry.name) == recorded:
+            continue  # a live judge, this one included
+        if recorded is None and Path(f"/proc/{entry.name}").exists():
+            continue  # an entry from before entries held start times, its judge still running
+        sessions |= {pid for pid, started in _entry_workers(entry) if _start_time(pid) == started}
+        with contextlib.suppress(OSError):
+            entry.unlink()
+    sandbox_gid = _sandbox_group() if os.geteuid() == 0 else None  # only a root judge makes candidate uids
+    killed = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        ids = _ids_and_stat(name)
         if ids is None:
             continue
         uid, gid, stat = ids
-        in_range = CANDIDATE_UID_BASE <= uid < CANDIDATE_UID_BASE + PID_LIMIT * UIDS_PER_JUDGE
-        if in_range and me == 0 and uid != me and sandbox is not None and gid == sandbox[1]:
-            judge_started = _start_time((uid - CANDIDATE_UID_BASE) // UIDS_PER_JUDGE)
-            orphan = judge_started is None or judge_started > int(stat[19])  # stat[19]: its start time
-        elif uid == me or (sandbox is not None and uid == sandbox[0]):
-            started_by = _judge_id_of(entry)
-            orphan = started_by is not None and not _judge_alive(started_by)
-        else:
-            continue
-        if not orphan or _pid_namespace(entry) != own_namespace:
+        orphan = int(stat[3]) in sessions or (  # stat[3]: its session
+            gid == sandbox_gid and uid != os.geteuid() and _candidate_of_dead_judge(uid, int(stat[19]), starts)
+        )
+        if not orphan or _pid_namespace(name) != own_namespace:
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(int(entry), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
+            os.kill(int(name), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
     return killed
+
+
+def _candidate_of_dead_judge(uid: int, started: int, registered: dict[int, int | None]) -> bool:
+    """Whether a process of the sandbox group with `uid`, started at `started`, is a candidate whose judge
+    no longer runs: the registry's start time for that judge where it has one, else no process of the
+    judge's pid that started before the candidate (a judge of another registry; pid reuse)."""
+    if not CANDIDATE_UID_BASE <= uid < CANDIDATE_UID_BASE + PID_LIMIT * UIDS_PER_JUDGE:
+        return False
+    judge = (uid - CANDIDATE_UID_BASE) // UIDS_PER_JUDGE
+    judge_started = _start_time(judge)
+    if registered.get(judge) is not None:
+        return judge_started != registered[judge]
+    return judge_started is None or judge_started > started
+
+
+def _entry_start(entry: Path) -> int | None:
+    """The start time a registry entry records for its judge (None: no entry, or one without it)."""
+    try:
+        first = entry.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    return int(first[1]) if len(first) == 2 and first[0] == "judge" and first[1].isdigit() else None
+
+
+def _entry_workers(entry: Path) -> list[tuple[int, int]]:
+    """The workers a registry entry lists, as (pid, start time)."""
+    try:
+        lines = entry.read_text().splitlines()
+    except OSError:
+        return []
+    fields = [line.split() for line in lines]
+    return [(int(f[1]), int(f[2])) for f in fields if len(f) == 3 and f[0] == "worker" and f[1].isdigit() and f[2].isdigit()]
 
 
 def _ids_and_stat(pid: int | str) -> tuple[int, int, list[str]] | None:
@@ -144,30 +181,13 @@ def _start_time(pid: int | str) -> int | None:
         return None
 
 
-def _judge_id_of(pid: str) -> str | None:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    prefix = f"{JUDGE_ID_ENV}=".encode()
-    found = next((item[len(prefix) :] for item in environ.split(b"\0") if item.startswith(prefix)), None)
-    return found.decode(errors="replace") if found is not None else None
-
-
-def _judge_alive(identity: str) -> bool:
-    """Whether the judge `pid:start time` still runs (a malformed value counts as alive: nothing is killed
-    on a claim the sweep cannot read)."""
-    pid, _, started = identity.partition(":")
-    if not (pid.isdigit() and started.isdigit()):
-        return True
-    return _start_time(pid) == int(started)
-
-
-def _sandbox_ids() -> tuple[int, int] | None:
-    """The shared sandbox user's uid and gid (its group is every candidate's), if the user exists."""
+def _sandbox_group() -> int | None:
+    """The gid of the sandbox user's own group (every candidate's group), or None where the user does not
+    exist or its group is a shared one (`useradd` without user groups gives `users`): then no uid in the
+    candidate range is taken for a candidate's."""
     with contextlib.suppress(KeyError):
-        entry = pwd.getpwnam(SANDBOX_USER)
-        return entry.pw_uid, entry.pw_gid
+        gid = pwd.getpwnam(SANDBOX_USER).pw_gid
+        return gid if grp.getgrgid(gid).gr_name == SANDBOX_USER else None
     return None
 
 

@@ -54,7 +54,7 @@ from cuda_agent.judge.trusted.cpu_placement import move_threads
 from cuda_agent.judge.trusted.freeze import ProcessTree
 from cuda_agent.judge.trusted.gpumem import leaves_room_twice, process_gpu_bytes
 from cuda_agent.judge.trusted.lane_share import LaneShare, as_reader
-from cuda_agent.judge.trusted.machine import JUDGE_ID_ENV, judge_id, kill_strays, machine_dir, register_judge
+from cuda_agent.judge.trusted.machine import kill_strays, machine_dir, note_worker, register_judge
 from cuda_agent.judge.trusted.quiet_window import QuietWindow
 from cuda_agent.judge.trusted.sandbox import candidate_sandbox, candidates_share_no_place
 from cuda_agent.judge.trusted.slots import CandidateSlot, ReferenceSlot
@@ -124,7 +124,7 @@ class WorkerPool:
 
     # ---- environment of the workers ---------------------------------------------------------------
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = scrubbed_env({JUDGE_ID_ENV: judge_id(), **(extra or {})})  # whose worker (kill_orphaned_workers)
+        env = scrubbed_env(extra)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.physical_gpu()
         return env
@@ -180,6 +180,7 @@ class WorkerPool:
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )
+        note_worker(worker.pid)  # for the next judge's sweep, should this one die without closing it
         with self._lock:
             self._live_sessions.add(worker.pid)
         # Into a cgroup of its own (where the judge may create one) before any candidate code exists.
@@ -404,6 +405,7 @@ class WorkerPool:
     def _new_reference(self) -> ReferenceSlot:
         root = Path(tempfile.mkdtemp(prefix="cuda-agent-reference-", dir=self.scratch_root))
         worker = WorkerHandle(REFERENCE_WORKER, log_path=root / "reference.log", env=self._env(), cwd=root)
+        note_worker(worker.pid)
         slot = ReferenceSlot(worker, root)
         slot.warm_error = self._warm(worker)
         return slot
