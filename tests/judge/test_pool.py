@@ -630,3 +630,31 @@ def test_a_worker_that_fails_to_start_twice_says_so(cpu_pool_factory, monkeypatc
     pool = cpu_pool_factory(spare_references=1, spare_candidates=0, replenish=False)
     with pool.reference("task-a") as slot:
         assert slot.warm_error.startswith("CUDA error: out of memory (started twice; the first try: CUDA error")
+
+
+def test_a_long_lived_judges_registry_entry_keeps_only_its_running_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ENTRY_COMPACT_BYTES the entry is rewritten with the workers still running, so a service that
+    starts workers for days keeps a small entry, and the sweep still finds every live one."""
+    import subprocess
+
+    from cuda_agent.judge.trusted import machine
+
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    monkeypatch.setattr(machine, "ENTRY_COMPACT_BYTES", 200)
+    register_judge()
+    running = subprocess.Popen(["sleep", "60"])
+    try:
+        machine.note_worker(running.pid)
+        for _ in range(20):
+            ended = subprocess.Popen(["true"])
+            ended.wait()
+            machine.note_worker(ended.pid)
+        entry = judges_dir() / str(os.getpid())
+        workers = [pid for pid, _ in machine._entry_workers(entry)]
+        assert running.pid in workers and len(workers) < 12, workers
+        assert machine._entry_start(entry) == machine._start_time(os.getpid())
+    finally:
+        running.kill()
+        running.wait()

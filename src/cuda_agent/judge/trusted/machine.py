@@ -68,12 +68,20 @@ def register_judge() -> None:
         entry.write_text(f"judge {_start_time(os.getpid())}\n")
 
 
+ENTRY_COMPACT_BYTES = 64 << 10  # about 2,000 workers: then the entry keeps only those still running
+
+
 def note_worker(pid: int) -> None:
     """Record a worker this judge started (pid and start time) in its registry entry, so that a later
     judge can kill it and its session if this one dies without closing it. The registry folder is the
     judge's user's alone (`machine_dir`): no candidate can add to it or forge an entry."""
-    with contextlib.suppress(OSError), open(judges_dir() / str(os.getpid()), "a") as entry:
-        entry.write(f"worker {pid} {_start_time(pid)}\n")
+    path = judges_dir() / str(os.getpid())
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > ENTRY_COMPACT_BYTES:  # a long-lived service: keep the workers still running
+            alive = [f"worker {w} {started}" for w, started in _entry_workers(path) if _start_time(w) == started]
+            path.write_text("\n".join([f"judge {_start_time(os.getpid())}", *alive]) + "\n")
+        with open(path, "a") as entry:
+            entry.write(f"worker {pid} {_start_time(pid)}\n")
 
 
 def kill_orphaned_workers() -> int:
