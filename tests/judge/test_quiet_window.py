@@ -75,21 +75,23 @@ def test_timing_waits_for_the_warm_up_under_way_and_keeps_new_ones_out() -> None
     assert events == ["first warm-up ends", "timing starts", "timing ends", "late warm-up starts"]
 
 
-def test_a_warm_up_waits_while_timing_runs() -> None:
+@pytest.mark.parametrize("kind", ["warming", "reading"])
+def test_no_reader_starts_while_timing_runs(kind: str) -> None:
+    """Neither a warm-up nor a reader a writer would freeze (lane_preempt) starts during a timing."""
     window = QuietWindow()
     entered = threading.Event()
 
-    def warm() -> None:
-        with window.warming():
+    def read() -> None:
+        with getattr(window, kind)():
             entered.set()
 
     with window.timing():
-        thread = threading.Thread(target=warm)
+        thread = threading.Thread(target=read)
         thread.start()
-        assert not entered.wait(0.1)
+        assert not entered.wait(0.3), f"a {kind} section started while a candidate was timed"
     assert entered.wait(WAIT_S)
     thread.join(WAIT_S)
-    assert window.warming_now == 0
+    assert window.warming_now == 0 and window.reading_now == 0
 
 
 def test_an_error_inside_leaves_the_window_open() -> None:
