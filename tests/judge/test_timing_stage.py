@@ -17,7 +17,7 @@ from cuda_agent.judge.config import JudgeConfig, TimingConfig
 from cuda_agent.judge.decide.judgment import Judgment, Stop
 from cuda_agent.judge.decide.round_size import round_size
 from cuda_agent.judge.decide.verdict import Environment
-from cuda_agent.judge.trusted.freeze import ProcessTree, _stat_fields
+from cuda_agent.judge.trusted.freeze import ProcessTree, stat_fields
 from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
@@ -52,7 +52,7 @@ class Reference(RoundTrips):
         self.calls.append(command)
         if command == "time_setup":
             assert kw["compile_builds"] >= 1
-            self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
+            self.candidate_state_while_timing.add(stat_fields(self.candidate_pid)[0])
             return {"ok": True, "warmup_ms": {}, "host_ms": {"eager": 0.01, "compile": 0.05},
                     "compile_builds_ms": [0.52, 0.5, 0.51], "flush_ms": self.flush_ms, "draw_ms": self.draw_ms}  # fmt: skip
         if command == "time_pad":
@@ -62,14 +62,14 @@ class Reference(RoundTrips):
             self.pad, self.flush = kw["pad_ms"], self.flush_ms
             return {"ok": True, "host_ms": 0.01, "flush_ms": self.flush_ms, "draw_ms": self.draw_ms}
         if command == "time_round":
-            self.candidate_state_while_timing.add(_stat_fields(self.candidate_pid)[0])
+            self.candidate_state_while_timing.add(stat_fields(self.candidate_pid)[0])
             self.rounds.append(kw["mode"])
             per_call, calls = self.ms[kw["mode"]], kw["samples"]
             self.round_calls.add(calls)
             time.sleep(calls * (per_call + self.host_ms) / 1000)
             return {"ok": True, "samples": [per_call] * calls, "setup_ms": 0.0}
         if command == "drain":
-            frozen = _stat_fields(self.candidate_pid)[0] == "T"
+            frozen = stat_fields(self.candidate_pid)[0] == "T"
             if frozen and not self.drains:
                 return {"ok": True, "drained": False, "busy_ms": 1000 * kw["timeout_s"]}
             return {"ok": True, "drained": True, "busy_ms": 0.0 if frozen else self.busy_ms}
@@ -137,7 +137,7 @@ def test_baselines_run_with_the_candidate_frozen_and_speedups_follow(tmp_path, m
     made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
     timing = made.time(ref, cand)  # type: ignore[arg-type]
     assert ref.candidate_state_while_timing == {"T"}, "baselines ran while the candidate could run"
-    assert _stat_fields(candidate_process.pid)[0] != "T", "the candidate was not thawed afterwards"
+    assert stat_fields(candidate_process.pid)[0] != "T", "the candidate was not thawed afterwards"
     assert timing.speedup_vs_eager == pytest.approx(4.0, rel=0.25)
     assert timing.speedup_vs_compile == pytest.approx(2.0, rel=0.25)
     assert ref.pad == cand.pad and ref.pad is not None and ref.pad > 0.05  # one pad for all three
@@ -291,7 +291,7 @@ def test_a_gpu_that_never_drains_after_the_freeze_fails_the_judgment(tmp_path, m
         made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
     assert stopped.value.verdict.status.value == "rejected"
     assert "stayed busy" in stopped.value.verdict.reason
-    assert _stat_fields(candidate_process.pid)[0] != "T", "thawed even when the judgment fails"
+    assert stat_fields(candidate_process.pid)[0] != "T", "thawed even when the judgment fails"
 
 
 def test_a_second_judgment_uses_the_authenticated_cached_baselines(tmp_path, monkeypatch, candidate_process) -> None:

@@ -75,7 +75,7 @@ def create_cgroup(tag: str) -> Path | None:
     return None
 
 
-def _stat_fields(pid: int | str) -> list[str] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
     """/proc/PID/stat after the command name: state, ppid, pgrp, session, ... (raw reads: a walk reads
     one per process, several times per timing round)."""
     try:
@@ -154,7 +154,7 @@ class ProcessTree:
         table: dict[int, list[str]] = {}
         for entry in os.listdir("/proc"):
             if entry.isdigit() and int(entry) != os.getpid():
-                fields = _stat_fields(entry)
+                fields = stat_fields(entry)
                 if fields and fields[0] not in ("Z", "X"):
                     table[int(entry)] = fields
         members = {p for p in self.cgroup_members() if p in table}
@@ -219,7 +219,7 @@ class ProcessTree:
         return FreezeReport(method, sorted(members), time.monotonic() - began)
 
     def _is_stopped(self, pid: int) -> bool:
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         if fields is None or fields[0] in ("Z", "X"):
             return True  # gone
         if fields[0] in ("T", "t"):

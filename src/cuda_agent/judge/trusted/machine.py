@@ -14,19 +14,10 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from cuda_agent.judge.trusted.build import cache_root
+from cuda_agent.judge.trusted.freeze import stat_fields
 from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, SANDBOX_USER, UIDS_PER_JUDGE
 
 PID_LIMIT = 1 << 22  # Linux's largest pid_max: candidate uids of every possible judge pid lie below it
-
-
-def _uid_and_stat(pid: int | str) -> tuple[int, list[str]] | None:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    uid_line = next((line.split() for line in status.splitlines() if line.startswith("Uid:")), None)
-    return (int(uid_line[1]), stat) if uid_line else None
 
 
 def machine_dir() -> Path:
@@ -63,9 +54,9 @@ def register_judge() -> None:
     folder = judges_dir()
     folder.mkdir(parents=True, exist_ok=True)
     kill_orphaned_workers()
-    entry = folder / str(os.getpid())
-    if _entry_start(entry) != _start_time(os.getpid()):  # absent, or a dead judge's of the same pid
-        entry.write_text(f"judge {_start_time(os.getpid())}\n")
+    entry, started = folder / str(os.getpid()), _start_time(os.getpid())
+    if _entry_start(entry) != started:  # absent, or a dead judge's of the same pid
+        entry.write_text(f"judge {started}\n")
 
 
 ENTRY_COMPACT_BYTES = 64 << 10  # about 2,000 workers: then the entry keeps only those still running
@@ -172,8 +163,10 @@ def _ids_and_stat(pid: int | str) -> tuple[int, int, list[str]] | None:
     """A process's real uid and gid, and its /proc stat fields after the command name."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
+        return None
+    stat = stat_fields(pid)
+    if stat is None:
         return None
     lines = {line.split(":", 1)[0]: line.split() for line in status.splitlines() if line[:4] in ("Uid:", "Gid:")}
     if "Uid" not in lines or "Gid" not in lines:
@@ -183,10 +176,8 @@ def _ids_and_stat(pid: int | str) -> tuple[int, int, list[str]] | None:
 
 def _start_time(pid: int | str) -> int | None:
     """When `pid` started (clock ticks since boot), or None where no such process or thread exists."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 and fields[19].isdigit() else None
 
 
 def _sandbox_group() -> int | None:
@@ -217,14 +208,14 @@ def kill_strays(uid: int, live_sessions: set[int]) -> int:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        info = _uid_and_stat(entry)
+        info = _ids_and_stat(entry)
         if info is None or info[0] != uid:
             continue
-        stat = info[1]
+        stat = info[2]
         ppid, session = int(stat[1]), int(stat[3])  # after the comm field: state, ppid, pgrp, session
         if session in live_sessions:
             continue
-        if session == int(entry) and ppid in judges and _uid_and_stat(ppid) is not None:
+        if session == int(entry) and ppid in judges and _ids_and_stat(ppid) is not None:
             continue  # another judge's worker
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(int(entry), signal.SIGKILL)
