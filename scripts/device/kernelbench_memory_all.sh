@@ -16,8 +16,9 @@ cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT" .cache/kb_memory
 KB=${KB:-.cache/kernelbench}; LEVELS=${LEVELS:-1-3}
-# The whole GPU first, then 80 GB; each gets what is left of the call's 540 s (tasks at most 60 s each).
-began=$(date +%s)
+# The whole GPU first, then 80 GB; each gets what is left of the call's BUDGET_S (540 s: a call's 600 less a
+# margin; less where the same call runs something else first), tasks at most 60 s each.
+BUDGET_S=${BUDGET_S:-540}; began=$(date +%s)
 complete() {  # every task of the whole-GPU pass recorded (none skipped for a budget)
   python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tasks']; sys.exit(0 if t and all(r.get('status')!='skipped' for r in t) else 1)" "$1" 2>/dev/null
 }
@@ -28,7 +29,7 @@ passes="141 80"; [ "${gib:-0}" -lt 100000 ] && passes="80" && echo "an ${gib} Mi
 for gb in $passes; do
   cap=(); [ "$gb" = 80 ] && [ "$passes" != 80 ] && cap=(--memory-gb 80 --whole-gpu .cache/kb_memory/kb_memory_141.json)
   [ "${#cap[@]}" -gt 0 ] && ! complete .cache/kb_memory/kb_memory_141.json && break
-  left=$(( 540 - ($(date +%s) - began) ))
+  left=$(( BUDGET_S - ($(date +%s) - began) ))
   [ "$left" -lt 90 ] && break
   python3 scripts/kernelbench_memory.py "$KB" --levels "$LEVELS" --timeout 60 --budget $(( left - 75 )) --resume \
     --jobs "${JOBS:-4}" "${cap[@]}" --json ".cache/kb_memory/kb_memory_$gb.json" 2>&1 | tail -4
