@@ -658,3 +658,48 @@ def test_a_long_lived_judges_registry_entry_keeps_only_its_running_workers(
     finally:
         running.kill()
         running.wait()
+
+
+def test_a_judge_starting_kills_and_removes_the_cgroups_a_dead_judge_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead judge's entry lists its candidates' cgroups: a later judge kills everything in them, a daemon
+    that left every listed session included, and removes them. A live judge's cgroup and a listed folder
+    that is not a candidate cgroup are left as they are."""
+    import subprocess
+
+    from cuda_agent.judge.trusted.freeze import create_cgroup
+    from cuda_agent.judge.trusted.machine import note_worker
+
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    register_judge()  # this process: a live judge
+    dead_group, live_group = create_cgroup("cand-1"), create_cgroup("cand-2")
+    if dead_group is None or live_group is None:
+        pytest.skip("needs a cgroup v2 hierarchy this user may create cgroups in")
+    daemon, ours = (subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2))
+    decoy = tmp_path / "cuda-agent-judge" / "cand-3-abcd"  # a listed path outside the cgroup hierarchy
+    decoy.mkdir(parents=True)
+    try:
+        (dead_group / "cgroup.procs").write_text(str(daemon.pid))
+        (live_group / "cgroup.procs").write_text(str(ours.pid))
+        note_worker(ours.pid, live_group)
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        (judges_dir() / str(dead.pid)).write_text(f"judge 1\ncgroup {dead_group}\ncgroup {decoy}\n")
+        register_judge()
+        assert daemon.wait(timeout=5) == -9, "the daemon in the dead judge's cgroup should be killed"
+        assert not dead_group.exists(), "the dead judge's emptied cgroup should be removed"
+        assert ours.poll() is None and live_group.is_dir()
+        assert decoy.is_dir() and not any(decoy.iterdir()), "a folder outside the hierarchy is neither written nor removed"
+    finally:
+        for process in (daemon, ours):
+            process.kill()
+            process.wait()
+        for group in (dead_group, live_group):
+            for _ in range(100):
+                if not group.exists():
+                    break
+                try:
+                    group.rmdir()
+                except OSError:
+                    time.sleep(0.01)

@@ -9,12 +9,14 @@ import contextlib
 import grp
 import os
 import pwd
+import re
 import signal
+import time
 from pathlib import Path
 from stat import S_ISDIR
 
 from cuda_agent.judge.trusted.build import cache_root
-from cuda_agent.judge.trusted.freeze import stat_fields
+from cuda_agent.judge.trusted.freeze import CGROUP_PARENT, cgroup2_mount, stat_fields
 from cuda_agent.judge.trusted.sandbox import CANDIDATE_UID_BASE, SANDBOX_USER, UIDS_PER_JUDGE
 
 PID_LIMIT = 1 << 22  # Linux's largest pid_max: candidate uids of every possible judge pid lie below it
@@ -62,17 +64,19 @@ def register_judge() -> None:
 ENTRY_COMPACT_BYTES = 64 << 10  # about 2,000 workers: then the entry keeps only those still running
 
 
-def note_worker(pid: int) -> None:
-    """Record a worker this judge started (pid and start time) in its registry entry, so that a later
-    judge can kill it and its session if this one dies without closing it. The registry folder is the
-    judge's user's alone (`machine_dir`): no candidate can add to it or forge an entry."""
+def note_worker(pid: int, cgroup: Path | None = None) -> None:
+    """Record a worker this judge started (pid and start time), and the cgroup it was put in if any, in
+    its registry entry, so that a later judge can kill it, its session and whatever else its cgroup holds
+    if this one dies without closing it. The registry folder is the judge's user's alone (`machine_dir`):
+    no candidate can add to it or forge an entry."""
     path = judges_dir() / str(os.getpid())
     with contextlib.suppress(OSError):
         if path.stat().st_size > ENTRY_COMPACT_BYTES:  # a long-lived service: keep the workers still running
             alive = [f"worker {w} {started}" for w, started in _entry_workers(path) if _start_time(w) == started]
-            path.write_text("\n".join([f"judge {_start_time(os.getpid())}", *alive]) + "\n")
+            groups = [f"cgroup {group}" for group in _entry_cgroups(path) if group.is_dir()]
+            path.write_text("\n".join([f"judge {_start_time(os.getpid())}", *alive, *groups]) + "\n")
         with open(path, "a") as entry:
-            entry.write(f"worker {pid} {_start_time(pid)}\n")
+            entry.write(f"worker {pid} {_start_time(pid)}\n" + (f"cgroup {cgroup}\n" if cgroup else ""))
 
 
 def kill_orphaned_workers() -> int:
@@ -85,7 +89,9 @@ def kill_orphaned_workers() -> int:
     controls, never on names or environments:
     - the registry: each judge's entry lists its start time and its workers' pids and start times. For a
       judge no longer running (no process of that pid with that start time), every listed worker still
-      running (same pid, same start time) is killed with its whole session (workers lead their own);
+      running (same pid, same start time) is killed with its whole session (workers lead their own), and
+      every candidate cgroup it lists is killed whole (`cgroup.kill`: a daemon that left the session is
+      still in it, and a candidate cannot move itself out) and removed;
     - a candidate's uid encodes its judge's pid (`candidate_uid`): such a process is killed when that judge
       no longer runs (by the registry's start time, or, for a judge of another registry, when no process of
       that pid started before the candidate). Only processes of the sandbox user's own group, never the
@@ -96,6 +102,7 @@ def kill_orphaned_workers() -> int:
         return 0
     starts: dict[int, int | None] = {}
     sessions: set[int] = set()
+    groups: list[Path] = []
     for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
         if not entry.name.isdigit():
             continue
@@ -105,8 +112,12 @@ def kill_orphaned_workers() -> int:
         if recorded is None and Path(f"/proc/{entry.name}").exists():
             continue  # an entry from before entries held start times, its judge still running
         sessions |= {pid for pid, started in _entry_workers(entry) if _start_time(pid) == started}
+        groups += _entry_cgroups(entry)
         with contextlib.suppress(OSError):
             entry.unlink()
+    for group in groups:  # whatever the cgroup holds, escaped daemons included: none can leave it
+        with contextlib.suppress(OSError):
+            (group / "cgroup.kill").write_text("1")
     sandbox_gid = _sandbox_group() if os.geteuid() == 0 else None  # only a root judge makes candidate uids
     killed = 0
     for name in os.listdir("/proc"):
@@ -124,7 +135,47 @@ def kill_orphaned_workers() -> int:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(int(name), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
+    _remove_emptied(groups)
     return killed
+
+
+def _remove_emptied(groups: list[Path], wait_s: float = 1.0) -> None:
+    """Remove the dead judges' cgroups once their killed members are gone (a cgroup with members cannot be
+    removed; waiting at most `wait_s` in all), so they do not pile up on a machine whose judges crash."""
+    deadline = time.monotonic() + wait_s
+    while groups:
+        for group in list(groups):
+            with contextlib.suppress(OSError):
+                group.rmdir()
+            if not group.exists():
+                groups.remove(group)
+        if not groups or time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+
+
+CANDIDATE_CGROUP = re.compile(r"cand-\d+-[0-9a-f]+")  # freeze.create_cgroup's names for a candidate's
+
+
+def _entry_cgroups(entry: Path) -> list[Path]:
+    """The candidate cgroups a registry entry lists, each only if it is one `ProcessTree.attach` makes (a
+    `cand-<pid>-<hex>` folder in a `cuda-agent-judge` folder of the cgroup v2 hierarchy): the entry is the
+    judge user's own, but a sweep that writes `cgroup.kill` reads nothing it has not checked."""
+    mount = cgroup2_mount()
+    try:
+        lines = entry.read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        kind, _, value = line.partition(" ")
+        if kind != "cgroup" or mount is None:
+            continue
+        group = Path(value)
+        if (group.is_absolute() and ".." not in group.parts and CANDIDATE_CGROUP.fullmatch(group.name)
+                and group.parent.name == CGROUP_PARENT and group.is_relative_to(mount)):  # fmt: skip
+            found.append(group)
+    return found
 
 
 def _candidate_of_dead_judge(uid: int, started: int, registered: dict[int, int | None]) -> bool:
