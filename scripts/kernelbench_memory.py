@@ -37,8 +37,9 @@ SEEDS = [20_360_000 + k for k in range(5)]  # fixed, so a run can be repeated; t
 GIB = float(1 << 30)
 
 
-def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[str, Any]:
-    """The judge's preparation of one task (run in the child), as a JSON-able record."""
+def prepare_one(path: Path, memory_gb: float | None, baselines: bool, beside_others: bool = False) -> dict[str, Any]:
+    """The judge's preparation of one task (run in the child), as a JSON-able record. `beside_others`: other
+    tasks' children share the GPU, and this one's plans must still be the ones it makes alone (`see_gpu`)."""
     import torch
 
     from cuda_agent.judge.config import JudgeConfig
@@ -46,9 +47,7 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
     from cuda_agent.judge.trusted.reference_memory import TaskDoesNotFit
     from cuda_agent.judge.trusted.reference_worker import ReferenceWorker
 
-    total = torch.cuda.get_device_properties(0).total_memory
-    if memory_gb is not None:
-        total = emulate_smaller_gpu(memory_gb)
+    total = see_gpu(memory_gb, beside_others)
     worker = ReferenceWorker()
     began = time.monotonic()
     record: dict[str, Any] = {"gpu_gib": round(total / GIB, 1)}
@@ -88,28 +87,45 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool) -> dict[st
     return record
 
 
-def emulate_smaller_gpu(memory_gb: float) -> int:
-    """Make this process see a GPU of `memory_gb` GB the way the judge's memory plans read one: the
-    allocator capped (`set_per_process_memory_fraction`), and the total and free memory the plans read
-    (`torch.cuda.mem_get_info`, `reference_memory.gpu_total_bytes`) reported as that GPU's. With the cap
-    alone the plans (kept sets, a round's calls, the truth's blocks) were made for the whole H200 and only
-    the allocator stopped at 80 GB: a harsher test than a real H100 gives. Returns the emulated total."""
+CONTEXT_BYTES = 600 << 20  # about what a CUDA context takes of an H100's or H200's memory, outside torch's allocator
+
+
+def see_gpu(memory_gb: float | None, beside_others: bool) -> int:
+    """Make this process see the GPU the way the judge's memory plans would read it on the GPU the record
+    is for, and return that GPU's total.
+
+    - `memory_gb` (an 80 GB GPU emulated on an H200): the allocator capped (`set_per_process_memory_fraction`),
+      and the total and free memory the plans read (`torch.cuda.mem_get_info`, `reference_memory.
+      gpu_total_bytes`) reported as that GPU's. With the cap alone the plans (kept sets, a round's calls,
+      the truth's blocks) were made for the whole H200 and only the allocator stopped at 80 GB: a harsher
+      test than a real H100 gives.
+    - `beside_others` (other tasks' children on the same GPU): free memory reported as this process alone
+      would find it (the total less its own reservations and context), not less what the neighbours hold.
+      The truth's blocks are sized from free memory (trusted/truth_rows.py): read beside others they came
+      would come out smaller and the peak lower than alone. A plan that does not fit beside the neighbours
+      runs out of memory, and that task is run again alone (`run_tasks`' `again_alone`): on 2026-12-07
+      (H100, eight at once) eight "small" tasks ran out of memory beside the others, their neighbours
+      holding 15-29 GiB each (a forward's activations are not in the small-task estimate)."""
     import torch
 
     from cuda_agent.judge.trusted import reference_memory
 
-    cap = int(memory_gb * 1e9)
     real_total = torch.cuda.get_device_properties(0).total_memory
-    torch.cuda.set_per_process_memory_fraction(min(1.0, cap / real_total))
+    total = real_total if memory_gb is None else min(int(memory_gb * 1e9), real_total)
+    if memory_gb is not None:
+        torch.cuda.set_per_process_memory_fraction(min(1.0, total / real_total))
+        reference_memory.gpu_total_bytes = lambda: total
+    if memory_gb is None and not beside_others:
+        return total
     real = torch.cuda.mem_get_info
 
     def mem_get_info(device: Any = None) -> tuple[int, int]:
         free, _ = real() if device is None else real(device)
-        return max(0, min(free, cap - torch.cuda.memory_reserved())), cap
+        own_bound = total - torch.cuda.memory_reserved()
+        return max(0, own_bound - CONTEXT_BYTES if beside_others else min(free, own_bound)), total
 
     torch.cuda.mem_get_info = mem_get_info
-    reference_memory.gpu_total_bytes = lambda: cap
-    return min(cap, real_total)
+    return total
 
 
 def estimate_one(path: Path, gpu_gb: float) -> dict[str, Any]:
@@ -152,12 +168,14 @@ PRELOAD = ("torch", "cuda_agent.judge.config", "cuda_agent.judge.decide.round_si
            "cuda_agent.judge.trusted.reference_worker")  # fmt: skip
 
 
-def run_child(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
+def run_child(bench: Any, args: argparse.Namespace, beside_others: bool = False) -> dict[str, Any]:
     """`prepare_one` of `bench` in a child forked from the preloaded server (a crash, an out-of-memory error
     or a timeout costs that task only)."""
     from cuda_agent.eval.kernelbench_runs import run_in_fork
 
-    return run_in_fork(prepare_one, (bench.path, args.memory_gb, not args.no_baselines), args.timeout, PRELOAD)
+    record = run_in_fork(prepare_one, (bench.path, args.memory_gb, not args.no_baselines, beside_others),
+                         args.timeout, PRELOAD)  # fmt: skip
+    return {**record, "ran_beside_others": True} if beside_others and record.get("status") == "ok" else record
 
 
 def table(records: list[dict[str, Any]]) -> list[str]:
@@ -212,8 +230,9 @@ def resumed(path: Path) -> dict[str, dict]:
 
 def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save: Any, offset: int = 0) -> dict[str, dict[str, Any]]:
     """Each task's record by id: estimated, or prepared in a child of its own; with `--jobs` > 1 the tasks
-    whose one call is small run that many at once first (each child's peak is its own allocator's, so
-    neighbours do not change it; their seconds do grow), then the rest one at a time
+    whose one call is small run that many at once first (each child's peak is its own allocator's and its
+    plans are the ones it makes alone, `see_gpu`, so neighbours do not change it; their seconds do grow),
+    any of them that did not end `ok` runs again alone, then the rest one at a time
     (eval/kernelbench_runs.py). `save(records so far)` after each one; progress counts from `offset`
     (the tasks an earlier run recorded)."""
     from cuda_agent.eval.kernelbench_runs import run_tasks
@@ -232,7 +251,8 @@ def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save
         small = [b for b in benches if (f := footprint_gib(estimate_one(b.path, 141))) is not None and f < args.small_gib]
         print(f"{len(small)} of {len(benches)} task(s) small enough to run {args.jobs} at once", file=sys.stderr, flush=True)
     return run_tasks(benches, run, side_by_side=small, jobs=args.jobs, budget_s=args.budget, began=began,
-                     on_record=on_record)
+                     on_record=on_record, run_beside=lambda bench: run_child(bench, args, beside_others=True),
+                     again_alone=lambda record: record.get("status") != "ok")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

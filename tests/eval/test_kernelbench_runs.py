@@ -38,6 +38,28 @@ def test_side_by_side_tasks_overlap_and_the_rest_run_alone_after_them() -> None:
     assert set(results) == {b.task_id for b in benches} and [n for _, n in seen] == [1, 2, 3, 4]
 
 
+def test_a_task_that_failed_beside_others_is_run_again_alone_and_keeps_the_first_record() -> None:
+    """A side-by-side task may run out of memory or time because of its neighbours: it is run again alone
+    (with `run`, not `run_beside`), after the side-by-side phase and before the tasks that run alone, and
+    its record says what happened beside the others. A success beside others is kept as it is."""
+    benches = [Bench("a"), Bench("b"), Bench("c")]
+    calls = []
+
+    def beside(bench: Bench) -> dict:
+        calls.append(("beside", bench.task_id))
+        return {"status": "task_error" if bench.task_id == "a" else "ok", "reason": "out of memory"}
+
+    def alone(bench: Bench) -> dict:
+        calls.append(("alone", bench.task_id))
+        return {"status": "ok"}
+
+    results = run_tasks(benches, alone, side_by_side=benches[:2], jobs=2, run_beside=beside,
+                        again_alone=lambda record: record["status"] != "ok")  # fmt: skip
+    assert sorted(calls[:2]) == [("beside", "a"), ("beside", "b")] and calls[2:] == [("alone", "a"), ("alone", "c")]
+    assert results["a"] == {"status": "ok", "beside_others": "task_error: out of memory"}
+    assert results["b"]["status"] == "ok" and "beside_others" not in results["b"]
+
+
 def test_a_task_not_started_within_the_budget_is_skipped_not_run() -> None:
     ran = []
     results = run_tasks([Bench("a"), Bench("b")], lambda b: ran.append(b.task_id) or {"status": "ok"},

@@ -109,8 +109,9 @@ def test_a_task_that_fits_well_on_the_whole_gpu_is_inferred_to_fit_under_the_cap
 
 
 def test_the_emulated_gpu_reports_its_own_total_and_free_memory(monkeypatch) -> None:
-    """With a cap alone the judge planned for the whole H200 and only its allocator stopped at 80 GB. The
-    CUDA calls are the boundary a CPU cannot reach; stand-ins give the H200's answers."""
+    """With a cap alone the judge planned for the whole H200 and only its allocator stopped at 80 GB; beside
+    other tasks' children its truth blocks were sized by what they left free. The CUDA calls are the
+    boundary a CPU cannot reach; stand-ins give the H200's answers."""
     import torch
 
     from cuda_agent.judge.trusted import reference_memory
@@ -122,10 +123,18 @@ def test_the_emulated_gpu_reports_its_own_total_and_free_memory(monkeypatch) -> 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (140_000_000_000, 150_000_000_000))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 30_000_000_000)
     monkeypatch.setattr(reference_memory, "gpu_total_bytes", reference_memory.gpu_total_bytes)
-    assert script.emulate_smaller_gpu(80) == 80_000_000_000
+    real_free = torch.cuda.mem_get_info
+    assert script.see_gpu(80, beside_others=False) == 80_000_000_000
     assert fractions == [80 / 150]
     assert torch.cuda.mem_get_info() == (50_000_000_000, 80_000_000_000)  # 80 GB less the 30 held here
     assert reference_memory.gpu_total_bytes() == 80_000_000_000
+    # Beside other tasks' children, which hold 100 of the GPU's 150 GB: free memory as this one alone
+    # would find it, so its plans are the ones it makes alone.
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (20_000_000_000, 150_000_000_000))
+    assert script.see_gpu(None, beside_others=True) == 150_000_000_000
+    assert torch.cuda.mem_get_info() == (150_000_000_000 - 30_000_000_000 - script.CONTEXT_BYTES, 150_000_000_000)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", real_free)
+    assert script.see_gpu(None, beside_others=False) == 150_000_000_000 and torch.cuda.mem_get_info is real_free
 
 
 def test_small_tasks_run_several_at_once_and_the_capped_pass_skips_what_fits(tmp_path: Path) -> None:

@@ -35,28 +35,40 @@ def run_tasks(
     budget_s: float | None = None,
     began: float | None = None,
     on_record: Callable[[Any, Record, dict[str, Record]], None] | None = None,
+    run_beside: Callable[[Any], Record] | None = None,
+    again_alone: Callable[[Record], bool] | None = None,
 ) -> dict[str, Record]:
-    """`run(bench)` for every bench, by task id: those in `side_by_side` `jobs` at a time, then the others
-    one at a time. A bench not started `budget_s` after `began` (monotonic; default now) is recorded as
-    skipped, not run. `on_record(bench, record, records so far)` after each, one at a time (progress,
-    saving)."""
+    """`run(bench)` for every bench, by task id: those in `side_by_side` `jobs` at a time (with
+    `run_beside` where given), then the others one at a time. A side-by-side record for which
+    `again_alone(record)` holds is run again alone after the side-by-side phase, before the others, and
+    keeps the first as `beside_others` (a task that ran out of memory or time beside others may not have
+    alone: a sweep must not record its neighbours' doing as the task's). A bench not started `budget_s`
+    after `began` (monotonic; default now) is recorded as skipped, not run. `on_record(bench, record,
+    records so far)` after each, one at a time (progress, saving)."""
     began = time.monotonic() if began is None else began
     together = [b for b in side_by_side if b in benches]
     results: dict[str, Record] = {}
     lock = threading.Lock()
 
-    def one(bench: Any) -> None:
+    def one(bench: Any, runner: Callable[[Any], Record] = run) -> None:
         if budget_s is not None and time.monotonic() - began > budget_s:
             record: Record = {"status": "skipped", "reason": f"the run's --budget of {budget_s:g} s was spent"}
         else:
-            record = run(bench)
+            record = runner(bench)
         with lock:
+            if bench.task_id in results:  # run again alone: a skip stays a skip, so a resumed run retries it
+                first = results[bench.task_id]
+                record = {**record, "beside_others": f"{first.get('status')}: {str(first.get('reason', ''))[:200]}"}
             results[bench.task_id] = record
             if on_record is not None:
                 on_record(bench, record, dict(results))
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(one, together))
+        list(pool.map(lambda bench: one(bench, run_beside or run), together))
+    for bench in together:
+        first = results.get(bench.task_id)
+        if again_alone is not None and first is not None and first.get("status") != "skipped" and again_alone(first):
+            one(bench)
     for bench in benches:
         if bench not in together:
             one(bench)
