@@ -277,13 +277,13 @@ def main(argv: list[str] | None = None) -> int:
 
     pending = [t for t in tasks if t.task_id not in done]
     # Small tasks side by side (each child's audit is its own; a task's inputs and outputs under --small-mb
-    # leave the GPU to the others), the rest alone; one that errs beside the others (out of memory: a
-    # forward's activations are not in the size) is audited again alone.
+    # leave the GPU to the others), the rest alone; one that errs or times out beside the others (out of
+    # memory: a forward's activations are not in the size; CPUs shared) is audited again alone.
     small = [t for t in pending if _size_or_inf(t) < args.small_mb] if args.jobs > 1 else []
     if small:
         print(f"{len(small)} of {len(pending)} task(s) under {args.small_mb:g} MB: {args.jobs} at once", file=sys.stderr)
     finished = run_tasks(pending, run, side_by_side=small, jobs=args.jobs, budget_s=args.budget, began=began,
-                         on_record=on_record, again_alone=lambda record: record.get("status") == "error")  # fmt: skip
+                         on_record=on_record, again_alone=lambda record: record.get("status") in ("error", "timeout"))  # fmt: skip
     records = save(finished)
     print(f"\n{'task':60s} {'status':10s} stand-ins passing on every set / why not audited")
     for r in records:

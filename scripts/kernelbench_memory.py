@@ -83,6 +83,9 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool, beside_oth
         record.update(status="error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
     record["seconds"] = round(time.monotonic() - began, 2)
     record["peak_gib"] = round(torch.cuda.max_memory_allocated() / GIB, 2)
+    # Out-of-memory errors the judge absorbed (the truth's blocks halve on one): beside others they may be
+    # the neighbours' doing, and the plan that came of them smaller than alone (`again_alone` below).
+    record["ooms"] = int(torch.cuda.memory_stats().get("num_ooms", 0))
     record.update({f"{k} GiB": round(v / GIB, 2) for k, v in worker.sizes.items()})
     return record
 
@@ -101,9 +104,10 @@ def see_gpu(memory_gb: float | None, beside_others: bool) -> int:
       test than a real H100 gives.
     - `beside_others` (other tasks' children on the same GPU): free memory reported as this process alone
       would find it (the total less its own reservations and context), not less what the neighbours hold.
-      The truth's blocks are sized from free memory (trusted/truth_rows.py): read beside others they came
+      The truth's blocks are sized from free memory (trusted/truth_rows.py): read beside others they
       would come out smaller and the peak lower than alone. A plan that does not fit beside the neighbours
-      runs out of memory, and that task is run again alone (`run_tasks`' `again_alone`): on 2026-12-07
+      runs out of memory, and that task is run again alone (`run_tasks`' `again_alone`), also where the
+      judge absorbed the error (the truth halves its block on one: the record's `ooms`): on 2026-12-07
       (H100, eight at once) eight "small" tasks ran out of memory beside the others, their neighbours
       holding 15-29 GiB each (a forward's activations are not in the small-task estimate)."""
     import torch
@@ -122,7 +126,8 @@ def see_gpu(memory_gb: float | None, beside_others: bool) -> int:
     def mem_get_info(device: Any = None) -> tuple[int, int]:
         free, _ = real() if device is None else real(device)
         own_bound = total - torch.cuda.memory_reserved()
-        return max(0, own_bound - CONTEXT_BYTES if beside_others else min(free, own_bound)), total
+        alone = own_bound - CONTEXT_BYTES
+        return max(0, alone if beside_others else min(free, alone)), total
 
     torch.cuda.mem_get_info = mem_get_info
     return total
@@ -252,7 +257,7 @@ def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save
         print(f"{len(small)} of {len(benches)} task(s) small enough to run {args.jobs} at once", file=sys.stderr, flush=True)
     return run_tasks(benches, run, side_by_side=small, jobs=args.jobs, budget_s=args.budget, began=began,
                      on_record=on_record, run_beside=lambda bench: run_child(bench, args, beside_others=True),
-                     again_alone=lambda record: record.get("status") != "ok")  # fmt: skip
+                     again_alone=lambda record: record.get("status") != "ok" or bool(record.get("ooms")))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ for gb in $passes; do
   cap=(); [ "$gb" = 80 ] && [ "$passes" != 80 ] && cap=(--memory-gb 80 --whole-gpu .cache/kb_memory/kb_memory_141.json)
   [ "${#cap[@]}" -gt 0 ] && ! complete .cache/kb_memory/kb_memory_141.json && break
   left=$(( BUDGET_S - ($(date +%s) - began) ))
-  [ "$left" -lt 90 ] && break
+  [ "$left" -lt 150 ] && break  # the sweep's --budget is what is left less a task's 120 s and a margin
   python3 scripts/kernelbench_memory.py "$KB" --levels "$LEVELS" --timeout 120 --budget $(( left - 135 )) --resume \
     --jobs "${JOBS:-4}" "${cap[@]}" --json ".cache/kb_memory/kb_memory_$gb.json" 2>&1 | tail -4
   cp ".cache/kb_memory/kb_memory_$gb.json" "$OUT/" 2>/dev/null || echo "no record for $gb GB (see above)"

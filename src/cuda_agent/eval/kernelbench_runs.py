@@ -50,24 +50,29 @@ def run_tasks(
     results: dict[str, Record] = {}
     lock = threading.Lock()
 
-    def one(bench: Any, runner: Callable[[Any], Record] = run) -> None:
+    firsts: dict[str, str] = {}  # task id -> what its side-by-side run ended with, where it runs again alone
+
+    def one(bench: Any, beside: bool = False) -> None:
         if budget_s is not None and time.monotonic() - began > budget_s:
             record: Record = {"status": "skipped", "reason": f"the run's --budget of {budget_s:g} s was spent"}
         else:
-            record = runner(bench)
+            record = (run_beside or run)(bench) if beside else run(bench)
         with lock:
-            if bench.task_id in results:  # run again alone: a skip stays a skip, so a resumed run retries it
-                first = results[bench.task_id]
-                record = {**record, "beside_others": f"{first.get('status')}: {str(first.get('reason', ''))[:200]}"}
+            if beside and again_alone is not None and record.get("status") != "skipped" and again_alone(record):
+                # Saved as skipped until its run alone ends: a call cut before then leaves a record that a
+                # resumed run retries, never the neighbours' doing as the task's own.
+                firsts[bench.task_id] = f"{record.get('status')}: {str(record.get('reason', ''))[:200]}"
+                record = {"status": "skipped", "reason": "to be run again alone", "beside_others": firsts[bench.task_id]}
+            elif bench.task_id in firsts:
+                record = {**record, "beside_others": firsts[bench.task_id]}
             results[bench.task_id] = record
             if on_record is not None:
                 on_record(bench, record, dict(results))
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(lambda bench: one(bench, run_beside or run), together))
+        list(pool.map(lambda bench: one(bench, beside=True), together))
     for bench in together:
-        first = results.get(bench.task_id)
-        if again_alone is not None and first is not None and first.get("status") != "skipped" and again_alone(first):
+        if bench.task_id in firsts:
             one(bench)
     for bench in benches:
         if bench not in together:
