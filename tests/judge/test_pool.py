@@ -664,8 +664,9 @@ def test_a_judge_starting_kills_and_removes_the_cgroups_a_dead_judge_listed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A dead judge's entry lists its candidates' cgroups: a later judge kills everything in them, a daemon
-    that left every listed session included, and removes them. A live judge's cgroup and a listed folder
-    that is not a candidate cgroup are left as they are."""
+    that left every listed session included, and removes them. Left as they are: a live judge's cgroup, one
+    reached through `..` or not named as a candidate's, a folder outside the cgroup hierarchy, and every
+    cgroup of an entry from another pid namespace (its pids are not this judge's to read)."""
     import subprocess
 
     from cuda_agent.judge.trusted.freeze import create_cgroup
@@ -673,31 +674,40 @@ def test_a_judge_starting_kills_and_removes_the_cgroups_a_dead_judge_listed(
 
     monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     register_judge()  # this process: a live judge
-    dead_group, live_group = create_cgroup("cand-1"), create_cgroup("cand-2")
-    if dead_group is None or live_group is None:
+    groups = [create_cgroup(tag) for tag in ("cand-1", "cand-2", "keep", "cand-4")]
+    if None in groups:
         pytest.skip("needs a cgroup v2 hierarchy this user may create cgroups in")
-    daemon, ours = (subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2))
+    dead_group, live_group, unnamed, other_ns = groups
+    daemon, ours, kept, foreign = (subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(4))
     decoy = tmp_path / "cuda-agent-judge" / "cand-3-abcd"  # a listed path outside the cgroup hierarchy
     decoy.mkdir(parents=True)
     try:
-        (dead_group / "cgroup.procs").write_text(str(daemon.pid))
-        (live_group / "cgroup.procs").write_text(str(ours.pid))
-        note_worker(ours.pid, live_group)
-        dead = subprocess.Popen(["true"])
+        for group, process in zip(groups, (daemon, ours, kept, foreign), strict=True):
+            (group / "cgroup.procs").write_text(str(process.pid))
+        note_worker(ours.pid)
+        note_worker(cgroup=live_group)
+        dead, gone = (subprocess.Popen(["true"]) for _ in range(2))
         dead.wait()
-        (judges_dir() / str(dead.pid)).write_text(f"judge 1\ncgroup {dead_group}\ncgroup {decoy}\n")
+        gone.wait()
+        through_dots = dead_group.parent / ".." / dead_group.parent.name / live_group.name
+        listed = [dead_group, decoy, through_dots, unnamed]
+        (judges_dir() / str(dead.pid)).write_text("judge 1\n" + "".join(f"cgroup {g}\n" for g in listed))
+        (judges_dir() / str(gone.pid)).write_text(f"judge 1\npidns pid:[1]\ncgroup {other_ns}\n")
         register_judge()
         assert daemon.wait(timeout=5) == -9, "the daemon in the dead judge's cgroup should be killed"
         assert not dead_group.exists(), "the dead judge's emptied cgroup should be removed"
-        assert ours.poll() is None and live_group.is_dir()
+        for process, group in ((ours, live_group), (kept, unnamed), (foreign, other_ns)):
+            assert process.poll() is None and group.is_dir(), f"{group.name} should be left as it is"
         assert decoy.is_dir() and not any(decoy.iterdir()), "a folder outside the hierarchy is neither written nor removed"
+        assert (judges_dir() / str(gone.pid)).exists(), "another pid namespace's entry is not this judge's to drop"
+        assert "cgroup " in (judges_dir() / str(os.getpid())).read_text()
     finally:
-        for process in (daemon, ours):
+        for process in (daemon, ours, kept, foreign):
             process.kill()
             process.wait()
-        for group in (dead_group, live_group):
+        for group in groups:
             for _ in range(100):
-                if not group.exists():
+                if group is None or not group.exists():
                     break
                 try:
                     group.rmdir()

@@ -58,25 +58,28 @@ def register_judge() -> None:
     kill_orphaned_workers()
     entry, started = folder / str(os.getpid()), _start_time(os.getpid())
     if _entry_start(entry) != started:  # absent, or a dead judge's of the same pid
-        entry.write_text(f"judge {started}\n")
+        entry.write_text(f"judge {started}\npidns {_pid_namespace('self')}\n")
 
 
-ENTRY_COMPACT_BYTES = 64 << 10  # about 2,000 workers: then the entry keeps only those still running
+ENTRY_COMPACT_BYTES = 64 << 10  # about 700 candidates (a worker and a cgroup line): then only those still running
 
 
-def note_worker(pid: int, cgroup: Path | None = None) -> None:
-    """Record a worker this judge started (pid and start time), and the cgroup it was put in if any, in
-    its registry entry, so that a later judge can kill it, its session and whatever else its cgroup holds
-    if this one dies without closing it. The registry folder is the judge's user's alone (`machine_dir`):
-    no candidate can add to it or forge an entry."""
+def note_worker(pid: int | None = None, cgroup: Path | None = None) -> None:
+    """Record in this judge's registry entry a worker it started (`pid`, with its start time) or the cgroup
+    a candidate worker was put in (`ProcessTree.attach`), so that a later judge can kill the worker and its
+    session, and whatever the cgroup still holds (a daemon that left the session included), should this
+    one die without closing them. The registry folder is the judge's user's alone (`machine_dir`): no
+    candidate can add to it or forge an entry."""
     path = judges_dir() / str(os.getpid())
     with contextlib.suppress(OSError):
         if path.stat().st_size > ENTRY_COMPACT_BYTES:  # a long-lived service: keep the workers still running
             alive = [f"worker {w} {started}" for w, started in _entry_workers(path) if _start_time(w) == started]
             groups = [f"cgroup {group}" for group in _entry_cgroups(path) if group.is_dir()]
-            path.write_text("\n".join([f"judge {_start_time(os.getpid())}", *alive, *groups]) + "\n")
+            head = [f"judge {_start_time(os.getpid())}", f"pidns {_pid_namespace('self')}"]
+            path.write_text("\n".join([*head, *alive, *groups]) + "\n")
         with open(path, "a") as entry:
-            entry.write(f"worker {pid} {_start_time(pid)}\n" + (f"cgroup {cgroup}\n" if cgroup else ""))
+            entry.write((f"worker {pid} {_start_time(pid)}\n" if pid is not None else "")
+                        + (f"cgroup {cgroup}\n" if cgroup is not None else ""))  # fmt: skip
 
 
 def kill_orphaned_workers() -> int:
@@ -91,12 +94,14 @@ def kill_orphaned_workers() -> int:
       judge no longer running (no process of that pid with that start time), every listed worker still
       running (same pid, same start time) is killed with its whole session (workers lead their own), and
       every candidate cgroup it lists is killed whole (`cgroup.kill`: a daemon that left the session is
-      still in it, and a candidate cannot move itself out) and removed;
+      still in it, and a sandboxed candidate cannot move itself out) and removed once empty (within 1 s;
+      one that is not is left, and its entry with it is gone);
     - a candidate's uid encodes its judge's pid (`candidate_uid`): such a process is killed when that judge
       no longer runs (by the registry's start time, or, for a judge of another registry, when no process of
       that pid started before the candidate). Only processes of the sandbox user's own group, never the
       judge's own uid (a real user's uid can lie in the same range), and only where the judge is root.
-    Only in this judge's pid namespace (elsewhere the pids name other processes)."""
+    Only in this judge's pid namespace (elsewhere the pids name other processes): entries that name
+    another are skipped whole."""
     own_namespace = _pid_namespace("self")
     if own_namespace is None:
         return 0
@@ -107,6 +112,8 @@ def kill_orphaned_workers() -> int:
         if not entry.name.isdigit():
             continue
         starts[int(entry.name)] = recorded = _entry_start(entry)
+        if _entry_field(entry, "pidns") not in (None, own_namespace):
+            continue  # a judge of another pid namespace sharing the registry: its pids are not ours to read
         if recorded is not None and _start_time(entry.name) == recorded:
             continue  # a live judge, this one included
         if recorded is None and Path(f"/proc/{entry.name}").exists():
@@ -172,7 +179,7 @@ def _entry_cgroups(entry: Path) -> list[Path]:
         if kind != "cgroup" or mount is None:
             continue
         group = Path(value)
-        if (group.is_absolute() and ".." not in group.parts and CANDIDATE_CGROUP.fullmatch(group.name)
+        if ("\x00" not in value and group.is_absolute() and ".." not in group.parts and CANDIDATE_CGROUP.fullmatch(group.name)
                 and group.parent.name == CGROUP_PARENT and group.is_relative_to(mount)):  # fmt: skip
             found.append(group)
     return found
@@ -198,6 +205,15 @@ def _entry_start(entry: Path) -> int | None:
     except OSError:
         return None
     return int(first[1]) if len(first) == 2 and first[0] == "judge" and first[1].isdigit() else None
+
+
+def _entry_field(entry: Path, name: str) -> str | None:
+    """The value of an entry's first `name` line (None: no such line, or no entry)."""
+    try:
+        lines = entry.read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.partition(" ")[2] for line in lines if line.partition(" ")[0] == name), None)
 
 
 def _entry_workers(entry: Path) -> list[tuple[int, int]]:

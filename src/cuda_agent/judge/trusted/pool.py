@@ -180,11 +180,12 @@ class WorkerPool:
         worker = WorkerHandle(
             CANDIDATE_WORKER, log_path=root / "candidate.log", env=env, cwd=folder, preexec=sandbox.preexec()
         )
+        note_worker(worker.pid)  # for the next judge's sweep, should this one die without closing it
         with self._lock:
             self._live_sessions.add(worker.pid)
         # Into a cgroup of its own (where the judge may create one) before any candidate code exists.
         tree = ProcessTree.attach(worker.pid, folder)
-        note_worker(worker.pid, tree.cgroup)  # for the next judge's sweep, should this one die without closing it
+        note_worker(cgroup=tree.cgroup)
         slot = CandidateSlot(worker, root, folder, out_dir, sandbox, tree, retire=self._retire_candidate)
         slot.warm_error = self._warm(worker, self.warmups)
         return slot
