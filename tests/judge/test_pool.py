@@ -4,6 +4,7 @@ kept per task and retired on failure, and the GPU lock excludes concurrent users
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -713,3 +714,36 @@ def test_a_judge_starting_kills_and_removes_the_cgroups_a_dead_judge_listed(
                     group.rmdir()
                 except OSError:
                     time.sleep(0.01)
+
+
+def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup that cannot be removed within the sweep's second (here: it holds a cgroup of its own) keeps a
+    dead judge's entry listing it alone, and the next judge's sweep removes it once it can."""
+    import subprocess
+
+    from cuda_agent.judge.trusted.freeze import create_cgroup
+    from cuda_agent.judge.trusted.machine import _entry_cgroups, _entry_workers
+
+    monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
+    register_judge()
+    group = create_cgroup("cand-5")
+    if group is None:
+        pytest.skip("needs a cgroup v2 hierarchy this user may create cgroups in")
+    inner = group / "inner"
+    try:
+        inner.mkdir()
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        entry = judges_dir() / str(dead.pid)
+        entry.write_text(f"judge 1\nworker {dead.pid} 1\ncgroup {group}\n")
+        register_judge()
+        assert group.is_dir() and _entry_cgroups(entry) == [group] and not _entry_workers(entry)
+        inner.rmdir()
+        register_judge()
+        assert not group.exists() and not entry.exists()
+    finally:
+        for folder in (inner, group):
+            with contextlib.suppress(OSError):
+                folder.rmdir()

@@ -94,8 +94,8 @@ def kill_orphaned_workers() -> int:
       judge no longer running (no process of that pid with that start time), every listed worker still
       running (same pid, same start time) is killed with its whole session (workers lead their own), and
       every candidate cgroup it lists is killed whole (`cgroup.kill`: a daemon that left the session is
-      still in it, and a sandboxed candidate cannot move itself out) and removed once empty (within 1 s;
-      one that is not is left, and its entry with it is gone);
+      still in it, and a sandboxed candidate cannot move itself out) and removed once empty (one not
+      empty within 1 s is listed again, in an entry of the dead judge's start alone, for the next sweep);
     - a candidate's uid encodes its judge's pid (`candidate_uid`): such a process is killed when that judge
       no longer runs (by the registry's start time, or, for a judge of another registry, when no process of
       that pid started before the candidate). Only processes of the sandbox user's own group, never the
@@ -108,18 +108,22 @@ def kill_orphaned_workers() -> int:
     starts: dict[int, int | None] = {}
     sessions: set[int] = set()
     groups: list[Path] = []
+    swept: dict[Path, tuple[str, list[Path]]] = {}  # dead entry -> its first lines and cgroups
     for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
         if not entry.name.isdigit():
             continue
-        starts[int(entry.name)] = recorded = _entry_start(entry)
-        if _entry_field(entry, "pidns") not in (None, own_namespace):
+        text = _entry_text(entry)  # read once: a judge of the same pid may rewrite it meanwhile
+        starts[int(entry.name)] = recorded = _entry_start(text)
+        if _entry_field(text, "pidns") not in (None, own_namespace):
             continue  # a judge of another pid namespace sharing the registry: its pids are not ours to read
         if recorded is not None and _start_time(entry.name) == recorded:
             continue  # a live judge, this one included
         if recorded is None and Path(f"/proc/{entry.name}").exists():
             continue  # an entry from before entries held start times, its judge still running
-        sessions |= {pid for pid, started in _entry_workers(entry) if _start_time(pid) == started}
-        groups += _entry_cgroups(entry)
+        sessions |= {pid for pid, started in _entry_workers(text) if _start_time(pid) == started}
+        head = [line for line in text.splitlines() if line.partition(" ")[0] in ("judge", "pidns")]
+        swept[entry] = ("\n".join(head), _entry_cgroups(text))
+        groups += swept[entry][1]
         with contextlib.suppress(OSError):
             entry.unlink()
     for group in groups:  # whatever the cgroup holds, escaped daemons included: none can leave it
@@ -143,6 +147,10 @@ def kill_orphaned_workers() -> int:
             os.kill(int(name), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
     _remove_emptied(groups)
+    for entry, (head, listed) in swept.items():  # cgroups not yet empty: listed again for the next sweep
+        if left := [group for group in listed if group in groups]:
+            with contextlib.suppress(OSError), open(entry, "x") as again:  # never over a new judge's entry
+                again.write(head + "\n" + "".join(f"cgroup {group}\n" for group in left))
     return killed
 
 
@@ -164,17 +172,23 @@ def _remove_emptied(groups: list[Path], wait_s: float = 1.0) -> None:
 CANDIDATE_CGROUP = re.compile(r"cand-\d+-[0-9a-f]+")  # freeze.create_cgroup's names for a candidate's
 
 
-def _entry_cgroups(entry: Path) -> list[Path]:
+def _entry_text(entry: Path | str) -> str:
+    """A registry entry's text (`entry` a path), or `entry` itself where it is the text already read."""
+    if isinstance(entry, str):
+        return entry
+    try:
+        return entry.read_text()
+    except OSError:
+        return ""
+
+
+def _entry_cgroups(entry: Path | str) -> list[Path]:
     """The candidate cgroups a registry entry lists, each only if it is one `ProcessTree.attach` makes (a
     `cand-<pid>-<hex>` folder in a `cuda-agent-judge` folder of the cgroup v2 hierarchy): the entry is the
     judge user's own, but a sweep that writes `cgroup.kill` reads nothing it has not checked."""
     mount = cgroup2_mount()
-    try:
-        lines = entry.read_text().splitlines()
-    except OSError:
-        return []
     found = []
-    for line in lines:
+    for line in _entry_text(entry).splitlines():
         kind, _, value = line.partition(" ")
         if kind != "cgroup" or mount is None:
             continue
@@ -198,31 +212,21 @@ def _candidate_of_dead_judge(uid: int, started: int, registered: dict[int, int |
     return judge_started is None or judge_started > started
 
 
-def _entry_start(entry: Path) -> int | None:
+def _entry_start(entry: Path | str) -> int | None:
     """The start time a registry entry records for its judge (None: no entry, or one without it)."""
-    try:
-        first = entry.read_text().split("\n", 1)[0].split()
-    except OSError:
-        return None
+    first = _entry_text(entry).split("\n", 1)[0].split()
     return int(first[1]) if len(first) == 2 and first[0] == "judge" and first[1].isdigit() else None
 
 
-def _entry_field(entry: Path, name: str) -> str | None:
+def _entry_field(entry: Path | str, name: str) -> str | None:
     """The value of an entry's first `name` line (None: no such line, or no entry)."""
-    try:
-        lines = entry.read_text().splitlines()
-    except OSError:
-        return None
+    lines = _entry_text(entry).splitlines()
     return next((line.partition(" ")[2] for line in lines if line.partition(" ")[0] == name), None)
 
 
-def _entry_workers(entry: Path) -> list[tuple[int, int]]:
+def _entry_workers(entry: Path | str) -> list[tuple[int, int]]:
     """The workers a registry entry lists, as (pid, start time)."""
-    try:
-        lines = entry.read_text().splitlines()
-    except OSError:
-        return []
-    fields = [line.split() for line in lines]
+    fields = [line.split() for line in _entry_text(entry).splitlines()]
     return [(int(f[1]), int(f[2])) for f in fields if len(f) == 3 and f[0] == "worker" and f[1].isdigit() and f[2].isdigit()]
 
 
