@@ -155,4 +155,6 @@ def test_small_tasks_run_several_at_once_and_the_capped_pass_skips_what_fits(tmp
     assert records["level1/1_First"]["inferred"] is True and records["level1/1_First"]["status"] == "ok"
     assert records["level1/2_Second"]["status"] == "error"  # near the cap: run (and, with no GPU here, failed)
     assert records["level1/3_Third"]["status"] == "error"  # not in the whole-GPU run: run
+    # Each failed beside the other and was run again alone, its record saying so (run_tasks' again_alone).
+    assert all(records[t]["beside_others"].startswith("error: ") for t in ("level1/2_Second", "level1/3_Third"))
     assert "2 of 2 task(s) small enough to run 2 at once" in done.stderr
