@@ -107,8 +107,7 @@ def kill_orphaned_workers() -> int:
         return 0
     starts: dict[int, int | None] = {}
     sessions: set[int] = set()
-    groups: list[Path] = []
-    swept: dict[Path, tuple[str, list[Path]]] = {}  # dead entry -> its first lines and cgroups
+    swept: dict[Path, tuple[str, list[Path]]] = {}  # dead entry -> its judge and pidns lines, its cgroups
     for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
         if not entry.name.isdigit():
             continue
@@ -123,9 +122,9 @@ def kill_orphaned_workers() -> int:
         sessions |= {pid for pid, started in _entry_workers(text) if _start_time(pid) == started}
         head = [line for line in text.splitlines() if line.partition(" ")[0] in ("judge", "pidns")]
         swept[entry] = ("\n".join(head), _entry_cgroups(text))
-        groups += swept[entry][1]
         with contextlib.suppress(OSError):
             entry.unlink()
+    groups = [group for _, listed in swept.values() for group in listed]
     for group in groups:  # whatever the cgroup holds, escaped daemons included: none can leave it
         with contextlib.suppress(OSError):
             (group / "cgroup.kill").write_text("1")
@@ -146,27 +145,29 @@ def kill_orphaned_workers() -> int:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(int(name), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
-    _remove_emptied(groups)
+    not_removed = _remove_emptied(groups)
     for entry, (head, listed) in swept.items():  # cgroups not yet empty: listed again for the next sweep
-        if left := [group for group in listed if group in groups]:
+        if left := [group for group in listed if group in not_removed]:
             with contextlib.suppress(OSError), open(entry, "x") as again:  # never over a new judge's entry
                 again.write(head + "\n" + "".join(f"cgroup {group}\n" for group in left))
     return killed
 
 
-def _remove_emptied(groups: list[Path], wait_s: float = 1.0) -> None:
+def _remove_emptied(groups: list[Path], wait_s: float = 1.0) -> set[Path]:
     """Remove the dead judges' cgroups once their killed members are gone (a cgroup with members cannot be
-    removed; waiting at most `wait_s` in all), so they do not pile up on a machine whose judges crash."""
-    deadline = time.monotonic() + wait_s
-    while groups:
-        for group in list(groups):
+    removed; waiting at most `wait_s` in all), so they do not pile up on a machine whose judges crash.
+    Returns those still there."""
+    deadline, left = time.monotonic() + wait_s, set(groups)
+    while left:
+        for group in list(left):
             with contextlib.suppress(OSError):
                 group.rmdir()
             if not group.exists():
-                groups.remove(group)
-        if not groups or time.monotonic() > deadline:
-            return
+                left.discard(group)
+        if not left or time.monotonic() > deadline:
+            break
         time.sleep(0.02)
+    return left
 
 
 CANDIDATE_CGROUP = re.compile(r"cand-\d+-[0-9a-f]+")  # freeze.create_cgroup's names for a candidate's
