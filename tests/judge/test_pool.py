@@ -653,9 +653,10 @@ def test_a_long_lived_judges_registry_entry_keeps_only_its_running_workers(
             ended.wait()
             machine.note_worker(ended.pid)
         entry = judges_dir() / str(os.getpid())
-        workers = [pid for pid, _ in machine._entry_workers(entry)]
+        record = machine._read_entry(entry)
+        workers = [pid for pid, _ in record.workers]
         assert running.pid in workers and len(workers) < 12, workers
-        assert machine._entry_start(entry) == machine._start_time(os.getpid())
+        assert record.start == machine._start_time(os.getpid())
     finally:
         running.kill()
         running.wait()
@@ -724,7 +725,7 @@ def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
     import subprocess
 
     from cuda_agent.judge.trusted.freeze import create_cgroup
-    from cuda_agent.judge.trusted.machine import _entry_cgroups, _entry_workers
+    from cuda_agent.judge.trusted.machine import _read_entry
 
     monkeypatch.setenv("CUDA_AGENT_MACHINE_DIR", str(tmp_path / "machine"))
     register_judge()
@@ -739,7 +740,9 @@ def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
         entry = judges_dir() / str(dead.pid)
         entry.write_text(f"judge 1\nworker {dead.pid} 1\ncgroup {group}\n")
         register_judge()
-        assert group.is_dir() and _entry_cgroups(entry) == [group] and not _entry_workers(entry)
+        listed_again = _read_entry(entry)
+        assert group.is_dir() and listed_again.cgroups == [group] and not listed_again.workers
+        assert listed_again.start == 1, "listed again under the dead judge's start alone"
         inner.rmdir()
         register_judge()
         assert not group.exists() and not entry.exists()

@@ -12,6 +12,7 @@ import pwd
 import re
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR
 
@@ -57,7 +58,7 @@ def register_judge() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     kill_orphaned_workers()
     entry, started = folder / str(os.getpid()), _start_time(os.getpid())
-    if _entry_start(entry) != started:  # absent, or a dead judge's of the same pid
+    if _read_entry(entry).start != started:  # absent, or a dead judge's of the same pid
         entry.write_text(f"judge {started}\npidns {_pid_namespace('self')}\n")
 
 
@@ -73,8 +74,9 @@ def note_worker(pid: int | None = None, cgroup: Path | None = None) -> None:
     path = judges_dir() / str(os.getpid())
     with contextlib.suppress(OSError):
         if path.stat().st_size > ENTRY_COMPACT_BYTES:  # a long-lived service: keep the workers still running
-            alive = [f"worker {w} {started}" for w, started in _entry_workers(path) if _start_time(w) == started]
-            groups = [f"cgroup {group}" for group in _entry_cgroups(path) if group.is_dir()]
+            current = _read_entry(path)
+            alive = [f"worker {w} {started}" for w, started in current.workers if _start_time(w) == started]
+            groups = [f"cgroup {group}" for group in current.cgroups if group.is_dir()]
             head = [f"judge {_start_time(os.getpid())}", f"pidns {_pid_namespace('self')}"]
             path.write_text("\n".join([*head, *alive, *groups]) + "\n")
         with open(path, "a") as entry:
@@ -107,24 +109,23 @@ def kill_orphaned_workers() -> int:
         return 0
     starts: dict[int, int | None] = {}
     sessions: set[int] = set()
-    swept: dict[Path, tuple[str, list[Path]]] = {}  # dead entry -> its judge and pidns lines, its cgroups
+    swept: dict[Path, _Entry] = {}  # the dead judges' entries, by path
     for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
         if not entry.name.isdigit():
             continue
-        text = _entry_text(entry)  # read once: a judge of the same pid may rewrite it meanwhile
-        starts[int(entry.name)] = recorded = _entry_start(text)
-        if _entry_field(text, "pidns") not in (None, own_namespace):
+        record = _read_entry(entry)  # read once: a judge of the same pid may rewrite it meanwhile
+        starts[int(entry.name)] = recorded = record.start
+        if record.pidns not in (None, own_namespace):
             continue  # a judge of another pid namespace sharing the registry: its pids are not ours to read
         if recorded is not None and _start_time(entry.name) == recorded:
             continue  # a live judge, this one included
         if recorded is None and Path(f"/proc/{entry.name}").exists():
             continue  # an entry from before entries held start times, its judge still running
-        sessions |= {pid for pid, started in _entry_workers(text) if _start_time(pid) == started}
-        head = [line for line in text.splitlines() if line.partition(" ")[0] in ("judge", "pidns")]
-        swept[entry] = ("\n".join(head), _entry_cgroups(text))
+        sessions |= {pid for pid, started in record.workers if _start_time(pid) == started}
+        swept[entry] = record
         with contextlib.suppress(OSError):
             entry.unlink()
-    groups = [group for _, listed in swept.values() for group in listed]
+    groups = [group for record in swept.values() for group in record.cgroups]
     for group in groups:  # whatever the cgroup holds, escaped daemons included: none can leave it
         with contextlib.suppress(OSError):
             (group / "cgroup.kill").write_text("1")
@@ -146,10 +147,10 @@ def kill_orphaned_workers() -> int:
             os.kill(int(name), signal.SIGKILL)  # a cgroup-frozen or stopped process dies of it too
             killed += 1
     not_removed = _remove_emptied(groups)
-    for entry, (head, listed) in swept.items():  # cgroups not yet empty: listed again for the next sweep
-        if left := [group for group in listed if group in not_removed]:
+    for entry, record in swept.items():  # cgroups not yet empty: listed again for the next sweep
+        if left := [group for group in record.cgroups if group in not_removed]:
             with contextlib.suppress(OSError), open(entry, "x") as again:  # never over a new judge's entry
-                again.write(head + "\n" + "".join(f"cgroup {group}\n" for group in left))
+                again.write(record.head + "".join(f"cgroup {group}\n" for group in left))
     return killed
 
 
@@ -173,31 +174,59 @@ def _remove_emptied(groups: list[Path], wait_s: float = 1.0) -> set[Path]:
 CANDIDATE_CGROUP = re.compile(r"cand-\d+-[0-9a-f]+")  # freeze.create_cgroup's names for a candidate's
 
 
-def _entry_text(entry: Path | str) -> str:
-    """A registry entry's text (`entry` a path), or `entry` itself where it is the text already read."""
-    if isinstance(entry, str):
-        return entry
+@dataclass(frozen=True)
+class _Entry:
+    """A judge's registry entry, parsed once from one read of its file (a judge of the same pid may rewrite
+    it meanwhile: every field comes from the same text)."""
+
+    start: int | None  # the judge's start time (None: no entry, or one from before entries held it)
+    pidns: str | None  # the judge's pid namespace (None: an entry from before entries named it)
+    workers: list[tuple[int, int]]  # (pid, start time) of each worker it started
+    cgroups: list[Path]  # each candidate cgroup it lists that is one `ProcessTree.attach` makes
+
+    @property
+    def head(self) -> str:
+        """The judge and pidns lines, as an entry listing what a sweep could not yet remove begins."""
+        lines = ([f"judge {self.start}"] if self.start is not None else []) + (
+            [f"pidns {self.pidns}"] if self.pidns is not None else [])  # fmt: skip
+        return "".join(line + "\n" for line in lines)
+
+
+def _read_entry(path: Path) -> _Entry:
+    """The registry entry at `path`, read once (an entry that cannot be read is an empty one)."""
     try:
-        return entry.read_text()
+        return _parse_entry(path.read_text())
     except OSError:
-        return ""
+        return _parse_entry("")
 
 
-def _entry_cgroups(entry: Path | str) -> list[Path]:
-    """The candidate cgroups a registry entry lists, each only if it is one `ProcessTree.attach` makes (a
-    `cand-<pid>-<hex>` folder in a `cuda-agent-judge` folder of the cgroup v2 hierarchy): the entry is the
-    judge user's own, but a sweep that writes `cgroup.kill` reads nothing it has not checked."""
+def _parse_entry(text: str) -> _Entry:
+    """An entry's fields from its lines (`judge <start>`, `pidns <ns>`, `worker <pid> <start>`,
+    `cgroup <path>`); a malformed line is ignored, and only a candidate cgroup's path is kept: the entry is
+    the judge user's own, but a sweep that writes `cgroup.kill` reads nothing it has not checked."""
+    start, pidns, workers, cgroups = None, None, [], []
     mount = cgroup2_mount()
-    found = []
-    for line in _entry_text(entry).splitlines():
+    for number, line in enumerate(text.splitlines()):
         kind, _, value = line.partition(" ")
-        if kind != "cgroup" or mount is None:
-            continue
-        group = Path(value)
-        if ("\x00" not in value and group.is_absolute() and ".." not in group.parts and CANDIDATE_CGROUP.fullmatch(group.name)
-                and group.parent.name == CGROUP_PARENT and group.is_relative_to(mount)):  # fmt: skip
-            found.append(group)
-    return found
+        fields = value.split()
+        if kind == "judge" and number == 0 and len(fields) == 1 and fields[0].isdigit():
+            start = int(fields[0])
+        elif kind == "pidns" and pidns is None:
+            pidns = value
+        elif kind == "worker" and len(fields) == 2 and all(field.isdigit() for field in fields):
+            workers.append((int(fields[0]), int(fields[1])))
+        elif kind == "cgroup" and mount is not None and _is_candidate_cgroup(value, mount):
+            cgroups.append(Path(value))
+    return _Entry(start, pidns, workers, cgroups)
+
+
+def _is_candidate_cgroup(value: str, mount: Path) -> bool:
+    """Whether a listed path is a `cand-<pid>-<hex>` folder in a `cuda-agent-judge` folder of the cgroup v2
+    hierarchy, named without `..` or NUL."""
+    group = Path(value)
+    return ("\x00" not in value and group.is_absolute() and ".." not in group.parts
+            and CANDIDATE_CGROUP.fullmatch(group.name) is not None and group.parent.name == CGROUP_PARENT
+            and group.is_relative_to(mount))  # fmt: skip
 
 
 def _candidate_of_dead_judge(uid: int, started: int, registered: dict[int, int | None]) -> bool:
@@ -211,24 +240,6 @@ def _candidate_of_dead_judge(uid: int, started: int, registered: dict[int, int |
     if registered.get(judge) is not None:
         return judge_started != registered[judge]
     return judge_started is None or judge_started > started
-
-
-def _entry_start(entry: Path | str) -> int | None:
-    """The start time a registry entry records for its judge (None: no entry, or one without it)."""
-    first = _entry_text(entry).split("\n", 1)[0].split()
-    return int(first[1]) if len(first) == 2 and first[0] == "judge" and first[1].isdigit() else None
-
-
-def _entry_field(entry: Path | str, name: str) -> str | None:
-    """The value of an entry's first `name` line (None: no such line, or no entry)."""
-    lines = _entry_text(entry).splitlines()
-    return next((line.partition(" ")[2] for line in lines if line.partition(" ")[0] == name), None)
-
-
-def _entry_workers(entry: Path | str) -> list[tuple[int, int]]:
-    """The workers a registry entry lists, as (pid, start time)."""
-    fields = [line.split() for line in _entry_text(entry).splitlines()]
-    return [(int(f[1]), int(f[2])) for f in fields if len(f) == 3 and f[0] == "worker" and f[1].isdigit() and f[2].isdigit()]
 
 
 def _ids_and_stat(pid: int | str) -> tuple[int, int, list[str]] | None:
