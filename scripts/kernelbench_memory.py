@@ -224,13 +224,26 @@ def inferred_under_cap(whole: dict[str, Any] | None, memory_gb: float, share: fl
                       "smaller GPU"}  # fmt: skip
 
 
-def resumed(path: Path) -> dict[str, dict]:
-    """The records of an earlier run in `path` worth keeping (not skipped), by task id; none if unreadable."""
+def resumed(path: Path, retry_timeouts_under: float | None = None) -> dict[str, dict]:
+    """The records of an earlier run in `path` worth keeping, by task id; none if unreadable. Not kept: a
+    skipped one, and with `retry_timeouts_under` a timeout whose limit was shorter than that (DenseNet201
+    ran past 120 s alone on an H100, 2026-12-07: its peak is owed, not a property of the task)."""
     try:
         tasks = json.loads(path.read_text())["tasks"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"}
+    return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"
+            and not (retry_timeouts_under is not None and r.get("status") == "timeout"
+                     and float(r.get("seconds") or 0) < retry_timeouts_under)}  # fmt: skip
+
+
+def first_started(path: Path) -> str | None:
+    """When the run that `path` resumes began (its records span several calls; the first names the run)."""
+    try:
+        started = json.loads(path.read_text()).get("started")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return started if isinstance(started, str) else None
 
 
 def run_pending(benches: list[Any], args: argparse.Namespace, began: float, save: Any, offset: int = 0) -> dict[str, dict[str, Any]]:
@@ -277,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="keep the records already in --json and run only the tasks it lacks (or skipped): "
                              "the whole of KernelBench takes about an hour, over several 10-minute device calls")  # fmt: skip
+    parser.add_argument("--retry-timeouts", action="store_true",
+                        help="with --resume: run again each task whose recorded timeout was shorter than this "
+                             "run's --timeout (a last pass with a longer limit for the slow tasks)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1,
                         help="tasks run at once, for tasks whose one call (inputs + output + parameters, estimated "
                              "on the meta device) is below --small-gib; the others run alone")  # fmt: skip
@@ -292,9 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.kernelbench is None:
         parser.error("give the KernelBench checkout")
     benches = [b for b in discover(benchmark_root(args.kernelbench), parse_levels(args.levels)) if args.only in b.task_id]
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = (first_started(args.json) if args.resume else None) or now
     began = time.monotonic()
-    done = resumed(args.json) if args.resume else {}
+    done = resumed(args.json, args.timeout if args.retry_timeouts else None) if args.resume else {}
     if done:
         print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
     if args.whole_gpu is not None and args.memory_gb:
@@ -306,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         """The records so far, in task order, written to --json (a call cut at its limit keeps them)."""
         known = done | finished
         records = [{**known[b.task_id], "task": b.task_id} for b in benches if b.task_id in known]
-        args.json.write_text(json.dumps({"started": started, "memory_gb": args.memory_gb, "tasks": records}, indent=1))
+        args.json.write_text(json.dumps({"started": started, "updated": now, "memory_gb": args.memory_gb,
+                                         "tasks": records}, indent=1))  # fmt: skip
         return records
 
     records = save(run_pending([b for b in benches if b.task_id not in done], args, began, save, len(done)))
@@ -319,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"round on a GPU of {args.estimate:g} GB (decide/round_size.py).\n\n")  # fmt: skip
         else:
             head = (f"# The judge's reference preparation over KernelBench\n\nMade by `scripts/kernelbench_memory.py` on "
-                    f"{started}" + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")
+                    f"{started}" + (f" to {now}" if now != started else "")
+                    + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")  # fmt: skip
         args.markdown.write_text(head + "\n".join(rows) + "\n")
     return 0 if all(r["status"] in ("ok", "skipped", "estimated") for r in records) else 1
 

@@ -86,6 +86,28 @@ def test_resume_keeps_what_an_earlier_run_recorded_and_runs_only_the_rest(tmp_pa
     assert records["level1/1_First"]["marker"] == "kept", "a recorded task is not run again"
     assert records["level1/2_Second"]["status"] == "estimated" and records["level1/3_Third"]["round_calls"] == 10
     assert "resuming: 1 task(s)" in done.stderr and "[1/3]" not in done.stderr and "[3/3]" in done.stderr
+    assert json.loads(out.read_text())["started"] == "earlier", "a resumed run keeps the first call's start"
+
+
+def test_retry_timeouts_runs_again_only_the_tasks_cut_by_a_shorter_limit(tmp_path: Path) -> None:
+    """A last pass with a longer --timeout for the slow tasks: a timeout recorded under a shorter limit is run
+    again, one recorded under this limit or a longer one is kept, and without --retry-timeouts both are."""
+    level = tmp_path / "kb" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    for name in ("1_Short.py", "2_Long.py"):
+        (level / name).write_text(TASK)
+    out = tmp_path / "estimate.json"
+    earlier = [{"task": "level1/1_Short", "status": "timeout", "reason": "over 120 s", "seconds": 120.0},
+               {"task": "level1/2_Long", "status": "timeout", "reason": "over 400 s", "seconds": 400.0}]  # fmt: skip
+    command = [sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--estimate", "8", "--json", str(out),
+               "--resume", "--timeout", "400"]  # fmt: skip
+    out.write_text(json.dumps({"started": "earlier", "memory_gb": None, "tasks": earlier}))
+    subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert [r["status"] for r in json.loads(out.read_text())["tasks"]] == ["timeout", "timeout"]
+    done = subprocess.run([*command, "--retry-timeouts"], capture_output=True, text=True, timeout=300)
+    records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
+    assert records["level1/1_Short"]["status"] == "estimated", done.stderr
+    assert records["level1/2_Long"] == {**earlier[1]}
 
 
 def _script_module():
