@@ -6,6 +6,7 @@ Set CUDA_AGENT_RESULTS=folder to keep the rows."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -114,3 +115,50 @@ def test_a_truth_too_large_for_the_gpu_is_planned_on_blocks_and_still_catches_lo
     assert not refused["match"] and refused["kind"] == "precision", refused
     _keep("blocks", {"rows": exact.rows, "peak_gib": round(peak, 2), "name": exact.name,
                      "honest_ratio": honest["error_ratio"], "lowered_ratio": refused["error_ratio"]})  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layers_on_cuda_have_a_truth_and_it_catches_lowered_precision(kind: str) -> None:
+    """KernelBench's LSTM and GRU tasks (level 3, 35-42) at their own sizes: on a GPU the layers took
+    cuDNN's path, whose weight-buffer probe reads the parameters' storage (`set_`), and the truth refused
+    them, capping every kernel at reward 1 (H100, 2026-12-07). With the layers on PyTorch's own path for the
+    truth (truth_recurrent.py), a truth is made, the honest float32 output passes the audit, one computed
+    through fp16 weights and inputs is refused, cuDNN is on again after, and the truth's cost is kept."""
+    import time
+
+    import torch
+
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.trusted.compare import Tolerance
+    from cuda_agent.judge.trusted.output_verdict import judge_outputs
+    from cuda_agent.judge.trusted.truth import TruthModel
+
+    class Task(torch.nn.Module):  # level3/35_LSTM's and 39_GRU's shapes: 6 layers of 256 over 512 steps
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = getattr(torch.nn, kind)(128, 256, num_layers=6, batch_first=True)
+            self.fc = torch.nn.Linear(256, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out, _ = self.rnn(x)
+            return self.fc(out[:, -1, :])
+
+    torch.manual_seed(0)
+    model, x = Task().cuda().eval(), torch.rand(10, 512, 128, device="cuda")
+    tol, k = Tolerance(1e-2, 1e-2), JudgeConfig().precision_k
+    exact = TruthModel(model)
+    began = time.monotonic()
+    truths = exact.outputs([x])
+    seconds = time.monotonic() - began
+    assert truths is not None, exact.problem
+    assert torch.backends.cudnn.enabled, "cuDNN is on again for everything else"
+    with torch.no_grad():
+        reference = model(x)
+        lowered = copy.deepcopy(model).half()(x.half()).float()
+    honest = judge_outputs([reference], [reference.clone()], tol, None, None, truths, k)
+    assert honest["match"], honest
+    refused = judge_outputs([reference], [lowered], tol, None, None, truths, k)
+    _keep(f"recurrent_{kind}", {"truth_s": round(seconds, 2), "name": exact.name, "honest_ratio": honest["error_ratio"],
+                                "lowered_ratio": refused["error_ratio"], "lowered_match": refused["match"],
+                                "lowered_max_error": float((lowered - reference).abs().max())})  # fmt: skip
+    assert not refused["match"], refused

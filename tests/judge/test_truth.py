@@ -6,8 +6,10 @@ where no truth can be made at all the judge fails closed (reward at most 1)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -16,6 +18,7 @@ import torch.nn as nn
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment
 from cuda_agent.judge.decide.verdict import Stat, Timing
+from cuda_agent.judge.trusted import truth_recurrent
 from cuda_agent.judge.trusted.compare import Tolerance
 from cuda_agent.judge.trusted.reference_worker import judge_outputs
 from cuda_agent.judge.trusted.truth import NAME, TruthModel
@@ -345,3 +348,57 @@ def test_the_truth_puts_back_state_kept_in_lists_dicts_and_tuples() -> None:
     assert model.pair is pair and pair[1] == [] and model.later is later and later == []
     out = model(torch.rand(4, 8))  # the plain forward works, and keeps its state as it would have
     assert torch.isfinite(out).all() and len(model.history) == 2 and model.later == [out]
+
+
+class Recurrent(nn.Module):
+    """KernelBench's recurrent tasks in small: a stacked layer, then a Linear on the last step's output."""
+
+    def __init__(self, layer: type[nn.RNNBase], **options: Any) -> None:
+        super().__init__()
+        self.rnn = layer(16, 32, num_layers=2, **options)
+        self.head = nn.Linear(32 * (2 if options.get("bidirectional") else 1), 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1] if self.rnn.batch_first else out[-1])
+
+
+@pytest.mark.parametrize("layer,options", [
+    (nn.LSTM, {}), (nn.GRU, {"batch_first": True, "bidirectional": True}), (nn.RNN, {"nonlinearity": "relu"}),
+])  # fmt: skip
+def test_recurrent_layers_have_a_truth_on_their_own_path(layer: type[nn.RNNBase], options: dict[str, Any]) -> None:
+    """nn.LSTM/GRU/RNN pick a library path (oneDNN on a CPU: no float64 kernel; cuDNN on a GPU: reads the
+    weights' storage as one buffer) that the truth cannot follow, which capped every kernel of KernelBench's
+    LSTM and GRU tasks at reward 1. The truth runs them on PyTorch's own path (truth_recurrent.py): a truth
+    every op of which has a rule, equal to the model evaluated in float64, and bounding its float32 reference;
+    the process's library switches and the layer's forward are put back after. On a CPU only the LSTM takes
+    oneDNN (GRU and RNN pass without the switch here); every one of them takes cuDNN on a GPU
+    (tests/gpu/test_precision_gpu.py)."""
+    torch.manual_seed(0)
+    model = Recurrent(layer, **options).eval()
+    x = torch.randn(4, 20, 16) if options.get("batch_first") else torch.randn(20, 4, 16)
+    switches = torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled
+    truth_model = TruthModel(model)
+    (truth,) = truth_model.outputs([x]) or [None]
+    assert truth is not None, truth_model.problem
+    assert not truth_model.unmodelled, truth_model.unmodelled
+    assert (torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled) == switches
+    assert "forward" not in model.rnn.__dict__, "the layer's forward is its class's again"
+    with torch.no_grad():
+        ref = model(x)
+        exact = copy.deepcopy(model).double()
+        exact.rnn.forward = truth_recurrent._on_own_path(exact.rnn.forward)  # oneDNN has no float64 kernel
+        float64 = exact(x.double())
+    assert torch.allclose(truth.value, float64, rtol=1e-12, atol=1e-12)
+    decided = judge_outputs([ref], [ref.clone()], Tolerance(), None, None, [truth], K)
+    assert decided["match"] and decided["error_ratio"] < 1.0, decided
+
+
+def test_the_library_switches_are_put_back_when_a_recurrent_forward_fails() -> None:
+    """A forward that raises inside the layer (a 4-D input) leaves cuDNN and oneDNN as they were."""
+    model = Recurrent(nn.LSTM).eval()
+    switches = torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled
+    truth_model = TruthModel(model)
+    assert truth_model.outputs([torch.randn(2, 20, 4, 16)]) is None and "LSTM" in truth_model.problem
+    assert (torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled) == switches
+    assert "forward" not in model.rnn.__dict__

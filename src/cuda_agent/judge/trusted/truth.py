@@ -37,6 +37,7 @@ from cuda_agent.judge.trusted.tracked import Tracked, Untrackable, exact, payloa
 from cuda_agent.judge.trusted.truth_movement import copy_into, like_factory, movement, to_copy
 from cuda_agent.judge.trusted.truth_ops import call_payload, nominal_dtypes
 from cuda_agent.judge.trusted.truth_pointwise import generic, pointwise
+from cuda_agent.judge.trusted.truth_recurrent import recurrent_layers_on_own_path
 from cuda_agent.judge.trusted.truth_selection import decides, selection
 from cuda_agent.judge.trusted.truth_sums import (
     attention,
@@ -336,7 +337,7 @@ class TruthModel:
         kept = _plain_state(self.model)
         mode = TruthMode(self.unmodelled)
         try:
-            with torch.no_grad(), mode:
+            with torch.no_grad(), recurrent_layers_on_own_path(self.model), mode:
                 result = torch.func.functional_call(self.model, state, tuple(args))
         finally:
             _restore_plain_state(self.model, kept)
