@@ -312,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     started = (first_started(args.json) if args.resume else None) or now
     began = time.monotonic()
     done = resumed(args.json, args.timeout if args.retry_timeouts else None) if args.resume else {}
+    # A timeout run again that the budget never starts keeps its record: `skipped` in its place would send
+    # it back to the short-limit pass (kernelbench_memory_all.sh's `complete`), which cuts it again.
+    retried = {task: r for task, r in resumed(args.json).items() if task not in done} if args.resume else {}
     if done:
         print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
     if args.whole_gpu is not None and args.memory_gb:
@@ -321,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
                 done[bench.task_id] = hit
     def save(finished: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         """The records so far, in task order, written to --json (a call cut at its limit keeps them)."""
-        known = done | finished
+        known = done | {task: retried[task] if r.get("status") == "skipped" and task in retried else r
+                        for task, r in finished.items()}  # fmt: skip
         records = [{**known[b.task_id], "task": b.task_id} for b in benches if b.task_id in known]
         args.json.write_text(json.dumps({"started": started, "updated": now, "memory_gb": args.memory_gb,
                                          "tasks": records}, indent=1))  # fmt: skip

@@ -24,8 +24,11 @@ KB=${KB:-.cache/kernelbench}; LEVELS=${LEVELS:-1-3}
 # margin; less where the same call runs something else first), tasks at most 120 s each (ResNet101, the
 # DenseNets and MobileNetV2 passed 60 s beside others on an H100, 2026-12-07).
 BUDGET_S=${BUDGET_S:-540}; SLOW_S=${SLOW_S:-400}; began=$(date +%s)
-complete() {  # every task of the whole-GPU pass recorded (none skipped for a budget)
+complete() {  # every task of a pass recorded (none skipped for a budget)
   python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tasks']; sys.exit(0 if t and all(r.get('status')!='skipped' for r in t) else 1)" "$1" 2>/dev/null
+}
+slow_owed() {  # a task of a complete pass cut under SLOW_S, to be run again with it
+  python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tasks']; sys.exit(0 if any(r.get('status')=='timeout' and float(r.get('seconds') or 0)<float(sys.argv[2]) for r in t) else 1)" "$1" "$SLOW_S" 2>/dev/null
 }
 # An H100 (80 GB) is the capped case itself: its pass is the 80 GB record, measured on the real card, and
 # the whole-H200 pass waits for an H200 (the device tool's nvidia-h200 kind with needs_h200).
@@ -33,17 +36,21 @@ gib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -
 passes="141 80"; [ "${gib:-0}" -lt 100000 ] && passes="80" && echo "an ${gib} MiB GPU: the 80 GB pass only, uncapped"
 for gb in $passes; do
   cap=(); [ "$gb" = 80 ] && [ "$passes" != 80 ] && cap=(--memory-gb 80 --whole-gpu .cache/kb_memory/kb_memory_141.json)
-  [ "${#cap[@]}" -gt 0 ] && ! complete .cache/kb_memory/kb_memory_141.json && break
+  # The capped pass infers its records from the whole-GPU pass's, so it waits for that one to be whole:
+  # every task recorded, and none cut short (a timeout has no peak to infer from).
+  [ "${#cap[@]}" -gt 0 ] && { ! complete .cache/kb_memory/kb_memory_141.json || slow_owed .cache/kb_memory/kb_memory_141.json; } && break
   left=$(( BUDGET_S - ($(date +%s) - began) ))
   [ "$left" -lt 150 ] && break  # the sweep's --budget is what is left less a task's 120 s and a margin
   python3 scripts/kernelbench_memory.py "$KB" --levels "$LEVELS" --timeout 120 --budget $(( left - 135 )) --resume \
     --jobs "${JOBS:-4}" "${cap[@]}" --json ".cache/kb_memory/kb_memory_$gb.json" 2>&1 | tail -4
   # The pass complete, its tasks cut at 120 s run again with SLOW_S (DenseNet201 ran past 120 s alone on an
-  # H100, 2026-12-07), each only if the call still has that long; the others' records are kept.
+  # H100, 2026-12-07), each only if the call still has that long; the others' records are kept. A call
+  # needs BUDGET_S >= SLOW_S + 30 for it (the default 540 does): else "all done" never comes.
   left=$(( BUDGET_S - ($(date +%s) - began) ))
-  if complete ".cache/kb_memory/kb_memory_$gb.json" && [ "$left" -ge $(( SLOW_S + 30 )) ]; then
+  json=".cache/kb_memory/kb_memory_$gb.json"
+  if complete "$json" && slow_owed "$json" && [ "$left" -ge $(( SLOW_S + 30 )) ]; then
     python3 scripts/kernelbench_memory.py "$KB" --levels "$LEVELS" --timeout "$SLOW_S" --retry-timeouts \
-      --budget $(( left - SLOW_S - 15 )) --resume "${cap[@]}" --json ".cache/kb_memory/kb_memory_$gb.json" 2>&1 | tail -3
+      --budget $(( left - SLOW_S - 15 )) --resume "${cap[@]}" --json "$json" 2>&1 | tail -3
   fi
   cp ".cache/kb_memory/kb_memory_$gb.json" "$OUT/" 2>/dev/null || echo "no record for $gb GB (see above)"
 done

@@ -97,17 +97,21 @@ def test_retry_timeouts_runs_again_only_the_tasks_cut_by_a_shorter_limit(tmp_pat
     for name in ("1_Short.py", "2_Long.py"):
         (level / name).write_text(TASK)
     out = tmp_path / "estimate.json"
+    (level / "3_Quick.py").write_text(TASK)
     earlier = [{"task": "level1/1_Short", "status": "timeout", "reason": "over 120 s", "seconds": 120.0},
-               {"task": "level1/2_Long", "status": "timeout", "reason": "over 400 s", "seconds": 400.0}]  # fmt: skip
+               {"task": "level1/2_Long", "status": "timeout", "reason": "over 400 s", "seconds": 400.0},
+               {"task": "level1/3_Quick", "status": "estimated", "seconds": 3.0, "marker": "kept"}]  # fmt: skip
     command = [sys.executable, str(SCRIPT), str(tmp_path / "kb"), "--levels", "1", "--estimate", "8", "--json", str(out),
                "--resume", "--timeout", "400"]  # fmt: skip
     out.write_text(json.dumps({"started": "earlier", "memory_gb": None, "tasks": earlier}))
     subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert [r["status"] for r in json.loads(out.read_text())["tasks"]] == ["timeout", "timeout"]
+    assert [r["status"] for r in json.loads(out.read_text())["tasks"]] == ["timeout", "timeout", "estimated"]
+    subprocess.run([*command, "--retry-timeouts", "--budget", "-1"], capture_output=True, text=True, timeout=300)
+    assert json.loads(out.read_text())["tasks"] == earlier, "a retry the budget never started keeps its timeout"
     done = subprocess.run([*command, "--retry-timeouts"], capture_output=True, text=True, timeout=300)
     records = {r["task"]: r for r in json.loads(out.read_text())["tasks"]}
     assert records["level1/1_Short"]["status"] == "estimated", done.stderr
-    assert records["level1/2_Long"] == {**earlier[1]}
+    assert records["level1/2_Long"] == earlier[1] and records["level1/3_Quick"] == earlier[2]
 
 
 def _script_module():

@@ -724,6 +724,7 @@ def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
     dead judge's entry listing it alone, and the next judge's sweep removes it once it can."""
     import subprocess
 
+    from cuda_agent.judge.trusted import machine
     from cuda_agent.judge.trusted.freeze import create_cgroup
     from cuda_agent.judge.trusted.machine import _read_entry
 
@@ -738,11 +739,12 @@ def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
         dead = subprocess.Popen(["true"])
         dead.wait()
         entry = judges_dir() / str(dead.pid)
-        entry.write_text(f"judge 1\nworker {dead.pid} 1\ncgroup {group}\n")
+        own = machine._pid_namespace("self")
+        entry.write_text(f"judge 1\npidns {own}\nworker {dead.pid} 1\ncgroup {group}\n")
         register_judge()
         listed_again = _read_entry(entry)
         assert group.is_dir() and listed_again.cgroups == [group] and not listed_again.workers
-        assert listed_again.start == 1, "listed again under the dead judge's start alone"
+        assert (listed_again.start, listed_again.pidns) == (1, own), "listed again under the dead judge's head"
         inner.rmdir()
         register_judge()
         assert not group.exists() and not entry.exists()
@@ -750,3 +752,24 @@ def test_a_dead_judges_cgroup_not_yet_empty_is_listed_again_for_the_next_sweep(
         for folder in (inner, group):
             with contextlib.suppress(OSError):
                 folder.rmdir()
+
+
+@pytest.mark.parametrize("text,start,pidns,workers", [
+    ("judge 7\npidns pid:[1]\nworker 10 20\n", 7, "pid:[1]", [(10, 20)]),
+    ("judge\t7\nworker\t10\t20\n worker 11 21\n", 7, None, [(10, 20), (11, 21)]),  # any whitespace
+    ("pidns pid:[1]\njudge 7\n", None, "pid:[1]", []),  # a start only on the first line
+    ("judge 7\npidns pid:[1]\npidns pid:[2]\n", 7, "pid:[1]", []),  # the first namespace line
+    ("judge 7 8\nworker 1\nworker 1 2 3\nworker x 2\nworker \u00b2 2\n", None, None, []),  # malformed
+    ("judge \u00b2\n", None, None, []),  # a digit int() cannot read is no start
+    ("", None, None, []),
+])  # fmt: skip
+def test_a_registry_entry_is_parsed_by_its_lines(text: str, start: int | None, pidns: str | None,
+                                                 workers: list[tuple[int, int]]) -> None:  # fmt: skip
+    """The sweep's evidence, read once: the judge's start from the first line only, the first namespace
+    line, each well-formed worker line; whatever else an entry holds is ignored, never raised on."""
+    from cuda_agent.judge.trusted import machine
+
+    record = machine._parse_entry(text)
+    assert (record.start, record.pidns, record.workers) == (start, pidns, workers)
+    assert machine._parse_entry(record.head).start == record.start
+    assert machine._parse_entry(record.head).pidns == record.pidns

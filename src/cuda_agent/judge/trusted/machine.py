@@ -111,7 +111,7 @@ def kill_orphaned_workers() -> int:
     sessions: set[int] = set()
     swept: dict[Path, _Entry] = {}  # the dead judges' entries, by path
     for entry in judges_dir().iterdir() if judges_dir().is_dir() else []:
-        if not entry.name.isdigit():
+        if not entry.name.isdecimal():
             continue
         record = _read_entry(entry)  # read once: a judge of the same pid may rewrite it meanwhile
         starts[int(entry.name)] = recorded = record.start
@@ -207,14 +207,14 @@ def _parse_entry(text: str) -> _Entry:
     start, pidns, workers, cgroups = None, None, [], []
     mount = cgroup2_mount()
     for number, line in enumerate(text.splitlines()):
-        kind, _, value = line.partition(" ")
-        fields = value.split()
-        if kind == "judge" and number == 0 and len(fields) == 1 and fields[0].isdigit():
-            start = int(fields[0])
+        kind, _, value = line.partition(" ")  # a cgroup's or namespace's value is taken whole
+        fields = line.split()
+        if fields[:1] == ["judge"] and number == 0 and len(fields) == 2 and fields[1].isdecimal():
+            start = int(fields[1])
         elif kind == "pidns" and pidns is None:
             pidns = value
-        elif kind == "worker" and len(fields) == 2 and all(field.isdigit() for field in fields):
-            workers.append((int(fields[0]), int(fields[1])))
+        elif fields[:1] == ["worker"] and len(fields) == 3 and fields[1].isdecimal() and fields[2].isdecimal():
+            workers.append((int(fields[1]), int(fields[2])))
         elif kind == "cgroup" and mount is not None and _is_candidate_cgroup(value, mount):
             cgroups.append(Path(value))
     return _Entry(start, pidns, workers, cgroups)
@@ -286,7 +286,7 @@ def kill_strays(uid: int, live_sessions: set[int]) -> int:
     Kept: processes in one of this judge's `live_sessions`, and candidate workers of any judge process
     on the machine: session leaders whose parent is a registered judge. An escaped daemon (setsid, a
     double fork) is neither: its parent is init, a subreaper or the candidate itself."""
-    judges = {int(p.name) for p in judges_dir().glob("*") if p.name.isdigit()} if judges_dir().is_dir() else set()
+    judges = {int(p.name) for p in judges_dir().glob("*") if p.name.isdecimal()} if judges_dir().is_dir() else set()
     killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
