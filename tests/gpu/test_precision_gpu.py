@@ -119,21 +119,24 @@ def test_a_truth_too_large_for_the_gpu_is_planned_on_blocks_and_still_catches_lo
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_recurrent_layers_on_cuda_have_a_truth_and_it_catches_lowered_precision(kind: str) -> None:
-    """KernelBench's LSTM and GRU tasks (level 3, 35-42) at their own sizes: on a GPU the layers took
-    cuDNN's path, whose weight-buffer probe reads the parameters' storage (`set_`), and the truth refused
-    them, capping every kernel at reward 1 (H100, 2026-12-07). With the layers on PyTorch's own path for the
-    truth (truth_recurrent.py), a truth is made, the honest float32 output passes the audit, one computed
-    through fp16 weights and inputs is refused, cuDNN is on again after, and the truth's cost is kept."""
+    """KernelBench's recurrent tasks (level 3, 35-42: 6 layers of 256 over 512 steps; 35_LSTM's shapes, and
+    a GRU of the same): on a GPU the layers took cuDNN's path, whose weight-buffer probe reads the
+    parameters' storage (`set_`), and the truth refused them, capping every kernel at reward 1 (H100,
+    2026-12-07). With the layers on PyTorch's own path for the truth (truth_recurrent.py: a fused cell per
+    step, under the generic rule), a truth is made under the judge's math policy, the honest float32 output
+    passes the audit, one computed through fp16 weights and inputs is refused, and cuDNN is on again after.
+    Kept: the truth's cost, the ops it had no rule for, and the ratio of a cuDNN run with TF32 allowed."""
     import time
 
     import torch
 
+    from cuda_agent.judge.common import math_policy
     from cuda_agent.judge.config import JudgeConfig
     from cuda_agent.judge.trusted.compare import Tolerance
     from cuda_agent.judge.trusted.output_verdict import judge_outputs
     from cuda_agent.judge.trusted.truth import TruthModel
 
-    class Task(torch.nn.Module):  # level3/35_LSTM's and 39_GRU's shapes: 6 layers of 256 over 512 steps
+    class Task(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.rnn = getattr(torch.nn, kind)(128, 256, num_layers=6, batch_first=True)
@@ -143,6 +146,7 @@ def test_recurrent_layers_on_cuda_have_a_truth_and_it_catches_lowered_precision(
             out, _ = self.rnn(x)
             return self.fc(out[:, -1, :])
 
+    math_policy.pin()  # what every judge worker runs under: no TF32 in cuDNN or cuBLAS
     torch.manual_seed(0)
     model, x = Task().cuda().eval(), torch.rand(10, 512, 128, device="cuda")
     tol, k = Tolerance(1e-2, 1e-2), JudgeConfig().precision_k
@@ -155,10 +159,18 @@ def test_recurrent_layers_on_cuda_have_a_truth_and_it_catches_lowered_precision(
     with torch.no_grad():
         reference = model(x)
         lowered = copy.deepcopy(model).half()(x.half()).float()
+        with math_policy.flags_settable(torch):
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            tf32 = model(x)
+        finally:
+            math_policy.pin()
     honest = judge_outputs([reference], [reference.clone()], tol, None, None, truths, k)
-    assert honest["match"], honest
     refused = judge_outputs([reference], [lowered], tol, None, None, truths, k)
-    _keep(f"recurrent_{kind}", {"truth_s": round(seconds, 2), "name": exact.name, "honest_ratio": honest["error_ratio"],
-                                "lowered_ratio": refused["error_ratio"], "lowered_match": refused["match"],
-                                "lowered_max_error": float((lowered - reference).abs().max())})  # fmt: skip
+    with_tf32 = judge_outputs([reference], [tf32], tol, None, None, truths, k)
+    _keep(f"recurrent_{kind}", {"truth_s": round(seconds, 2), "name": exact.name, "unmodelled": sorted(exact.unmodelled),
+                                "honest_ratio": honest["error_ratio"], "lowered_ratio": refused["error_ratio"],
+                                "lowered_match": refused["match"], "tf32_ratio": with_tf32["error_ratio"],
+                                "tf32_match": with_tf32["match"]})  # fmt: skip
+    assert honest["match"], honest
     assert not refused["match"], refused

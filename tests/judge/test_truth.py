@@ -18,7 +18,6 @@ import torch.nn as nn
 from cuda_agent.judge.config import JudgeConfig
 from cuda_agent.judge.decide.judgment import Judgment
 from cuda_agent.judge.decide.verdict import Stat, Timing
-from cuda_agent.judge.trusted import truth_recurrent
 from cuda_agent.judge.trusted.compare import Tolerance
 from cuda_agent.judge.trusted.reference_worker import judge_outputs
 from cuda_agent.judge.trusted.truth import NAME, TruthModel
@@ -386,12 +385,13 @@ def test_recurrent_layers_have_a_truth_on_their_own_path(layer: type[nn.RNNBase]
     assert "forward" not in model.rnn.__dict__, "the layer's forward is its class's again"
     with torch.no_grad():
         ref = model(x)
-        exact = copy.deepcopy(model).double()
-        exact.rnn.forward = truth_recurrent._on_own_path(exact.rnn.forward)  # oneDNN has no float64 kernel
-        float64 = exact(x.double())
+        float64 = copy.deepcopy(model).double()(x.double())  # oneDNN takes only float32: own path here
+        lowered = copy.deepcopy(model).half().float()(x.half().float())  # fp16 weights and inputs
     assert torch.allclose(truth.value, float64, rtol=1e-12, atol=1e-12)
     decided = judge_outputs([ref], [ref.clone()], Tolerance(), None, None, [truth], K)
     assert decided["match"] and decided["error_ratio"] < 1.0, decided
+    refused = judge_outputs([ref], [lowered], Tolerance(), None, None, [truth], K)
+    assert not refused["match"] and refused["kind"] == "precision", "the bound is no looser than float32's"
 
 
 def test_the_library_switches_are_put_back_when_a_recurrent_forward_fails() -> None:
@@ -402,3 +402,28 @@ def test_the_library_switches_are_put_back_when_a_recurrent_forward_fails() -> N
     assert truth_model.outputs([torch.randn(2, 20, 4, 16)]) is None and "LSTM" in truth_model.problem
     assert (torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled) == switches
     assert "forward" not in model.rnn.__dict__
+
+
+FROZEN_CHILD = """
+import torch
+from cuda_agent.judge.trusted.truth import TruthModel
+
+torch.backends.disable_global_flags()  # what importing torch.testing._internal.common_utils does
+model = torch.nn.LSTM(8, 16).eval()
+truth_model = TruthModel(model)
+truths = truth_model.outputs([torch.randn(5, 3, 8)])
+assert truths is not None, truth_model.problem
+assert torch.backends.flags_frozen() and torch.backends.cudnn.enabled and torch.backends.mkldnn.enabled
+print("made")
+"""
+
+
+def test_recurrent_layers_get_a_truth_where_torch_froze_its_flags() -> None:
+    """The switches go through the door torch's own `flags()` use (common/math_policy.py): with the flags
+    frozen (a catalog crawl or a user's harness in the same process), a plain assignment raised and every
+    recurrent layer lost its truth."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FROZEN_CHILD], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "made", done.stdout + done.stderr

@@ -26,13 +26,13 @@ def pin() -> None:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    with _flags_settable(torch):
+    with flags_settable(torch):
         torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
 
 
-def _flags_settable(torch: Any) -> contextlib.AbstractContextManager:
+def flags_settable(torch: Any) -> contextlib.AbstractContextManager:
     """Where torch.backends' flags are frozen, the door torch's own `flags()` context managers use.
 
     torch's test utilities freeze them for the whole process when imported (`torch.testing._internal.

@@ -8,12 +8,16 @@ every kernel for them was capped at reward 1 (`no_precision_truth`): the memory 
 it (H100, 2026-12-07, docs/design/memory.md).
 
 What: while the truth evaluates the model, each recurrent layer's forward runs with cuDNN and oneDNN off.
-The layer then takes PyTorch's own path, its cells' matmuls and pointwise ops, and each of them has a
-rule (truth_ops.py). Only those layers are switched, and only for the truth: a convolution elsewhere in the
-model keeps cuDNN (a float64 convolution without it is slow), and the reference's own float32 forward,
-which the candidate is compared with and timed against, is untouched. The switches are process-wide flags,
-so they are restored when each layer's forward ends (an exception included). A reference worker evaluates
-one thing at a time, so no other forward of its process runs meanwhile.
+The layer then takes PyTorch's own path, one cell per step. On a CPU a cell is matmuls and pointwise ops,
+each with its rule (truth_ops.py). On a GPU a cell is one fused op (`_thnn_fused_lstm_cell`,
+`_thnn_fused_gru_cell`) that no rule covers: its value is exact in float64 and its bound is the generic
+rule's, which the verdict names ("generic bound for ..."). Only those layers are switched, and only for the
+truth: a convolution elsewhere in the model keeps cuDNN (a float64 convolution without it is slow), and the
+reference's own float32 forward, which the candidate is compared with and timed against, is untouched. The
+switches are process-wide flags, so they are restored when each layer's forward ends (an exception
+included), through the door that torch's own `flags()` use where its test utilities froze them
+(common/math_policy.py). A reference worker evaluates one thing at a time, so no other forward of its
+process runs meanwhile.
 """
 
 from __future__ import annotations
@@ -25,16 +29,20 @@ from typing import Any
 
 import torch
 
+from cuda_agent.judge.common.math_policy import flags_settable
+
 
 @contextlib.contextmanager
 def libraries_off() -> Iterator[None]:
     """cuDNN and oneDNN off for the block, each put back as it was."""
     cudnn, mkldnn = torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled
-    torch.backends.cudnn.enabled = torch.backends.mkldnn.enabled = False
     try:
+        with flags_settable(torch):
+            torch.backends.cudnn.enabled = torch.backends.mkldnn.enabled = False
         yield
     finally:
-        torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled = cudnn, mkldnn
+        with flags_settable(torch):
+            torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled = cudnn, mkldnn
 
 
 def _on_own_path(forward: Callable[..., Any]) -> Callable[..., Any]:
