@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -183,14 +185,61 @@ def run_child(bench: Any, args: argparse.Namespace, beside_others: bool = False)
     return {**record, "ran_beside_others": True} if beside_others and record.get("status") == "ok" else record
 
 
+def truth_of(record: dict[str, Any]) -> str:
+    """The float64 truth the preparation made, in a few words ("" where it did not get that far)."""
+    precision = str(record.get("precision") or "")
+    if not precision:
+        return ""
+    if precision.startswith("none"):
+        return precision[:120]
+    blocks = re.search(r"on blocks of (\d+) rows", precision)
+    generic = re.search(r"generic bound for (.*)", precision)
+    return ("blocks of " + blocks.group(1) + " rows" if blocks else "whole batch") + (
+        f"; generic bound for {generic.group(1)[:80]}" if generic else "")  # fmt: skip
+
+
+def judged_as(record: dict[str, Any]) -> str:
+    """What a judgment of the task ends with, as far as its preparation decides it: the preparation's own
+    failure, `task_error` where the reference ignores an input (decide/reference_stage.py), a reward capped
+    at 1 where no truth could be made (`no_precision_truth`), else judged in full."""
+    status = record.get("status")
+    if status == "task_error":
+        return "task_error: does not fit"
+    if status != "ok":
+        return "" if status == "skipped" else f"not known ({status} in the sweep)"
+    if record.get("input_problem"):
+        return "task_error: task ignores an input"
+    if str(record.get("precision") or "").startswith("none"):
+        return "reward capped at 1: no float64 truth"
+    return "judged"
+
+
 def table(records: list[dict[str, Any]]) -> list[str]:
-    rows = ["| task | status | peak GiB | one input set GiB | outputs kept | calls a round | seconds | reason |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| task | status | peak GiB | one input set GiB | outputs kept | calls a round | seconds | float64 truth "
+            "| a judgment | reason |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in records:
         kept = {None: "", 0: "none (made again)"}.get(r.get("kept_sets"), "all")
         rows.append(f"| {r['task']} | {r['status']} | {r.get('peak_gib', '')} | {r.get('one input set GiB', '')} | "
-                    f"{kept} | {r.get('round_calls', '')} | {r.get('seconds', '')} | {str(r.get('reason', ''))[:200]} |")  # fmt: skip
+                    f"{kept} | {r.get('round_calls', '')} | {r.get('seconds', '')} | {truth_of(r)} | {judged_as(r)} | "
+                    f"{str(r.get('reason', ''))[:200]} |")  # fmt: skip
     return rows
+
+
+def summary(records: list[dict[str, Any]]) -> list[str]:
+    """The table's first lines: how many tasks ended how, what a judgment of each would end with, and
+    the largest peaks, so that a reader sees what does not fit or is not judged in full without the rows."""
+    statuses = Counter(str(r.get("status")) for r in records)
+    judged = Counter(judged_as(r) for r in records if judged_as(r))
+    peaks = sorted((r for r in records if r.get("peak_gib") is not None), key=lambda r: -float(r["peak_gib"]))[:5]
+    lines = [f"- {len(records)} tasks: " + ", ".join(f"{n} {status}" for status, n in statuses.most_common()),
+             "- a judgment of them: " + ", ".join(f"{n} {what}" for what, n in judged.most_common()),
+             "- largest peaks: " + ", ".join(f"{r['task']} {r['peak_gib']} GiB" for r in peaks)]  # fmt: skip
+    for what in ("task_error: task ignores an input", "reward capped at 1: no float64 truth"):
+        if tasks := [r["task"] for r in records if judged_as(r) == what]:
+            lines.append(f"- {what}: {', '.join(tasks)}")
+    if slow := [r["task"] for r in records if r.get("status") == "timeout"]:
+        lines.append(f"- past their time limit (no peak): {', '.join(slow)}")
+    return [*lines, ""]
 
 
 def estimate_table(records: list[dict[str, Any]]) -> list[str]:
@@ -342,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             head = (f"# The judge's reference preparation over KernelBench\n\nMade by `scripts/kernelbench_memory.py` on "
                     f"{started}" + (f" to {now}" if now != started else "")
-                    + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n")  # fmt: skip
+                    + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n"
+                    + "\n".join(summary(records)) + "\n")  # fmt: skip
         args.markdown.write_text(head + "\n".join(rows) + "\n")
     return 0 if all(r["status"] in ("ok", "skipped", "estimated") for r in records) else 1
 

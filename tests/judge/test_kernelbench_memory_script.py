@@ -184,3 +184,31 @@ def test_small_tasks_run_several_at_once_and_the_capped_pass_skips_what_fits(tmp
     # Each failed beside the other and was run again alone, its record saying so (run_tasks' again_alone).
     assert all(records[t]["beside_others"].startswith("error: ") for t in ("level1/2_Second", "level1/3_Third"))
     assert "2 of 2 task(s) small enough to run 2 at once" in done.stderr
+
+
+def test_the_table_says_what_a_judgment_of_each_task_ends_with() -> None:
+    """The preparation's record decides more than memory: a task whose reference ignores an input is a
+    task_error at every judgment, and one without a float64 truth caps every kernel at reward 1. The
+    table's summary and its columns say so, so that the doc shows which tasks are not judged in full."""
+    module = _script_module()
+    records = [
+        {"task": "a/ok", "status": "ok", "peak_gib": 3.0, "precision": "float64 (promoted), on blocks of 64 rows of the batch"},
+        {"task": "a/ignores", "status": "ok", "peak_gib": 1.0, "precision": "float64 (promoted)",
+         "input_problem": "the reference's output does not depend on input 0"},
+        {"task": "a/no_truth", "status": "ok", "peak_gib": 9.0, "precision": "none: Untrackable: ..."},
+        {"task": "a/too_big", "status": "task_error", "reason": "needs 300 GiB, the GPU has 141"},
+        {"task": "a/slow", "status": "timeout", "reason": "over 120 s", "seconds": 120.0},
+        {"task": "a/later", "status": "skipped", "reason": "budget"},
+    ]  # fmt: skip
+    assert [module.judged_as(r) for r in records] == [
+        "judged", "task_error: task ignores an input", "reward capped at 1: no float64 truth",
+        "task_error: does not fit", "not known (timeout in the sweep)", ""]  # fmt: skip
+    assert module.truth_of(records[0]) == "blocks of 64 rows" and module.truth_of(records[3]) == ""
+    lines = module.summary(records)
+    assert "- 6 tasks: 3 ok, 1 task_error, 1 timeout, 1 skipped" in lines
+    assert "- task_error: task ignores an input: a/ignores" in lines
+    assert "- reward capped at 1: no float64 truth: a/no_truth" in lines
+    assert "- past their time limit (no peak): a/slow" in lines
+    assert lines[2] == "- largest peaks: a/no_truth 9.0 GiB, a/ok 3.0 GiB, a/ignores 1.0 GiB"
+    row = next(r for r in module.table(records) if r.startswith("| a/ignores |"))
+    assert "| whole batch | task_error: task ignores an input |" in row
