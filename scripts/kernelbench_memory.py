@@ -242,6 +242,47 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+H100_GIB, H200_GIB = 79.2, 139.8  # what torch reports as each card's total (an H100 80GB HBM3, an H200)
+
+
+def plot_peaks(records: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Each measured task's peak against the GPU sizes that matter (the pass's GPU, an H100's, an H200's),
+    sorted, by level, with the tasks a judgment does not judge in full marked: what fits is seen at a glance.
+    Written with matplotlib's Agg backend (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = sorted((r for r in records if r.get("peak_gib") is not None and r.get("status") != "skipped"),
+                      key=lambda r: float(r["peak_gib"]))  # fmt: skip
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    colors = {"level1": "#1f77b4", "level2": "#ff7f0e", "level3": "#2ca02c"}
+    for level, color in colors.items():
+        points = [(i, float(r["peak_gib"])) for i, r in enumerate(measured) if r["task"].startswith(level + "/")]
+        if points:
+            axes.scatter(*zip(*points, strict=True), s=12, color=color, label=level)
+    marked = [(i, float(r["peak_gib"])) for i, r in enumerate(measured) if judged_as(r) != "judged"]
+    if marked:
+        axes.scatter(*zip(*marked, strict=True), s=70, facecolors="none", edgecolors="#d62728",
+                     label="not judged in full (task_error or reward capped)")  # fmt: skip
+    # The memory the pass's GPU offered (a card's, or the cap's), and an H100's and an H200's as torch reports them.
+    lines = {float(r["gpu_gib"]): "this pass's GPU" for r in measured if r.get("gpu_gib")}
+    for gib, name in ((H100_GIB, "an H100 80GB"), (H200_GIB, "an H200")):
+        lines.setdefault(gib, name)
+    for gib, name in sorted(lines.items()):
+        axes.axhline(gib, color="#7f7f7f", linestyle="--", linewidth=1)
+        axes.text(0, gib, f" {name}: {gib:g} GiB", va="bottom", fontsize=8, color="#555555")
+    axes.set_xlabel(f"tasks measured, by peak ({len(measured)} of {len(records)})")
+    axes.set_ylabel("peak GPU memory, GiB")
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.9))
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
 def estimate_table(records: list[dict[str, Any]]) -> list[str]:
     rows = ["| task | one input set GiB | one output GiB | parameters GiB | calls a round | note |", "|---|---|---|---|---|---|"]
     for r in records:
@@ -333,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only task ids containing this text")
     parser.add_argument("--json", type=Path, default=Path("kb_memory.json"))
     parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--plot", type=Path, default=None, help="a PNG of each task's peak against 80 and 141 GB")
     parser.add_argument("--estimate", type=float, metavar="GPU_GB", default=None,
                         help="no GPU: one call's sizes from the tasks' shapes (meta tensors) and the calls a timed "
                              "round gets on a GPU of this many GB")  # fmt: skip
@@ -394,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
                     + (f", the judge capped at {args.memory_gb:g} GB" if args.memory_gb else "") + ".\n\n"
                     + "\n".join(summary(records)) + "\n")  # fmt: skip
         args.markdown.write_text(head + "\n".join(rows) + "\n")
+    if args.plot and args.estimate is None:
+        capped = f", capped at {args.memory_gb:g} GB" if args.memory_gb else ""
+        plot_peaks(records, args.plot, f"The judge's peak memory over KernelBench{capped} ({started})")
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0 if all(r["status"] in ("ok", "skipped", "estimated") for r in records) else 1
 
 

@@ -14,7 +14,8 @@
 #   then, here: mkdir -p .cache/kb_memory && cp <files_at>/kb_memory_*.json .cache/kb_memory/
 #   run k:   the same command, carry [".cache/kernelbench", ".cache/kb_memory"]; until it prints "all done"
 #   at last: python3 scripts/kernelbench_memory.py .cache/kernelbench --resume --json .cache/kb_memory/kb_memory_141.json \
-#              --markdown docs/kernelbench_memory.md   (every task recorded: writes the table, runs nothing)
+#              --markdown docs/kernelbench_memory.md --plot docs/kernelbench_memory.png   (every task recorded:
+#              writes the table and the plot, runs nothing)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=src PYTHONUNBUFFERED=1

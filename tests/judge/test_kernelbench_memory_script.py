@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 SCRIPT = ROOT / "scripts" / "kernelbench_memory.py"
 TASK = """
@@ -212,3 +214,15 @@ def test_the_table_says_what_a_judgment_of_each_task_ends_with() -> None:
     assert lines[2] == "- largest peaks: a/no_truth 9.0 GiB, a/ok 3.0 GiB, a/ignores 1.0 GiB"
     row = next(r for r in module.table(records) if r.startswith("| a/ignores |"))
     assert "| whole batch | task_error: task ignores an input |" in row
+
+
+def test_the_plot_of_peaks_is_written_with_every_measured_task(tmp_path: Path) -> None:
+    """--plot: a PNG of each measured task's peak against the pass's GPU and an H100's and H200's memory
+    (skipped tasks have no peak and are left out)."""
+    pytest.importorskip("matplotlib")
+    module = _script_module()
+    records = [{"task": f"level{1 + i % 3}/{i}_T", "status": "ok", "peak_gib": float(i), "gpu_gib": 79.2,
+                "precision": "float64 (promoted)"} for i in range(12)]  # fmt: skip
+    records.append({"task": "level1/99_Later", "status": "skipped"})
+    path = module.plot_peaks(records, tmp_path / "peaks.png", "test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
