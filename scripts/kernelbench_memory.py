@@ -10,10 +10,12 @@ eager and torch.compile warm-ups before timing, where Max_Pooling ran out on 202
 `torch.cuda.max_memory_allocated`, after one eager and one torch.compile round of the judge's size
 for the task (decide/round_size.py), with a candidate's round of the same size held beside them. `--memory-gb 80` caps the process at 80 GB
 (`torch.cuda.set_per_process_memory_fraction`) to list what does not fit on an H100. Progress goes to
-stderr, a table to stdout, every task's record to `--json`, and the table to `--markdown`.
+stderr, a table to stdout, every task's record to `--json`, the table (with what a judgment of each task
+ends with, and a summary) to `--markdown`, and a plot of the peaks to `--plot`.
 
     python scripts/kernelbench_memory.py /path/to/KernelBench [--levels 1-3] [--memory-gb 80]
-        [--json kb_memory.json] [--markdown docs/kernelbench_memory.md] [--only Softsign] [--budget S]
+        [--json kb_memory.json] [--markdown docs/kernelbench_memory.md] [--plot docs/kernelbench_memory.png]
+        [--only Softsign] [--budget S] [--resume [--retry-timeouts]]
     python scripts/kernelbench_memory.py /path/to/KernelBench --estimate 141     (no GPU: sizes from shapes)
 """
 
