@@ -316,21 +316,19 @@ def inferred_under_cap(whole: dict[str, Any] | None, memory_gb: float, share: fl
                       "smaller GPU"}  # fmt: skip
 
 
-def resumed(path: Path, retry_timeouts_under: float | None = None) -> dict[str, dict]:
-    """The records of an earlier run in `path` worth keeping, by task id; none if unreadable. Not kept: a
-    skipped one, and with `retry_timeouts_under` a timeout whose limit was shorter than that (DenseNet201
-    ran past 120 s alone on an H100, 2026-12-07: its peak is owed, not a property of the task)."""
+def resumed(path: Path) -> dict[str, dict]:
+    """The records of an earlier run in `path` worth keeping (not skipped), by task id; none if unreadable."""
     try:
         tasks = json.loads(path.read_text())["tasks"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"
-            and not (retry_timeouts_under is not None and short_timeout(r, retry_timeouts_under))}  # fmt: skip
+    return {r["task"]: r for r in tasks if isinstance(r, dict) and "task" in r and r.get("status") != "skipped"}
 
 
 def short_timeout(record: dict[str, Any], limit: float) -> bool:
     """A timeout recorded under a shorter limit than `limit`: its peak is owed by a run that long
-    (`--retry-timeouts`; kernelbench_memory_all.sh asks the same of a pass's records)."""
+    (`--retry-timeouts`: DenseNet201 ran past 120 s alone on an H100, 2026-12-07, so its peak is owed, not a
+    property of the task; kernelbench_memory_all.sh asks the same of a pass's records)."""
     return record.get("status") == "timeout" and float(record.get("seconds") or 0) < limit
 
 
@@ -381,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only task ids containing this text")
     parser.add_argument("--json", type=Path, default=Path("kb_memory.json"))
     parser.add_argument("--markdown", type=Path, default=None)
-    parser.add_argument("--plot", type=Path, default=None, help="a PNG of each task's peak against 80 and 141 GB")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="a PNG of each task's peak against the pass's GPU and an H100's and H200's memory")  # fmt: skip
     parser.add_argument("--estimate", type=float, metavar="GPU_GB", default=None,
                         help="no GPU: one call's sizes from the tasks' shapes (meta tensors) and the calls a timed "
                              "round gets on a GPU of this many GB")  # fmt: skip
@@ -409,10 +408,12 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     started = (first_started(args.json) if args.resume else None) or now
     began = time.monotonic()
-    done = resumed(args.json, args.timeout if args.retry_timeouts else None) if args.resume else {}
-    # A timeout run again that the budget never starts keeps its record: `skipped` in its place would send
-    # it back to the short-limit pass (kernelbench_memory_all.sh's `complete`), which cuts it again.
-    retried = {task: r for task, r in resumed(args.json).items() if task not in done} if args.resume else {}
+    earlier = resumed(args.json) if args.resume else {}
+    # --retry-timeouts: timeouts under this run's limit run again. One the budget never starts keeps its
+    # record: `skipped` in its place would send it back to the short-limit pass (kernelbench_memory_all.sh's
+    # `complete`), which cuts it again.
+    retried = {task: r for task, r in earlier.items() if args.retry_timeouts and short_timeout(r, args.timeout)}
+    done = {task: r for task, r in earlier.items() if task not in retried}
     if done:
         print(f"resuming: {len(done)} task(s) already in {args.json}", file=sys.stderr, flush=True)
     if args.whole_gpu is not None and args.memory_gb:
