@@ -34,7 +34,10 @@ from cuda_agent.judge.common.math_policy import flags_settable
 
 @contextlib.contextmanager
 def libraries_off() -> Iterator[None]:
-    """cuDNN and oneDNN off for the block, each put back as it was."""
+    """cuDNN and oneDNN off for the block, each put back as it was. Not torch's `backends.cudnn.flags()`:
+    for the block it sets every cuDNN flag to its arguments' defaults, `allow_tf32=True` and a precision
+    among them, where only `enabled` is meant to change; the math policy's TF32 off is not this layer's to
+    touch."""
     cudnn, mkldnn = torch.backends.cudnn.enabled, torch.backends.mkldnn.enabled
     try:
         with flags_settable(torch):
