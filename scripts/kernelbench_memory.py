@@ -60,7 +60,7 @@ def prepare_one(path: Path, memory_gb: float | None, baselines: bool, beside_oth
             reply = worker.prepare(str(path), work, 1, SEEDS, SEEDS[-1] + 1, 1e-2, 1e-2)
             record["prepare_s"] = round(time.monotonic() - began, 2)
             if reply.get("stateful"):  # trusted/stateful.py: its preparation stops there, with no timing sets
-                record.update(status="task_error", reason=reply["stateful"])
+                record.update(status="task_error", reason=reply["stateful"], stateful=reply["stateful"])
             else:
                 record.update(status="ok", kept_sets=reply.get("kept_sets"), precision=reply.get("precision"),
                               degenerate=reply.get("degenerate"), input_problem=reply.get("input_problem"),
@@ -202,15 +202,20 @@ def truth_of(record: dict[str, Any]) -> str:
 
 def judged_as(record: dict[str, Any]) -> str:
     """What a judgment of the task ends with, as far as its preparation decides it: the preparation's own
-    failure, `task_error` where the reference ignores an input (decide/reference_stage.py), a reward capped
-    at 1 where no truth could be made (`no_precision_truth`), else judged in full."""
+    failure, a `task_error` by the judge's own rules (`task_error_of`, decide/reference_stage.py: the task
+    keeps state, is degenerate or ignores an input), a reward capped at 1 where no truth could be made
+    (`no_precision_truth`), else judged in full. Each as a short kind, so that the summary can count them."""
+    from cuda_agent.judge.config import JudgeConfig
+    from cuda_agent.judge.decide.reference_stage import task_error_of
+
     status = record.get("status")
     if status == "task_error":
-        return "task_error: does not fit"
+        return "task_error: task keeps state between calls" if record.get("stateful") else "task_error: does not fit"
     if status != "ok":
         return "" if status == "skipped" else f"not known ({status} in the sweep)"
-    if record.get("input_problem"):
-        return "task_error: task ignores an input"
+    config = JudgeConfig()
+    if why := task_error_of(record, config.atol, config.rtol):
+        return "task_error: " + why.split(":")[0]
     if str(record.get("precision") or "").startswith("none"):
         return "reward capped at 1: no float64 truth"
     return "judged"
@@ -236,9 +241,8 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     lines = [f"- {len(records)} tasks: " + ", ".join(f"{n} {status}" for status, n in statuses.most_common()),
              "- a judgment of them: " + ", ".join(f"{n} {what}" for what, n in judged.most_common()),
              "- largest peaks: " + ", ".join(f"{r['task']} {r['peak_gib']} GiB" for r in peaks)]  # fmt: skip
-    for what in ("task_error: task ignores an input", "reward capped at 1: no float64 truth"):
-        if tasks := [r["task"] for r in records if judged_as(r) == what]:
-            lines.append(f"- {what}: {', '.join(tasks)}")
+    for what in sorted(what for what in judged if what.startswith(("task_error", "reward capped"))):
+        lines.append(f"- {what}: {', '.join(r['task'] for r in records if judged_as(r) == what)}")
     if slow := [r["task"] for r in records if r.get("status") == "timeout"]:
         lines.append(f"- past their time limit (no peak): {', '.join(slow)}")
     return [*lines, ""]

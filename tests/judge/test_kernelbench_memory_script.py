@@ -201,17 +201,21 @@ def test_the_table_says_what_a_judgment_of_each_task_ends_with() -> None:
         {"task": "a/too_big", "status": "task_error", "reason": "needs 300 GiB, the GPU has 141"},
         {"task": "a/slow", "status": "timeout", "reason": "over 120 s", "seconds": 120.0},
         {"task": "a/later", "status": "skipped", "reason": "budget"},
+        {"task": "a/zeros", "status": "ok", "peak_gib": 0.5, "precision": "float64 (promoted)", "degenerate": ["zeros"]},
+        {"task": "a/counter", "status": "task_error", "reason": "output changed", "stateful": "output changed"},
     ]  # fmt: skip
     assert [module.judged_as(r) for r in records] == [
         "judged", "task_error: task ignores an input", "reward capped at 1: no float64 truth",
-        "task_error: does not fit", "not known (timeout in the sweep)", ""]  # fmt: skip
+        "task_error: does not fit", "not known (timeout in the sweep)", "", "task_error: degenerate task",
+        "task_error: task keeps state between calls"]  # fmt: skip
     assert module.truth_of(records[0]) == "blocks of 64 rows" and module.truth_of(records[3]) == ""
     lines = module.summary(records)
-    assert "- 6 tasks: 3 ok, 1 task_error, 1 timeout, 1 skipped" in lines
+    assert "- 8 tasks: 4 ok, 2 task_error, 1 timeout, 1 skipped" in lines
+    assert "- task_error: degenerate task: a/zeros" in lines and "- task_error: does not fit: a/too_big" in lines
     assert "- task_error: task ignores an input: a/ignores" in lines
     assert "- reward capped at 1: no float64 truth: a/no_truth" in lines
     assert "- past their time limit (no peak): a/slow" in lines
-    assert lines[2] == "- largest peaks: a/no_truth 9.0 GiB, a/ok 3.0 GiB, a/ignores 1.0 GiB"
+    assert lines[2] == "- largest peaks: a/no_truth 9.0 GiB, a/ok 3.0 GiB, a/ignores 1.0 GiB, a/zeros 0.5 GiB"
     row = next(r for r in module.table(records) if r.startswith("| a/ignores |"))
     assert "| whole batch | task_error: task ignores an input |" in row
 

@@ -24,6 +24,21 @@ from cuda_agent.judge.trusted.pool import ReferenceSlot, WorkerPool
 from cuda_agent.judge.trusted.sandbox import candidates_separated
 
 
+def task_error_of(reply: dict[str, Any], atol: float, rtol: float) -> str | None:
+    """Why the reference worker's preparation `reply` makes every judgment of the task a `task_error`, or
+    None: the task keeps state, its output is degenerate, or it ignores an input. One function, so that the
+    KernelBench memory table (scripts/kernelbench_memory.py) says what a judgment ends with by the judge's
+    own rules instead of a copy of them."""
+    if reply.get("stateful"):  # its output for the same inputs changes from call to call (trusted/stateful.py)
+        return f"task keeps state between calls: {reply['stateful']}"
+    if reply.get("degenerate"):  # trusted/degeneracy.py
+        return (f"degenerate task: {', '.join(reply['degenerate'])} passes as the output on every input set "
+                f"at atol={atol:g}, rtol={rtol:g}; the task cannot tell a right answer from a trivial one")  # fmt: skip
+    if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
+        return f"task ignores an input: {reply['input_problem']}"
+    return None
+
+
 class ReferenceStage:
     """The reference stage (mixed into `Judgment`)."""
 
@@ -84,15 +99,8 @@ class ReferenceStage:
         return reply
 
     def _check_prepared(self, reply: dict) -> None:
-        if reply.get("stateful"):  # its output for the same inputs changes from call to call (trusted/stateful.py)
-            raise self.fail(Status.TASK_ERROR, f"task keeps state between calls: {reply['stateful']}")
-        if reply["degenerate"]:
-            raise self.fail(
-                Status.TASK_ERROR,
-                f"degenerate task: {', '.join(reply['degenerate'])} passes as the output on every input set "
-                f"at atol={self.config.atol:g}, rtol={self.config.rtol:g}; the task cannot tell a right answer "
-                "from a trivial one",
-            )
+        if why := task_error_of(reply, self.config.atol, self.config.rtol):
+            raise self.fail(Status.TASK_ERROR, why)
         self.checks["degeneracy_audit"] = "passed"
         tc = self.config.timing
         self.round_plan = round_size(tc.samples_per_round, reply.get("input_bytes"), reply.get("output_bytes"),
@@ -103,8 +111,6 @@ class ReferenceStage:
             self.checks["reference_outputs"] = (
                 "made again from each input set's seed for its comparison (too large to keep for every set)"
             )
-        if reply.get("input_problem"):  # the reference ignores an input (trusted/input_audit.py)
-            raise self.fail(Status.TASK_ERROR, f"task ignores an input: {reply['input_problem']}")
         self.checks["input_audit"] = reply.get("input_audit", {})
         self.checks["sign_audit"] = reply.get("sign_audit", {})  # trusted/sign_audit.py
         outliers = reply.get("outlier_audit", {})  # trusted/outlier_audit.py: only where an input qualifies
