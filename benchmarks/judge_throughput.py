@@ -374,11 +374,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its verification (JudgeConfig.lane_preempt, an experiment; issue 34)",
     )  # fmt: skip
     parser.add_argument(
-        "--lane-checks-after", choices=("on", "off"), default="on",
-        help="with --lane-depth 2: a timed call's spot check is judged after the timing, beside the other "
-        "judgment, not inside it (JudgeConfig.lane_checks_after_timing; issue 34)",
-    )  # fmt: skip
-    parser.add_argument(
         "--pad-release", choices=("on", "off"), default=None,
         help="timing pads wait for the host's release (protocol v7) or not (v6); default: the judge's",
     )  # fmt: skip
@@ -492,8 +487,7 @@ def main(argv: list[str] | None = None) -> int:
             config = JudgeConfig(timing=TimingConfig(sequential=not args.fixed_budget_timing, **pads),
                                  warm_beside_timing=args.warm_beside_timing == "on",
                                  spares_on_build_cpus=args.spares_cpus == "build", lane_depth=args.lane_depth,
-                                 lane_preempt=args.lane_preempt == "on",
-                                 lane_checks_after_timing=args.lane_checks_after == "on")
+                                 lane_preempt=args.lane_preempt == "on")
             service_cm = JudgeService(config=config, build_workers=args.build_workers)
             service = service_cm.__enter__()
         except JudgeUnavailable as exc:

@@ -23,14 +23,13 @@ PREVIOUS_TARGET_PER_HOUR = 1000.0
 
 # A GPU lane's stages, with the waits between them (decide/judgment.py, trusted/pool.py gpu_lock).
 LANE_STAGES = ("reference_wait", "reference", "settle_wait", "gpu_lock_wait", "worker_wait", "lane_checks", "install",
-               "load", "verify", "quiet_wait", "timing", "spot_checks_after_timing")  # fmt: skip
+               "load", "verify", "quiet_wait", "timing")  # fmt: skip
 # The stages of a verdict's stage_seconds, in judgment order; parts nested inside another are indented
 # (spot checks and baseline windows run inside timing; the reference is prepared while the build runs).
 STAGE_ORDER = (("build", 0), ("build_compile", 1), ("build_link", 1), ("reference", 1), ("worker_wait", 0),
                ("load", 0), ("verify", 0),
                ("compare_wait", 1), ("timing", 0), ("timing_setup", 1), ("timed_rounds", 1), ("traced_rounds", 1),
-               ("spot_checks", 1), ("baseline_windows", 1), ("baseline_setup", 1), ("baseline_rounds", 1),
-               ("spot_checks_after_timing", 0), ("total", 0))  # fmt: skip
+               ("spot_checks", 1), ("baseline_windows", 1), ("baseline_setup", 1), ("baseline_rounds", 1), ("total", 0))  # fmt: skip
 COUNTS = ("rounds", "traced_rounds", "spot_checks")
 
 

@@ -31,18 +31,15 @@ fi
 # shorter). Two judgments per GPU (JudgeConfig.lane_depth 2, trusted/lane_share.py) against one:
 # ARMS="off:lane:1 off:lane:2" (and "on:lane:2" for both experiments at once). A fourth field "p" adds
 # JudgeConfig.lane_preempt (timings freeze the other judgment's readers): ARMS="on:lane:2 on:lane:2:p".
-# At depth 2 the spot checks are judged after the timing (JudgeConfig.lane_checks_after_timing, on); a
-# letter "s" in the fourth field judges them inside it, as before: ARMS="on:lane:2:ps on:lane:2:p".
 # GPU_TESTS=0 skips part 2 (a call that has time only for the arms).
 for arm in ${ARMS:-off:lane on:lane}; do
   IFS=: read -r beside cpus depth preempt <<< "$arm"; depth=${depth:-1}
-  pre=off; [[ "${preempt:-}" == *p* ]] && pre=on
-  after=on; [[ "${preempt:-}" == *s* ]] && after=off
-  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth, preempt $pre, spot checks after timing $after"
+  pre=off; [ "${preempt:-}" = p ] && pre=on
+  echo "== 1. throughput, batch 32, warm-up beside timing $beside, spares warmed on the $cpus CPUs, lane depth $depth, preempt $pre"
   on_gpu
   timeout "${TP_S:-270}" python3 benchmarks/judge_throughput.py --original-reps 0 --warm-reps 2 --aa-reps 3 \
     --batch 32 --no-cold-build --warm-beside-timing "$beside" --spares-cpus "$cpus" --lane-depth "$depth" \
-    --lane-preempt "$pre" --lane-checks-after "$after" --out "$OUT/tp_${beside}_${cpus}_${depth}_${pre}_$after" 2>&1 | tee "$OUT/tp_log" \
+    --lane-preempt "$pre" --out "$OUT/tp_${beside}_${cpus}_${depth}_$pre" 2>&1 | tee "$OUT/tp_log" \
     | grep -E "^lane, batch|^lane depth|^note|^candidate worker warm-up|^GPU idle|^A/A|^latency|^throughput|^(PASS|FAIL)"
   # Cut by TP_S before its report: the phase it reached and the batch's rate so far, same machine as the others.
   grep -q "^throughput" "$OUT/tp_log" || { echo "cut at ${TP_S:-270} s:"; grep -E "^  \[" "$OUT/tp_log" | tail -2; }

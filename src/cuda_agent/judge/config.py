@@ -146,12 +146,6 @@ class JudgeConfig:
     # do not count the time held (trusted/lane_share.py, common/channel.py PauseClock). At depth 2 without
     # it a timing waited 0.63 s at the median for such readers and the spares' warm-ups (H100, 2026-12-07).
     lane_preempt: bool = False
-    # Issue 34, at lane_depth 2 only: a timed call's spot check takes the candidate's output between rounds,
-    # and the reference judges it after the timing, beside the other judgment, instead of inside the
-    # timing's writer section, where its forward and float64 truth held the GPU from the other timing
-    # (trusted/timed_takes.py; ~0.29 s of a 0.93 s warm timing stage, H100, 2026-12-07). The same bytes
-    # are judged against the same reference; a wrong output ends the judgment after its timing, not in it.
-    lane_checks_after_timing: bool = True
     # Timed calls whose outputs are compared with the reference after a checked round (chosen after it),
     # and the share of rounds (traced ones too) checked besides the first and the last (chosen after
     # each round). A submission wrong on a share g of its calls escapes C checks with (1 - g)^C; moving

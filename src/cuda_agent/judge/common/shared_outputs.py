@@ -156,11 +156,6 @@ class SharedOutputReader:
         view = self._map(path, max_bytes)
         return tensorfile.decode(view, device)
 
-    def view(self, path: str, max_bytes: int) -> mmap.mmap:
-        """The buffer at `path`, mapped read-only with the checks of `load` (a timed output taken to be
-        judged later copies its bytes out of it, trusted/timed_takes.py)."""
-        return self._map(path, max_bytes)
-
     def _map(self, path: str, max_bytes: int) -> mmap.mmap:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:

@@ -118,8 +118,6 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
         # Depth 2 (trusted/lane_share.py): why this judgment must be judged again alone, once it is over.
         self.alone_again = ""
         self.lane_shared = False  # its GPU part ran on a lane shared with another judgment
-        # Spot checks' outputs taken during the timing and judged after it (depth 2, timed_checks.py).
-        self.checks_after_timing, self.taken_checks = False, 0
 
     # ---- the story -------------------------------------------------------------------------------
     def run(self, pool: WorkerPool) -> Verdict:
@@ -255,12 +253,8 @@ class Judgment(WorkerCalls, BuildStage, ReferenceStage, VerifyStage, TimedChecks
             self.stages["held_frozen"] = share.held_s(id(self))
         if not self.config.time_candidate:
             return self.verdict_ok(None)
-        self.checks_after_timing = self.config.lane_checks_after_timing  # timed_checks.py, trusted/timed_takes.py
         with pool.gpu_lock(self.stages):  # settles: no earlier candidate's teardown beside timing
-            timing = self._writer(pool, share, ref, cand)
-        with pool.gpu_lock(self.stages, beside_retirement=True, reading=True, preemptible=True):
-            self.judge_taken(ref)  # the spot checks' outputs taken during the timing, judged as a reader
-        return self.verdict_ok(timing)
+            return self.verdict_ok(self._writer(pool, share, ref, cand))
 
     def _writer(self, pool: WorkerPool, share: LaneShare, ref: WorkerHandle, cand: WorkerHandle) -> Timing:
         """The timing as the GPU's one writer, every other candidate frozen and the GPU drained. Where the

@@ -51,42 +51,17 @@ class TimedChecks:
         return True
 
     def spot_check(self, ref: WorkerHandle, cand: WorkerHandle, index: int) -> None:
-        """Compare the output of timed call `index` of the last round with the reference's on its inputs:
-        now, or, where `checks_after_timing` (a judgment sharing its GPU, decide/judgment.py), take the
-        output now and judge it in `judge_taken` after the timing (trusted/timed_takes.py)."""
+        """Compare the output of timed call `index` of the last round with the reference's on its inputs."""
         path = self.out_dir / "timed_output.tensors"
         with self.timed("spot_checks"):
             reply = self._candidate_call(cand, "dump_call", self.config.forward_timeout_s,
                                          "saving a timed output", index=index, output_path=str(path),
                                          shared=self.shared_outputs)  # fmt: skip
-            handed, seed = self.handed_over(cand, reply, path), self.round_seeds[index]
-            if self.checks_after_timing:
-                took = self._reference_call(ref, "take_timed", 60, seed=seed, **handed, aliases=reply.get("aliases"))
-                if took.get("taken"):
-                    self.taken_checks += 1
-                    return
             verdict = self._reference_call(
-                ref, "compare_timing", self.config.prepare_timeout_s, seed=seed, **handed, atol=self.config.atol,
-                rtol=self.config.rtol, aliases=reply.get("aliases"), precision_k=self.precision_k(),
+                ref, "compare_timing", self.config.prepare_timeout_s, seed=self.round_seeds[index],
+                **self.handed_over(cand, reply, path), atol=self.config.atol, rtol=self.config.rtol,
+                aliases=reply.get("aliases"), precision_k=self.precision_k(),
             )  # fmt: skip
-        self.judge_spot(verdict)
-
-    def judge_taken(self, ref: WorkerHandle) -> None:
-        """The outputs `spot_check` took, judged by the reference now that the timing has ended."""
-        taken, self.taken_checks = self.taken_checks, 0
-        if not taken:
-            return
-        with self.timed("spot_checks_after_timing"):
-            reply = self._reference_call(ref, "compare_taken", self.config.prepare_timeout_s * taken,
-                                         atol=self.config.atol, rtol=self.config.rtol, precision_k=self.precision_k())  # fmt: skip
-        verdicts = reply.get("verdicts")
-        if not isinstance(verdicts, list) or len(verdicts) != taken:
-            raise self.fail(Status.RUNTIME_ERROR, f"judge error: {taken} taken timed outputs, "
-                            f"{len(verdicts) if isinstance(verdicts, list) else 'no'} verdicts")  # fmt: skip
-        for verdict in verdicts:
-            self.judge_spot(verdict)
-
-    def judge_spot(self, verdict: dict[str, Any]) -> None:
         self.note_error_ratio(verdict)
         if not verdict["match"]:
             raise self.fail(Status.INCORRECT, f"a timed call returned a wrong result: {verdict['reason']}")

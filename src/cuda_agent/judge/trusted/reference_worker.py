@@ -61,7 +61,6 @@ from cuda_agent.judge.trusted.reference_files import InputFiles
 from cuda_agent.judge.trusted.reference_machine import MachineCommands
 from cuda_agent.judge.trusted.reference_response import ResponseCheck
 from cuda_agent.judge.trusted.reference_timing import BaselineTiming
-from cuda_agent.judge.trusted.timed_takes import TakenOutputs
 from cuda_agent.task import Task, build_model, check_inputs, flatten_tensors, import_task_module, tensor_bytes
 
 # Warm-up calls rotate through distinct input sets of up to this many bytes in all (beyond L2 many times
@@ -76,7 +75,7 @@ PROBE_BYTES = 16 << 20
 __all__ = ["ReferenceWorker", "compile_build", "fresh_compiles", "judge_outputs", "main", "vary_constant_state"]
 
 
-class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles, TakenOutputs):
+class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles):
     def __init__(self) -> None:
         self.module: Any = None
         self._judgments = 0
@@ -93,7 +92,6 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         self.has_cuts, self.tol = False, Tolerance()
         self.exact: truth.TruthModel | None = None
         self.round_sets: dict[int, list[Any]] = {}  # timed inputs kept by seed (input-file mode only)
-        self.taken: list[tuple[int, bytes | str, Any]] = []  # timed outputs to judge after timing (timed_takes.py)
         self.input_transforms: list[Any] | None = None  # the input audit's, applied to every draw
         self.signs = sign_audit.SignAudit()  # inputs given random signs in every draw (sign_audit.py)
         self.outliers = outlier_audit.OutlierAudit()  # elements scaled up in every draw (outlier_audit.py)
@@ -262,19 +260,17 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
 
     def compare_timing(
         self, seed: int, path: str, atol: float, rtol: float, shared: bool = False,
-        aliases: Any = None, precision_k: float | None = None, raw: bytes | None = None,
+        aliases: Any = None, precision_k: float | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         """Check of a timed call the parent chose after its round: the reference's output for that call's
-        inputs (drawn again from its seed, or kept in input-file mode) against what the candidate kept
-        (at `path`, or its bytes taken earlier, `raw`: timed_takes.py)."""
+        inputs (drawn again from its seed, or kept in input-file mode) against what the candidate kept."""
         inputs = self.round_sets.get(seed)
         if inputs is None:
             inputs = self._draw(seed)
         expected, exact, ref_aliases = self._reference_on(inputs, Tolerance(atol, rtol), with_truth=bool(precision_k))
         alts = self._cut_alternatives(inputs, expected, Tolerance(atol, rtol)) if self.has_cuts else None
         return self._compare_file(expected, path, atol, rtol, shared, ref_aliases, aliases, exact, precision_k,
-                                  alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)),
-                                  raw=raw)  # fmt: skip
+                                  alts, explain=lambda produced: self._explain(seed, produced, Tolerance(atol, rtol)))  # fmt: skip
 
     def _reference_on(self, inputs: list[Any], tol: Tolerance, with_truth: bool = True, private: bool = False,
                       ) -> tuple[list[torch.Tensor], list[truth.Truth | None] | None, list[list[str]]]:  # fmt: skip
@@ -357,7 +353,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         """Drop what one candidate's judgment added (timing samplers, input-file rounds, the candidate's
         mapped buffers) and keep the preparation (model, inputs, outputs, truth, audits) for the next
         judgment of the task's group (decide/reference_group.py): nothing after `prepare` writes to it."""
-        self.samplers, self.round_sets, self.taken = {}, {}, []
+        self.samplers, self.round_sets = {}, {}
         self._forget_received()
         self.shared.close()
         torch.cuda.empty_cache()
@@ -369,7 +365,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         if self.module is not None:
             sys.modules.pop(self.module.__name__, None)
         self.model, self.outputs, self.timing_sets, self.samplers = None, [], [], {}
-        self.aliases, self.exact_outputs, self.exact, self.round_sets, self.taken = [], [], None, {}, []
+        self.aliases, self.exact_outputs, self.exact, self.round_sets = [], [], None, {}
         self.input_transforms, self.reproducible, self.signs = None, False, sign_audit.SignAudit()
         self.outliers = outlier_audit.OutlierAudit()
         self.perturbation, self.inputs_audit = perturb.Perturbation(), input_audit.InputAudit()
@@ -385,13 +381,11 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         exact: list[truth.Truth | None] | None = None, precision_k: float | None = None,
         alts: list[cuts.Alternatives | None] | None = None,
         explain: Callable[[list[Any]], str | None] | None = None, received: list[list[Any]] | None = None,
-        raw: bytes | None = None,
     ) -> dict[str, Any]:  # fmt: skip
-        """The candidate's outputs at `path` (or in `raw`, a tensor file's bytes taken earlier) judged against
-        `expected` (output_verdict.py); `received`, when given, gets what was read (the response check keeps
-        a changed set's outputs)."""
+        """The candidate's outputs at `path` judged against `expected` (output_verdict.py); `received`, when
+        given, gets what was read (the response check keeps a changed set's outputs)."""
         try:
-            produced = tensorfile.decode(raw, "cuda") if raw is not None else self._read_outputs(path, shared)
+            produced = self._read_outputs(path, shared)
         except UnsafeBuffer as exc:
             return {"match": False, "reason": f"outputs could not be read: {exc}"[:600]}
         except Exception as exc:
@@ -425,8 +419,6 @@ def main() -> None:
             "end_judgment": worker.end_judgment,
             "end_candidate": worker.end_candidate,
             "compare_timing": worker.compare_timing,
-            "take_timed": worker.take_timed,
-            "compare_taken": worker.compare_taken,
             "write_changed": worker.write_changed,
             "compare_changed": worker.compare_changed,
             "write_variant": worker.write_variant,
