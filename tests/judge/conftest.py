@@ -67,5 +67,6 @@ def cpu_reference(monkeypatch: pytest.MonkeyPatch) -> object:
         monkeypatch.setattr(module, "draw_inputs",
                             lambda task, seed, device="cpu", transforms=None, signs=None, outliers=None: (
                                 draw(task, seed, "cpu", transforms, signs, outliers)))  # fmt: skip
-    monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True: load(path, "cpu", trusted))
+    monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True, max_bytes=None: (
+        load(path, "cpu", trusted, max_bytes)))  # fmt: skip
     return reference_worker.ReferenceWorker()

@@ -13,6 +13,7 @@ The reference worker's `prepare` runs here on the CPU with its three CUDA calls 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -225,6 +226,26 @@ def test_a_view_of_an_input_is_still_refused() -> None:
     row = torch.randn(1, 32)
     decided = judge_outputs([row.repeat(64, 1)], [row.expand(64, 32)], TOL, [[]], [[]], None, None)
     assert not decided["match"] and "share memory" in decided["reason"]
+
+
+def test_a_hand_over_the_reference_cannot_read_safely_is_the_candidates_wrong_output(cpu_worker: Any, tmp_path: Path) -> None:
+    """A candidate that leaves a FIFO, a link or an oversized file at its hand-over path got the reference
+    worker's read to block or run out of memory, which ends the judgment as the reference failing
+    (`task_error`, not counted against the candidate in training). Now the comparison says at once that
+    the outputs could not be read: a wrong output, -1. The bound is the one shared buffers already had."""
+    import time
+
+    worker, _ = cpu_worker(INPLACE_TASK, "inplace_handover")
+    fifo, big = tmp_path / "fifo.tensors", tmp_path / "big.tensors"
+    os.mkfifo(fifo)
+    with open(big, "wb") as handle:
+        handle.truncate(worker.shared_limit + 1)
+    for path in (fifo, big):
+        began = time.monotonic()
+        verdict = worker.compare_timing(99, str(path), TOL.atol, TOL.rtol, aliases=[["input 0"]])
+        assert time.monotonic() - began < 10 and not verdict["match"]
+        assert "could not be read" in verdict["reason"] and ("regular file" in verdict["reason"] or "more than" in verdict["reason"])
+        assert not path.exists(), "the hand-over is removed, as after any comparison"
 
 
 def test_memory_kept_between_calls_is_refused_unless_the_reference_keeps_it(tmp_path: Path) -> None:

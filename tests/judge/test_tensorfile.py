@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,54 @@ def test_untrusted_files_that_lie_are_refused(tmp_path: Path, damage: str) -> No
     path.write_bytes(bytes(data))
     with pytest.raises(tensorfile.TensorFileError):
         tensorfile.load(path, device="cpu", trusted=False)
+
+
+def _load_within(path: Path, seconds: float, max_bytes: int | None = None) -> BaseException | object:
+    """`load(trusted=False)` in a thread: what it returned or raised, or TimeoutError if it blocked."""
+    outcome: list[BaseException | object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(tensorfile.load(path, device="cpu", trusted=False, max_bytes=max_bytes))
+        except BaseException as exc:  # the outcome, whatever it is, is what the test looks at
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome[0] if outcome else TimeoutError(f"load blocked for {seconds} s")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a tensor file", "link to /dev/zero", "directory"])
+def test_an_untrusted_path_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """A candidate hands its outputs over at a path it can write. A FIFO there would block the reference
+    worker's read until its call's limit, and a link to /dev/zero would feed it until memory ran out: both
+    end as the reference failing, a task_error, which training does not count against the candidate. Each
+    must be refused at once as an unreadable output, which is the candidate's wrong answer."""
+    real = tmp_path / "real.tensors"
+    tensorfile.save([torch.randn(8)], real)
+    path = tmp_path / "out.tensors"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(real if kind == "link to a tensor file" else Path("/dev/zero"))
+    outcome = _load_within(path, 5.0)
+    assert isinstance(outcome, tensorfile.TensorFileError), outcome
+    assert "regular file" in str(outcome) or "cannot open" in str(outcome)
+
+
+def test_an_untrusted_file_past_its_bound_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "out.tensors"
+    tensorfile.save([torch.randn(1000)], path)
+    size = path.stat().st_size
+    back = _load_within(path, 5.0, max_bytes=size)
+    assert isinstance(back, list) and back[0].shape == (1000,), back  # at the bound: read
+    outcome = _load_within(path, 5.0, max_bytes=size - 1)
+    assert isinstance(outcome, tensorfile.TensorFileError) and f"{size} bytes" in str(outcome)
+    sparse = tmp_path / "sparse.tensors"
+    with open(sparse, "wb") as handle:  # 64 GiB that take no disk: refused by its size, never read
+        handle.truncate(64 << 30)
+    outcome = _load_within(sparse, 5.0, max_bytes=1 << 20)
+    assert isinstance(outcome, tensorfile.TensorFileError) and "more than" in str(outcome)

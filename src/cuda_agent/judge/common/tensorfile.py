@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 import struct
 import warnings
 from dataclasses import dataclass
@@ -120,20 +121,44 @@ def write_into(layout: Layout, buffer: Any) -> None:
         torch.cuda.synchronize()  # the bytes must be in the buffer before anyone is told to read it
 
 
-def load(path: str | Path, device: str = "cuda", trusted: bool = True) -> Any:
-    """Read a tensor file back, tensors on `device`. `trusted=False` for files another process wrote."""
-    with open(path, "rb") as handle:
-        if trusted:
+def load(path: str | Path, device: str = "cuda", trusted: bool = True, max_bytes: int | None = None) -> Any:
+    """Read a tensor file back, tensors on `device`. `trusted=False` for files another process wrote
+    (`read_untrusted`, at most `max_bytes`)."""
+    if trusted:
+        with open(path, "rb") as handle:
             buffer: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(
                 handle.fileno()
             ).st_size else b""
-        else:
-            buffer = handle.read()
+    else:
+        buffer = read_untrusted(path, max_bytes)
     try:
         return decode(buffer, device)
     finally:
         if isinstance(buffer, mmap.mmap):
             buffer.close()
+
+
+def read_untrusted(path: str | Path, max_bytes: int | None) -> bytes:
+    """A file another process wrote, read whole into memory. It must be a regular file, not a FIFO, a
+    device or a symbolic link: a FIFO would block the reader, `/dev/zero` would feed it without end, and a
+    link could point it at a file the writer cannot read itself. A file past `max_bytes` is refused unread,
+    and one that grows while it is read adds nothing past the size it had when opened. Each refusal is a
+    `TensorFileError` that names it, so that a candidate's hand-over can fail only as its own wrong output,
+    never as a reference worker that hangs or runs out of memory (a `task_error`, no reward either way)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise TensorFileError(f"cannot open the file: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise TensorFileError("not a regular file")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise TensorFileError(f"the file has {info.st_size} bytes, more than the {max_bytes} allowed")
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read(info.st_size)
+    finally:
+        os.close(fd)
 
 
 def decode(buffer: Any, device: str) -> Any:

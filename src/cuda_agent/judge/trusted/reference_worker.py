@@ -336,7 +336,7 @@ class ReferenceWorker(BaselineTiming, ResponseCheck, MachineCommands, InputFiles
         if shared:
             return self.shared.load(path, max_bytes=self.shared_limit, device="cuda")
         try:
-            return tensorfile.load(path, device="cuda", trusted=False)
+            return tensorfile.load(path, device="cuda", trusted=False, max_bytes=self.shared_limit)
         finally:
             if os.path.exists(path):
                 os.unlink(path)
