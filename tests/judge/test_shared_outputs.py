@@ -128,6 +128,33 @@ def test_a_plain_file_is_not_a_buffer(tmp_path) -> None:
             SharedOutputReader().load(path, LIMIT, device="cpu")
 
 
+def test_a_fifo_behind_the_buffer_path_is_refused_at_once(tmp_path) -> None:
+    """A candidate worker names the buffer it handed over by a path of its own fds (/proc/<pid>/fd/N); one
+    that opened a FIFO there got the reference's plain open to block until its call's limit, a reference
+    failure (task_error) instead of its own wrong output. The open no longer blocks, and a FIFO is refused."""
+    import threading
+
+    fifo = tmp_path / "buffer"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the candidate keeps it open, as a buffer would be
+    outcome: list[BaseException | object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(SharedOutputReader().load(f"/proc/self/fd/{held}", LIMIT, device="cpu"))
+        except BaseException as exc:  # the outcome, whatever it is, is what the test looks at
+            outcome.append(exc)
+
+    try:
+        thread = threading.Thread(target=read, daemon=True)
+        thread.start()
+        thread.join(5.0)
+    finally:
+        os.close(held)
+    assert outcome, "the reference's open blocked on a FIFO"
+    assert isinstance(outcome[0], UnsafeBuffer) and "not a regular file" in str(outcome[0])
+
+
 def test_a_header_describing_more_than_the_buffer_is_refused() -> None:
     with writer() as ask:
         path = ask(op="lying")

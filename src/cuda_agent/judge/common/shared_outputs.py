@@ -31,6 +31,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import stat
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -157,9 +158,14 @@ class SharedOutputReader:
         return tensorfile.decode(view, device)
 
     def _map(self, path: str, max_bytes: int) -> mmap.mmap:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # Non-blocking: a FIFO behind the path would block a plain open until the call's limit, and the
+        # reference failing is a task_error, no reward either way (tensorfile.read_untrusted, the same
+        # hazard in file mode). A memfd is a regular file; anything else is refused before it is read.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
             info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise UnsafeBuffer("the output buffer is not a regular file (a FIFO or a device?)")
             key = (info.st_dev, info.st_ino)
             if key in self.mapped:
                 return self.mapped[key][0]
