@@ -70,3 +70,12 @@ def cpu_reference(monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.setattr(reference_worker.tensorfile, "load", lambda path, device="cuda", trusted=True, max_bytes=None: (
         load(path, "cpu", trusted, max_bytes)))  # fmt: skip
     return reference_worker.ReferenceWorker()
+
+
+@pytest.fixture
+def candidate_holds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVML names the (scripted) candidate worker and it holds no GPU memory between calls: the memory check
+    at rest (decide/verify_stage.py `check_memory_at_rest`) passes, for tests about other rules."""
+    from cuda_agent.judge.decide import verify_stage
+
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: 0)

@@ -23,6 +23,8 @@ from cuda_agent.judge.trusted.compile_modes import (
     check_compile_mode,
 )
 
+pytestmark = pytest.mark.usefixtures("candidate_holds_nothing")  # conftest.py: the memory check at rest passes
+
 AUTOTUNE = "max-autotune-no-cudagraphs"
 KEY = b"k" * 32
 

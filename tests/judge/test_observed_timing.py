@@ -29,7 +29,7 @@ from cuda_agent.judge.trusted.library_kernels import KernelLists
 
 # Scripted workers sleep for the times they report, and the parent's clock checks them: on the 2-core CI
 # machine another test's compilers beside them oversleep those sleeps by milliseconds (scripts/test.sh).
-pytestmark = pytest.mark.alone
+pytestmark = [pytest.mark.alone, pytest.mark.usefixtures("candidate_holds_nothing")]  # conftest.py
 
 DATA = Path(__file__).parent / "data" / "h200_stability_v5.json"
 

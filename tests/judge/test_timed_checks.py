@@ -16,6 +16,8 @@ from cuda_agent.judge.decide.judgment import Judgment, Stop
 from cuda_agent.judge.trusted.pool import ReferenceSlot
 from cuda_agent.task import Task
 
+pytestmark = pytest.mark.usefixtures("candidate_holds_nothing")  # conftest.py: the memory check at rest passes
+
 
 class Candidate:
     """Records what it was told; `wrong_calls` are the timed calls whose output is wrong."""
@@ -135,3 +137,43 @@ def test_only_a_secret_share_of_rounds_is_checked(tmp_path: Path) -> None:
     checked = sum(made.check_round(ref, cand, 0.35) for _ in range(400))  # type: ignore[arg-type]
     assert 90 < checked < 190 and len(ref.compared) == checked
     assert made.check_round(ref, cand) is True  # type: ignore[arg-type]  (the default: always)
+
+
+def test_a_candidate_that_keeps_the_gpu_after_a_timed_hand_over_fails_before_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate worker that hands over a timed output and keeps the GPU full ran the reference's spot
+    check out of memory: a task_error, no reward, where its output may have been wrong. The memory check at
+    rest after the hand-over makes it the candidate's runtime_error, and the reference is not asked."""
+    from cuda_agent.judge.decide import verify_stage
+
+    made, ref, cand = judgment(tmp_path), Reference(), Candidate()
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.new_round(ref)  # type: ignore[arg-type]
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: made.config.candidate_gpu_memory_bytes + 1)
+    with pytest.raises(Stop) as stopped:
+        made.check_round(ref, cand)  # type: ignore[arg-type]
+    assert stopped.value.verdict.reward == -1 and stopped.value.verdict.status.value == "runtime_error"
+    assert "holds" in stopped.value.verdict.reason and ref.compared == []
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: made.config.candidate_gpu_memory_bytes)
+    assert made.check_round(ref, cand) is True and len(ref.compared) == 1  # type: ignore[arg-type]  (at the limit)
+
+
+def test_the_rounds_the_judge_asks_a_candidate_to_keep_are_allowed_at_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timed round keeps every call's inputs and output (and the round before may sit in the allocator's
+    cache): an honest candidate of a large task holds that much after a hand-over, on top of the limit."""
+    from cuda_agent.judge.decide import verify_stage
+    from cuda_agent.judge.decide.round_size import RoundSize
+
+    made, ref, cand = judgment(tmp_path), Reference(), Candidate()
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.round_plan = RoundSize(4, 10, call_bytes=3 << 30, gpu_bytes=80 << 30)
+    made.new_round(ref)  # type: ignore[arg-type]
+    limit = made.config.candidate_gpu_memory_bytes + 2 * 4 * (3 << 30)
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: limit)
+    assert made.check_round(ref, cand) is True  # type: ignore[arg-type]
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: limit + 1)
+    with pytest.raises(Stop):
+        made.check_round(ref, cand)  # type: ignore[arg-type]

@@ -23,7 +23,8 @@ from cuda_agent.task import Task
 
 # Scripted workers sleep for the times they report, and the parent's clock checks them: on the 2-core CI
 # machine another test's compilers beside them oversleep those sleeps by milliseconds (scripts/test.sh).
-pytestmark = pytest.mark.alone
+# The memory check at rest passes (conftest.py `candidate_holds_nothing`): these tests are about timing.
+pytestmark = [pytest.mark.alone, pytest.mark.usefixtures("candidate_holds_nothing")]
 
 CALLS = 10
 
@@ -441,3 +442,23 @@ def test_a_tie_with_compile_is_decided_below_as_quickly(tmp_path, monkeypatch, c
 def test_round_size_keeps_one_rounds_inputs_and_outputs_within_its_share(sizes: tuple, calls: int) -> None:
     plan = round_size(10, *sizes, 0.2)
     assert plan.calls == calls and plan.reduced == (calls < 10)
+
+
+def test_a_candidate_that_keeps_the_gpu_after_its_warm_up_fails_before_the_baselines_run(
+    tmp_path, monkeypatch, candidate_process
+) -> None:
+    """A ModelNew that keeps every free byte from its timing warm-up on ran the reference's baseline warm-up
+    out of memory: the reference failing, a task_error that training does not count against the candidate.
+    The memory check at rest after the warm-up makes it the candidate's runtime_error, before the reference
+    is asked for anything on the GPU."""
+    from cuda_agent.judge.decide import verify_stage
+    from cuda_agent.judge.decide.judgment import Stop
+
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: made.config.candidate_gpu_memory_bytes + 1)
+    with pytest.raises(Stop) as stopped:
+        made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    verdict = stopped.value.verdict
+    assert verdict.reward == -1 and verdict.status.value == "runtime_error" and "holds" in verdict.reason
+    assert "time_setup" not in ref.calls, "the reference's warm-up never ran beside the hog"

@@ -28,7 +28,7 @@ from cuda_agent.task import Task
 
 # Scripted workers sleep for the times they report, and the parent's clock checks them: on the 2-core CI
 # machine another test's compilers beside them oversleep those sleeps by milliseconds (scripts/test.sh).
-pytestmark = pytest.mark.alone
+pytestmark = [pytest.mark.alone, pytest.mark.usefixtures("candidate_holds_nothing")]  # conftest.py
 
 CALLS = 10
 OURS = "void ew_kernel<4>(float const*, float*, long)"

@@ -57,6 +57,7 @@ class TimedChecks:
             reply = self._candidate_call(cand, "dump_call", self.config.forward_timeout_s,
                                          "saving a timed output", index=index, output_path=str(path),
                                          shared=self.shared_outputs)  # fmt: skip
+            self.check_memory_at_rest(ref, cand)
             verdict = self._reference_call(
                 ref, "compare_timing", self.config.prepare_timeout_s, seed=self.round_seeds[index],
                 **self.handed_over(cand, reply, path), atol=self.config.atol, rtol=self.config.rtol,

@@ -76,6 +76,7 @@ class TimingStage:
             )  # fmt: skip
         # Warm-up may start the runtime's own threads (seen: +3 on an H200): count from here on.
         self.threads_after_load = max(self.threads_after_load, _thread_count(cand.pid))
+        self.check_memory_at_rest(ref, cand)  # before the reference's warm-ups and rounds need the GPU
         hosts = {"candidate": _finite(setup.get("host_ms"))}
         builds_ms: list[float] = []
         if cached is None:

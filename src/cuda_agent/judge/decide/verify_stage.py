@@ -272,9 +272,10 @@ class VerifyStage:
             raise self.fail(Status.INCORRECT, f"wrong result on {label}: {verdict['reason']}")
         return verdict
 
-    def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None) -> None:
+    def check_memory(self, ref: WorkerHandle, cand: WorkerHandle, own: int | None = None, kept: int = 0) -> None:
         """GPU memory the candidate holds after a call: its own (NVML, context included) where NVML can
-        tell, else the device-wide drop in free memory since before it was loaded."""
+        tell, else the device-wide drop in free memory since before it was loaded; `kept`, what the judge
+        itself asked it to keep (a timed round's calls), is allowed on top of the limit."""
         if own is not None:
             held, self.checks["gpu_memory_source"] = own, "nvml"
         else:  # device-wide delta since before the load
@@ -283,12 +284,25 @@ class VerifyStage:
         self.checks["candidate_gpu_memory_bytes"] = max(
             held, self.checks.get("candidate_gpu_memory_bytes", 0)
         )
-        if held > self.config.candidate_gpu_memory_bytes:
+        if held > self.config.candidate_gpu_memory_bytes + kept:
             raise self.fail(
                 Status.RUNTIME_ERROR,
                 f"the candidate holds {held / 2**30:.1f} GiB of GPU memory after its forward call (limit "
-                f"{self.config.candidate_gpu_memory_bytes / 2**30:.0f} GiB): free what you allocate",
+                f"{(self.config.candidate_gpu_memory_bytes + kept) / 2**30:.0f} GiB): free what you allocate",
             )
+
+    def check_memory_at_rest(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
+        """`check_memory` between calls with no comparison in flight: before the reference works on what a
+        call left (a timed call's spot check, the baselines' warm-up after the candidate's). A candidate
+        that kept the GPU full there ran the reference out of memory, a task_error that training does not
+        count against it; now it is the candidate's runtime_error, by the verification calls' own rule. On
+        top of that rule's limit: the timed rounds the judge asks it to keep, its last round's calls and the
+        one before it still in its allocator's cache (decide/round_size.py)."""
+        own = process_gpu_bytes(cand.pid)
+        if own is None and getattr(self, "lane_shared", False):  # the fallback counts another's memory too
+            raise JudgeAlone("NVML could not name the candidate's GPU memory beside another judgment")
+        plan = self.round_plan
+        self.check_memory(ref, cand, own, kept=2 * plan.calls * (plan.call_bytes or 0))
 
     def note_error_ratio(self, verdict: dict) -> None:
         """The largest precision-audit statistic seen (the candidate's error in units of the honest allowance,
