@@ -119,3 +119,23 @@ def test_an_untrusted_file_past_its_bound_is_refused_unread(tmp_path: Path) -> N
         handle.truncate(64 << 30)
     outcome = _load_within(sparse, 5.0, max_bytes=1 << 20)
     assert isinstance(outcome, tensorfile.TensorFileError) and "more than" in str(outcome)
+
+
+def test_an_honest_view_of_a_large_buffer_is_handed_over_within_the_readers_bound(tmp_path: Path) -> None:
+    """A column or a diagonal of a 1024^2 result reaches 4 MiB of storage for 4 KiB of values. The file keeps
+    a view's whole span, and the reference reads at most about twice the expected outputs (`read_untrusted`):
+    an honest output like this was refused as unreadable. `handed` sends it as its values; dense views keep
+    their strides, and a view that overlaps itself is left for the layout rule."""
+    big = torch.randn(1024, 1024)
+    bound = 2 * 1024 * 4 + 4096  # what the reference allows for one 1024-element float32 output, and a header
+    for view in (big[:, 0], big.diagonal(), big[::2, ::512].t()):
+        path = tmp_path / "out.tensors"
+        tensorfile.save([tensorfile.handed(view)], path)
+        (back,) = _load_within(path, 5.0, max_bytes=bound + view.numel() * 4)
+        assert torch.equal(back, view) and path.stat().st_size <= bound + view.numel() * 4
+    dense = big.t()
+    assert tensorfile.handed(dense).stride() == dense.stride(), "a transpose keeps its layout"
+    expanded = torch.randn(1, 8).expand(8, 8)
+    assert tensorfile.handed(expanded).stride() == (0, 1), "an expand is kept for the layout rule to refuse"
+    odd = torch.as_strided(torch.randn(64), (3, 2), (2, 4))  # element 4 twice, yet reaches past its elements
+    assert tensorfile.handed(odd).stride() == (2, 4)

@@ -462,3 +462,28 @@ def test_a_candidate_that_keeps_the_gpu_after_its_warm_up_fails_before_the_basel
     verdict = stopped.value.verdict
     assert verdict.reward == -1 and verdict.status.value == "runtime_error" and "holds" in verdict.reason
     assert "time_setup" not in ref.calls, "the reference's warm-up never ran beside the hog"
+
+
+def test_a_candidate_that_keeps_the_gpu_from_its_first_round_fails_in_the_frozen_window(
+    tmp_path, monkeypatch, candidate_process
+) -> None:
+    """A ModelNew that grabs the GPU in its first timed round, after the warm-up's check, would run the
+    reference's first baseline round out of memory. Each frozen window reads the frozen candidate's memory
+    before the reference works in it (a frozen process cannot grow), so the hog is the candidate's."""
+    from cuda_agent.judge.decide import verify_stage
+    from cuda_agent.judge.decide.judgment import Stop
+
+    ref = Reference(candidate_process.pid)
+    made = _judgment(tmp_path, monkeypatch, candidate_process, ref)
+    readings: list[int] = []
+
+    def held(pid: int) -> int:  # nothing at the warm-up's check and the baselines' set-up, the GPU full after
+        readings.append(pid)
+        return 0 if len(readings) <= 2 else made.config.candidate_gpu_memory_bytes + 1
+
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", held)
+    with pytest.raises(Stop) as stopped:
+        made.time(ref, Candidate(candidate_process.pid))  # type: ignore[arg-type]
+    assert stopped.value.verdict.status.value == "runtime_error" and "holds" in stopped.value.verdict.reason
+    assert "time_setup" in ref.calls and "time_round" not in ref.calls, "no baseline round beside the hog"
+    assert len(readings) == 3

@@ -218,10 +218,12 @@ class CandidateWorker:
         return self.inputs.get(seed, path)
 
     def _hand_over(self, outputs: list[torch.Tensor], output_path: str, shared: bool) -> dict[str, Any]:
-        """Outputs to the reference: into the shared buffers (the path to read them at), or a file."""
+        """Outputs to the reference: into the shared buffers (the path to read them at), or a file. Each as
+        `tensorfile.handed`: a view that reaches far past its own elements goes as its values."""
+        handed = [tensorfile.handed(t.detach()) for t in outputs]
         if shared:
-            return {"shared_path": self.outputs.write([t.detach() for t in outputs])}
-        tensorfile.save([t.detach() for t in outputs], output_path)
+            return {"shared_path": self.outputs.write(handed)}
+        tensorfile.save(handed, output_path)
         return {}
 
     def share_probe(self, nonce: int) -> dict[str, Any]:

@@ -51,6 +51,29 @@ def _span(size: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
+def handed(t: torch.Tensor) -> torch.Tensor:
+    """An output as the candidate worker hands it over: as it is, unless it is a view that reaches past its
+    own elements without overlapping itself (a column or a diagonal of a larger buffer), which goes as a
+    dense copy of its values. A file keeps each view's whole span, and the reference reads at most about
+    twice the expected outputs' bytes (`read_untrusted`, shared_outputs.py): an honest `x[:, 0]` of a large
+    `x` was refused there. The comparison is by logical index, so the values are what counts; dense views
+    (a transpose) and views that overlap themselves (an expand, which the layout rule refuses) are kept."""
+    if t.numel() == 0 or _span(list(t.shape), list(t.stride())) <= t.numel() or not _disjoint(t):
+        return t
+    return t.contiguous()
+
+
+def _disjoint(t: torch.Tensor) -> bool:
+    """No two elements of `t` share memory: with its dimensions ordered by stride, each stride reaches past
+    everything the smaller ones cover (a sufficient test; False where it cannot tell)."""
+    extent = 0  # elements covered by the dimensions taken so far, less one
+    for stride, size in sorted((st, s) for s, st in zip(t.shape, t.stride(), strict=True) if s > 1):
+        if stride <= extent:
+            return False
+        extent += (size - 1) * stride
+    return True
+
+
 @dataclass
 class Layout:
     """Where everything goes in a tensor file: the header, then each tensor's bytes at `data_start`

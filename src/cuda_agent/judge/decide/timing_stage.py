@@ -398,6 +398,9 @@ class TimingStage:
                     "context, deferred kernels) is not allowed",
                 )
             self.checks["baseline_freeze"] = f"{report.method}; GPU verified idle before each baseline round"
+            # Frozen, the candidate can hold no more than NVML reads now: a hog kept from its round would run
+            # the reference's round out of memory, a task_error instead of its own runtime_error.
+            self.check_memory_at_rest(ref, cand)
             yield _finite(first.get("busy_ms")) + _finite(second.get("busy_ms"))
         finally:
             self.tree_of(cand).thaw()
