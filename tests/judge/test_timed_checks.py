@@ -177,3 +177,24 @@ def test_the_rounds_the_judge_asks_a_candidate_to_keep_are_allowed_at_rest(
     monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: limit + 1)
     with pytest.raises(Stop):
         made.check_round(ref, cand)  # type: ignore[arg-type]
+
+
+def test_without_a_reading_of_its_own_the_check_at_rest_asks_the_reference_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where NVML cannot name the candidate (a container without the host's pid namespace), the verification
+    calls fall back on the device's free memory, which the reference reads after emptying its allocator's
+    cache. Mid-timing that would change the reference's own rounds, so the check at rest is skipped there,
+    and beside another judgment the judgment is judged again alone, as after a verification call."""
+    from cuda_agent.judge.decide import verify_stage
+    from cuda_agent.judge.trusted.lane_share import JudgeAlone
+
+    made, ref, cand = judgment(tmp_path), Reference(), Candidate()
+    made.reference_slot = ReferenceSlot(ref, tmp_path)  # type: ignore[arg-type]
+    made.new_round(ref)  # type: ignore[arg-type]
+    monkeypatch.setattr(verify_stage, "process_gpu_bytes", lambda pid: None)
+    assert made.check_round(ref, cand) is True  # type: ignore[arg-type]
+    assert len(ref.compared) == 1, "only the comparison: no free_memory asked of the reference"
+    made.lane_shared = True
+    with pytest.raises(JudgeAlone):
+        made.check_round(ref, cand)  # type: ignore[arg-type]
