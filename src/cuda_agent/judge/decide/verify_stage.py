@@ -178,9 +178,7 @@ class VerifyStage:
         command, label, output_path = what
         traced.append(reply.get("kernels") or {})
         self.refuse_forbidden(reply)
-        own = process_gpu_bytes(cand.pid)
-        if own is None and getattr(self, "lane_shared", False):  # the fallback counts another's memory too
-            raise JudgeAlone("NVML could not name the candidate's GPU memory beside another judgment")
+        own = self.own_gpu_bytes(cand)
         if own is None:  # the fallback asks the reference: settle its comparison first
             settle()
         # Before comparing: a memory hog must not starve the reference worker.
@@ -291,6 +289,14 @@ class VerifyStage:
                 f"{(self.config.candidate_gpu_memory_bytes + kept) / 2**30:.0f} GiB): free what you allocate",
             )
 
+    def own_gpu_bytes(self, cand: WorkerHandle) -> int | None:
+        """The candidate's own GPU memory by NVML, or None where NVML cannot name it; beside another
+        judgment that is a reason to be judged again alone, since the fallback counts another's memory too."""
+        own = process_gpu_bytes(cand.pid)
+        if own is None and getattr(self, "lane_shared", False):
+            raise JudgeAlone("NVML could not name the candidate's GPU memory beside another judgment")
+        return own
+
     def check_memory_at_rest(self, ref: WorkerHandle, cand: WorkerHandle) -> None:
         """`check_memory` between calls with no comparison in flight: before the reference works on what a
         call left (a timed call's spot check, the baselines' warm-up after the candidate's). A candidate
@@ -298,9 +304,7 @@ class VerifyStage:
         count against it; now it is the candidate's runtime_error, by the verification calls' own rule. On
         top of that rule's limit: the timed rounds the judge asks it to keep, its last round's calls and the
         one before it still in its allocator's cache (decide/round_size.py)."""
-        own = process_gpu_bytes(cand.pid)
-        if own is None and getattr(self, "lane_shared", False):  # the fallback counts another's memory too
-            raise JudgeAlone("NVML could not name the candidate's GPU memory beside another judgment")
+        own = self.own_gpu_bytes(cand)
         if own is None:  # no reading of its own: the device-wide fallback would empty the reference's
             return  # allocator cache mid-timing (reference_machine.free_memory), so these checks are off
         plan = self.round_plan
